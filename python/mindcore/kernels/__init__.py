@@ -1,0 +1,9 @@
+"""The Rust kernels behind every capability, with validated, documented Python signatures.
+
+Nothing above this package reimplements scoring, token counting, secret scanning, packing,
+BM25 or hashing embeddings: call these.
+"""
+
+from __future__ import annotations
+
+__all__: list[str] = []

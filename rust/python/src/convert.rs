@@ -1,0 +1,82 @@
+//! Input validation shared by every binding: one place decides what a valid array is and
+//! how a kernel error reads in Python.
+
+use mindcore_kernels::KernelError;
+use numpy::{Element, PyArrayDescrMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+
+/// `KernelError` -> `ValueError("arg: reason")`.
+pub fn kernel_err(e: KernelError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+fn untyped<'a, 'py>(obj: &'a Bound<'py, PyAny>, arg: &str) -> PyResult<&'a Bound<'py, PyUntypedArray>> {
+    obj.cast::<PyUntypedArray>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{arg}: expected a numpy.ndarray, got {}",
+            obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+        ))
+    })
+}
+
+fn check<T: Element>(arr: &Bound<'_, PyUntypedArray>, arg: &str, ndim: usize, dtype: &str) -> PyResult<()> {
+    let py = arr.py();
+    if !arr.dtype().is_equiv_to(&numpy::dtype::<T>(py)) {
+        return Err(PyTypeError::new_err(format!(
+            "{arg}: expected dtype {dtype}, got {} (convert with np.asarray(x, dtype=np.{dtype}))",
+            arr.dtype()
+        )));
+    }
+    if arr.ndim() != ndim {
+        return Err(PyValueError::new_err(format!(
+            "{arg}: expected a {ndim}-D array, got shape {:?}",
+            arr.shape()
+        )));
+    }
+    if !arr.is_c_contiguous() {
+        return Err(PyValueError::new_err(format!(
+            "{arg}: array must be C-contiguous (use np.ascontiguousarray)"
+        )));
+    }
+    Ok(())
+}
+
+/// A C-contiguous 2-D array of `T`, borrowed without copying.
+pub fn matrix<'py, T: Element>(obj: &Bound<'py, PyAny>, arg: &str, dtype: &str) -> PyResult<PyReadonlyArray2<'py, T>> {
+    let arr = untyped(obj, arg)?;
+    check::<T>(arr, arg, 2, dtype)?;
+    obj.extract::<PyReadonlyArray2<'py, T>>()
+        .map_err(|e| PyValueError::new_err(format!("{arg}: {e}")))
+}
+
+/// A C-contiguous 1-D array of `T`, borrowed without copying.
+pub fn vector<'py, T: Element>(obj: &Bound<'py, PyAny>, arg: &str, dtype: &str) -> PyResult<PyReadonlyArray1<'py, T>> {
+    let arr = untyped(obj, arg)?;
+    check::<T>(arr, arg, 1, dtype)?;
+    obj.extract::<PyReadonlyArray1<'py, T>>()
+        .map_err(|e| PyValueError::new_err(format!("{arg}: {e}")))
+}
+
+/// Either a 1-D `(d,)` or a 2-D `(q, d)` array; returns the rows flattened and their count,
+/// plus whether the input was 1-D (so the result can be shaped the same way).
+pub fn one_or_many_rows<'py, T: Element>(obj: &Bound<'py, PyAny>, arg: &str, dtype: &str) -> PyResult<(Vec<T>, usize, usize, bool)>
+where
+    T: Copy,
+{
+    let arr = untyped(obj, arg)?;
+    match arr.ndim() {
+        1 => {
+            let v = vector::<T>(obj, arg, dtype)?;
+            let s = v.as_slice().map_err(|e| PyValueError::new_err(format!("{arg}: {e}")))?;
+            Ok((s.to_vec(), 1, s.len(), true))
+        }
+        2 => {
+            let m = matrix::<T>(obj, arg, dtype)?;
+            let shape = m.shape().to_vec();
+            let s = m.as_slice().map_err(|e| PyValueError::new_err(format!("{arg}: {e}")))?;
+            Ok((s.to_vec(), shape[0], shape[1], false))
+        }
+        n => Err(PyValueError::new_err(format!("{arg}: expected a 1-D or 2-D array, got {n}-D"))),
+    }
+}
