@@ -6,4 +6,13 @@ BM25 or hashing embeddings: call these.
 
 from __future__ import annotations
 
+# Each kernel module re-exports its public names here, one block per module.
+# --- scoring ---
+# --- dedupe ---
+# --- tokens ---
+# --- secrets ---
+# --- packing ---
+# --- bm25 ---
+# --- hashing ---
+
 __all__: list[str] = []
