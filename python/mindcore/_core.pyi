@@ -3,7 +3,7 @@
 import numpy as np
 import numpy.typing as npt
 
-__all__: list[str]
+
 __version__: str
 
 # --- scoring ---
