@@ -94,7 +94,9 @@ def render(results: dict[str, Any]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     parser.add_argument("--json", help="render an existing pytest-benchmark JSON instead of running")
     parser.add_argument("files", nargs="*", help="bench files (default: all of benches/)")
@@ -105,8 +107,15 @@ def main() -> int:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "bench.json"
             cmd = [
-                sys.executable, "-m", "pytest", *(args.files or ["benches"]), "--benchmark-only", "-q",
-                "-p", "no:cacheprovider", f"--benchmark-json={out}",
+                sys.executable,
+                "-m",
+                "pytest",
+                *(args.files or ["benches"]),
+                "--benchmark-only",
+                "-q",
+                "-p",
+                "no:cacheprovider",
+                f"--benchmark-json={out}",
                 "--override-ini=testpaths=benches",
             ]
             code = subprocess.call(cmd, cwd=ROOT)

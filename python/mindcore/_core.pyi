@@ -1,7 +1,5 @@
 # Stubs for the native module mindcore._core (rust/python). Checked against the built module by
 # tests/test_stubs.py (mypy.stubtest). Each kernel keeps its own section.
-import numpy as np
-import numpy.typing as npt
 
 
 __version__: str
