@@ -1,0 +1,283 @@
+"""`WorkingMemory`: a per-thread or per-resource scratchpad the model reads each turn and updates
+with a tool call."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Literal
+
+from mindcore.kernels import estimate_tokens
+from mindcore.toolspec import ToolError, ToolSpec, Toolset, parse_arguments
+from mindcore.working._repo import StateRepo
+from mindcore.working.merge import MergeError, deep_merge
+from mindcore.working.schema import StateSchema
+
+__all__ = ["ReadOnlyError", "WorkingMemory", "WorkingMemoryError"]
+
+log = logging.getLogger("mindcore.working")
+
+State = str | dict[str, Any]
+Scope = Literal["thread", "resource"]
+
+TOOL_NAME = "working_memory_update"
+# The seed's tool name (not valid for every provider) and its legacy function-call convention.
+SEED_TOOL_NAME = "working-memory/update"
+LEGACY_TOOL_NAME = "updateWorkingMemory"
+
+
+class WorkingMemoryError(ValueError):
+    """An update was rejected; the message says why and the stored state is unchanged."""
+
+
+class ReadOnlyError(WorkingMemoryError):
+    """A write was attempted on a ``read_only=True`` working memory."""
+
+
+class WorkingMemory:
+    """A scratchpad scoped to one thread or to one resource (shared by all its threads).
+
+    Without ``schema`` the state is free text, replaced by each update. With ``schema`` (a pydantic
+    model class or a JSON Schema dict) the state is a dict, updates are deep-merged (objects merge,
+    arrays and primitives replace) and the merged state must validate.
+
+    >>> import mindcore
+    >>> store = mindcore.open("memory://wm-doc")
+    >>> wm = WorkingMemory(store, thread_id="t1", schema={"type": "object",
+    ...     "properties": {"goal": {"type": "string"}, "done": {"type": "array"}}})
+    >>> wm.update({"goal": "ship v2"})
+    {'goal': 'ship v2'}
+    >>> wm.call("working_memory_update", '{"done": ["tests"]}')["state"]
+    {'goal': 'ship v2', 'done': ['tests']}
+    >>> print(wm.render())
+    <working_memory>
+    {
+      "goal": "ship v2",
+      "done": [
+        "tests"
+      ]
+    }
+    </working_memory>
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        thread_id: str | None = None,
+        resource_id: str | None = None,
+        scope: Scope = "thread",
+        schema: type[Any] | Mapping[str, Any] | None = None,
+        template: str | None = None,
+        read_only: bool = False,
+        max_tokens: int = 1500,
+    ) -> None:
+        if scope not in ("thread", "resource"):
+            raise ValueError(f"scope: expected 'thread' or 'resource', got {scope!r}")
+        key = thread_id if scope == "thread" else resource_id
+        if not isinstance(key, str) or not key:
+            needed = "thread_id" if scope == "thread" else "resource_id"
+            raise ValueError(f"{needed}: a non-empty string is required for scope={scope!r}")
+        if not isinstance(max_tokens, int) or max_tokens <= 0:
+            raise ValueError(f"max_tokens: expected a positive int, got {max_tokens!r}")
+        if template is not None and not isinstance(template, str):
+            raise TypeError(f"template: expected str, got {type(template).__name__}")
+        self._store = store
+        self.thread_id = thread_id
+        self.resource_id = resource_id
+        self.scope: Scope = scope
+        self._schema_source = schema
+        self.schema = StateSchema(schema) if schema is not None else None
+        self.template = template
+        self.read_only = read_only
+        self.max_tokens = max_tokens
+        self._repo = StateRepo(store, scope=scope, key=key)
+        self._toolset = Toolset(
+            [(self._tool_spec(), self._tool_update)],
+            aliases={SEED_TOOL_NAME: TOOL_NAME},
+        )
+
+    # -- reading --------------------------------------------------------------------------------
+
+    @property
+    def state(self) -> State:
+        """The current state (a deep copy: mutating it changes nothing stored)."""
+        return copy.deepcopy(self._load())
+
+    def render(self) -> str:
+        """The ``<working_memory>`` block for the prompt, or ``""`` when the state is empty."""
+        return _render(self._load())
+
+    async def astate(self) -> State:
+        return await asyncio.to_thread(lambda: self.state)
+
+    async def arender(self) -> str:
+        return await asyncio.to_thread(self.render)
+
+    # -- writing --------------------------------------------------------------------------------
+
+    def update(self, patch: Mapping[str, Any]) -> State:
+        """Apply one update and return the new state.
+
+        Schema mode: deep-merge ``patch``. Text mode: ``{"content": "..."}`` replaces the text.
+        Raises :class:`WorkingMemoryError` (state untouched) when the update is invalid, would not
+        validate, or would make the rendered block exceed ``max_tokens``.
+        """
+        if self.read_only:
+            raise ReadOnlyError("working memory is read-only; updates are disabled")
+        if not isinstance(patch, Mapping):
+            raise WorkingMemoryError(f"update must be an object, got {type(patch).__name__}")
+        if self.schema is None:
+            content = patch.get("content")
+            if not isinstance(content, str) or set(patch) - {"content"}:
+                raise WorkingMemoryError('text working memory takes exactly {"content": "<text>"}')
+        return copy.deepcopy(self._repo.modify(lambda current: self._apply(current, patch)))
+
+    async def aupdate(self, patch: Mapping[str, Any]) -> State:
+        return await asyncio.to_thread(self.update, patch)
+
+    def clear(self) -> None:
+        """Forget the stored state (the template, if any, shows again)."""
+        if self.read_only:
+            raise ReadOnlyError("working memory is read-only; updates are disabled")
+        self._repo.delete()
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    @property
+    def tool(self) -> ToolSpec:
+        """The update tool's spec (``.to_openai()`` / ``.to_anthropic()`` for a provider)."""
+        return self._toolset.specs[0]
+
+    @property
+    def tools(self) -> Toolset:
+        return self._toolset
+
+    def call(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Dispatch a model's tool call. ``working_memory_update`` and ``working-memory/update`` return
+        a tool error the model can read on a bad update; the legacy ``updateWorkingMemory`` call logs a
+        warning and leaves the state unchanged, as the seed's legacy path does."""
+        if name == LEGACY_TOOL_NAME:
+            try:
+                args = parse_arguments(arguments)
+                state = self.update(args)
+            except (ToolError, WorkingMemoryError) as exc:
+                log.warning("updateWorkingMemory ignored: %s", exc)
+                return {"status": "ignored", "warning": str(exc)}
+            return {"status": "ok", "state": state}
+        return self._toolset.call(name, arguments)
+
+    async def acall(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.call, name, arguments)
+
+    def spawn(self, *, thread_id: str) -> WorkingMemory:
+        """A working memory for a child thread with the same settings.
+
+        Resource scope: the child reads the resource's state (every read is a deep copy, and its
+        updates go to the state the resource's threads share). Thread scope: the child has its own,
+        initially empty, state.
+        """
+        return WorkingMemory(
+            self._store,
+            thread_id=thread_id,
+            resource_id=self.resource_id,
+            scope=self.scope,
+            schema=self._schema_source,
+            template=self.template,
+            read_only=self.read_only,
+            max_tokens=self.max_tokens,
+        )
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _empty(self) -> State:
+        if self.schema is not None:
+            return {}
+        return self.template or ""
+
+    def _load(self) -> State:
+        raw = self._repo.load()
+        if raw is None:
+            return self._empty()
+        return self._decode(raw)
+
+    def _decode(self, raw: str) -> State:
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            log.warning("stored working memory is not valid JSON; starting from empty")
+            return self._empty()
+        if self.schema is None:
+            return value if isinstance(value, str) else self._empty()
+        error = self.schema.error(value) if isinstance(value, dict) else "(state): not an object"
+        if error is not None:
+            # The schema changed under stored state: discard it rather than crash the agent.
+            log.warning("stored working memory no longer validates (%s); discarding it for {}", error)
+            return {}
+        return dict(value)
+
+    def _apply(self, current_raw: str | None, patch: Mapping[str, Any]) -> tuple[str, State]:
+        current = self._empty() if current_raw is None else self._decode(current_raw)
+        new: State
+        if self.schema is None:
+            new = str(patch["content"])
+        else:
+            try:
+                new = deep_merge(current if isinstance(current, dict) else {}, patch)
+            except MergeError as exc:
+                raise WorkingMemoryError(str(exc)) from None
+            error = self.schema.error(new)
+            if error is not None:
+                raise WorkingMemoryError(f"update rejected, state unchanged: {error}")
+        tokens = estimate_tokens(_render(new))
+        if tokens > self.max_tokens:
+            raise WorkingMemoryError(
+                f"update rejected: working memory would be ~{tokens} tokens, over the limit of "
+                f"{self.max_tokens}; condense it (summarise or drop stale entries) and try again"
+            )
+        return json.dumps(new, ensure_ascii=False), new
+
+    def _tool_spec(self) -> ToolSpec:
+        description = (
+            "Update your working memory (a scratchpad kept across turns). "
+            + (
+                "Send only the fields to change: objects are merged, arrays and values replace."
+                if self.schema is not None
+                else "Send the complete new content; it replaces the previous text."
+            )
+        )
+        if self.schema is not None:
+            parameters = self.schema.tool_parameters()
+        else:
+            parameters = {
+                "type": "object",
+                "properties": {"content": {"type": "string", "description": "The full new working memory text."}},
+                "required": ["content"],
+                "additionalProperties": False,
+            }
+        return ToolSpec(TOOL_NAME, description, parameters)
+
+    def _tool_update(self, args: dict[str, Any]) -> dict[str, Any]:
+        try:
+            return {"status": "ok", "state": self.update(args)}
+        except WorkingMemoryError as exc:
+            raise ToolError(str(exc)) from None
+
+
+def _escape(text: str) -> str:
+    # Escape markup so no stored text can close (or open) the <working_memory> block early.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def _render(state: State) -> str:
+    if isinstance(state, str):
+        body = state.strip()
+    else:
+        body = json.dumps(state, indent=2, ensure_ascii=False) if state else ""
+    if not body:
+        return ""
+    return f"<working_memory>\n{_escape(body)}\n</working_memory>"
+

@@ -1,0 +1,56 @@
+"""Deep merge for structured working memory: objects merge, everything else replaces."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["MAX_DEPTH", "UNSAFE_KEYS", "MergeError", "deep_merge", "sanitize"]
+
+# Keys that pollute prototypes in the JavaScript tools our state is often handed to; never stored.
+UNSAFE_KEYS = frozenset({"__proto__", "constructor", "prototype"})
+MAX_DEPTH = 32
+
+
+class MergeError(ValueError):
+    """The update cannot be merged (too deep, or a non-string key)."""
+
+
+def sanitize(value: Any, *, _depth: int = 0) -> Any:
+    """A deep copy of JSON-like ``value`` without :data:`UNSAFE_KEYS`, rejecting nesting over :data:`MAX_DEPTH`.
+
+    >>> sanitize({"a": {"__proto__": {"x": 1}, "b": [1, {"constructor": 2}]}})
+    {'a': {'b': [1, {}]}}
+    """
+    if _depth > MAX_DEPTH:
+        raise MergeError(f"nesting deeper than {MAX_DEPTH} levels is not allowed")
+    if isinstance(value, Mapping):
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise MergeError(f"object keys must be strings, got {type(key).__name__}")
+            if key not in UNSAFE_KEYS:
+                out[key] = sanitize(item, _depth=_depth + 1)
+        return out
+    if isinstance(value, list | tuple):
+        return [sanitize(item, _depth=_depth + 1) for item in value]
+    return copy.deepcopy(value)
+
+
+def deep_merge(state: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
+    """Merge ``patch`` into a copy of ``state``: nested objects merge recursively; arrays, primitives and
+    ``None`` replace. Neither input is modified. (Merging never nests deeper than its inputs, so the
+    depth checks in :func:`sanitize` cover the result.)
+
+    >>> deep_merge({"a": {"x": 1, "y": [1]}, "b": 1}, {"a": {"y": [2]}, "b": None})
+    {'a': {'x': 1, 'y': [2]}, 'b': None}
+    """
+    return _merge(sanitize(state), sanitize(patch))
+
+
+def _merge(merged: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    for key, value in patch.items():
+        current = merged.get(key)
+        merged[key] = _merge(current, value) if isinstance(value, dict) and isinstance(current, dict) else value
+    return merged
