@@ -1,0 +1,647 @@
+//! Hybrid scoring with top-k selection.
+//!
+//! `score = w_sim·sim + w_rec·decay(now − t) + w_extra·extra`, where `sim` is the cosine (or the
+//! raw dot product for pre-normalised rows), `decay` is `2^(−age/half_life)` or `e^(−age/τ)` with
+//! the age clamped at 0, and `extra` is a per-row value such as importance. Rows can be masked
+//! out and a minimum score applied; results are best first, ties broken by the lower row index.
+//!
+//! Two paths share one scoring formula (so they agree bit for bit when the dot products do):
+//! - one query: a single fused pass (dot, row norm, score, bounded heap) over row chunks in parallel;
+//! - a batch: a blocked GEMM over row blocks, each score block scanned while it is in cache.
+
+mod batch;
+pub(crate) mod select;
+pub(crate) mod simd;
+
+use crate::{KernelError, Result};
+use rayon::prelude::*;
+use select::{merge, Hit, TopSel};
+use simd::{cosine, inv_norm};
+
+/// How similarity is measured.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Metric {
+    /// Cosine similarity; a zero-norm row or query has similarity 0.
+    Cosine,
+    /// Raw dot product (for rows that are already L2-normalised).
+    Dot,
+}
+
+impl Metric {
+    pub fn parse(name: &str) -> Result<Metric> {
+        match name {
+            "cosine" => Ok(Metric::Cosine),
+            "dot" => Ok(Metric::Dot),
+            other => Err(KernelError::invalid("metric", format!("expected \"cosine\" or \"dot\", got {other:?}"))),
+        }
+    }
+}
+
+/// Everything but the vectors. `Params::new(k)` gives pure cosine similarity.
+#[derive(Debug, Clone)]
+pub struct Params<'a> {
+    pub k: usize,
+    pub metric: Metric,
+    pub w_sim: f64,
+    pub w_rec: f64,
+    pub w_extra: f64,
+    /// Unix ms per row; required when `w_rec != 0`.
+    pub timestamps: Option<&'a [i64]>,
+    pub now_ms: i64,
+    pub half_life_ms: Option<f64>,
+    pub tau_ms: Option<f64>,
+    /// Per-row extra term (importance, confidence); required when `w_extra != 0`.
+    pub extra: Option<&'a [f32]>,
+    /// `false` excludes the row (it is not even read).
+    pub mask: Option<&'a [bool]>,
+    /// Inclusive lower bound on the score.
+    pub min_score: Option<f64>,
+}
+
+impl Params<'_> {
+    pub fn new(k: usize) -> Self {
+        Params {
+            k,
+            metric: Metric::Cosine,
+            w_sim: 1.0,
+            w_rec: 0.0,
+            w_extra: 0.0,
+            timestamps: None,
+            now_ms: 0,
+            half_life_ms: None,
+            tau_ms: None,
+            extra: None,
+            mask: None,
+            min_score: None,
+        }
+    }
+}
+
+/// Results for `nq` queries, each row `k` wide and padded with index −1, score −inf, similarity NaN.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TopK {
+    pub nq: usize,
+    pub k: usize,
+    /// How many real hits each query has (the rest of its row is padding).
+    pub lens: Vec<usize>,
+    pub indices: Vec<i64>,
+    pub scores: Vec<f32>,
+    pub similarities: Vec<f32>,
+}
+
+impl TopK {
+    /// The real hits of query `i`: `(indices, scores, similarities)`.
+    pub fn hits(&self, i: usize) -> (&[i64], &[f32], &[f32]) {
+        let (a, b) = (i * self.k, i * self.k + self.lens[i]);
+        (&self.indices[a..b], &self.scores[a..b], &self.similarities[a..b])
+    }
+
+    fn padded(nq: usize, k: usize) -> Result<TopK> {
+        let len = nq
+            .checked_mul(k)
+            .ok_or_else(|| KernelError::invalid("k", format!("{nq} queries x k={k} results do not fit in memory")))?;
+        let alloc = |what: &mut dyn FnMut(usize) -> std::result::Result<(), std::collections::TryReserveError>| {
+            what(len).map_err(|_| KernelError::invalid("k", format!("{nq} queries x k={k} results do not fit in memory")))
+        };
+        let (mut indices, mut scores, mut similarities) = (Vec::new(), Vec::new(), Vec::new());
+        alloc(&mut |n| indices.try_reserve_exact(n))?;
+        alloc(&mut |n| scores.try_reserve_exact(n))?;
+        alloc(&mut |n| similarities.try_reserve_exact(n))?;
+        indices.resize(len, -1);
+        scores.resize(len, f32::NEG_INFINITY);
+        similarities.resize(len, f32::NAN);
+        Ok(TopK { nq, k, lens: vec![0; nq], indices, scores, similarities })
+    }
+
+    fn fill(&mut self, i: usize, hits: &[Hit]) {
+        let base = i * self.k;
+        for (o, h) in hits.iter().enumerate() {
+            self.indices[base + o] = h.index as i64;
+            self.scores[base + o] = h.score;
+            self.similarities[base + o] = h.sim;
+        }
+        self.lens[i] = hits.len();
+    }
+}
+
+pub(crate) fn non_finite_row(row: usize) -> KernelError {
+    KernelError::invalid("matrix", format!("row {row} contains NaN or inf"))
+}
+
+pub(crate) fn score_overflow(row: usize) -> KernelError {
+    KernelError::invalid("w_sim", format!("the score of row {row} overflows float32 (are the weights or the dot products huge?)"))
+}
+
+/// Validated parameters in the form the scans use.
+pub(crate) struct Prepared<'a> {
+    k: usize,
+    metric: Metric,
+    w_sim: f32,
+    /// `(timestamps, now_ms, decay, w_rec)`.
+    recency: Option<(&'a [i64], i64, Decay, f64)>,
+    extra: Option<(&'a [f32], f64)>,
+    mask: Option<&'a [bool]>,
+    min_score: f32,
+}
+
+#[derive(Clone, Copy)]
+enum Decay {
+    /// `2^(−age/half_life)`.
+    HalfLife(f64),
+    /// `e^(−age/τ)`.
+    Tau(f64),
+}
+
+fn finite_weight(arg: &'static str, w: f64) -> Result<f32> {
+    if !w.is_finite() || !(w as f32).is_finite() {
+        return Err(KernelError::invalid(arg, format!("must be a finite float32 value, got {w}")));
+    }
+    Ok(w as f32)
+}
+
+fn check_len(arg: &'static str, len: usize, n: usize) -> Result<()> {
+    if len != n {
+        return Err(KernelError::invalid(arg, format!("has {len} entries but matrix has {n} rows")));
+    }
+    Ok(())
+}
+
+fn positive(arg: &'static str, v: f64) -> Result<f64> {
+    if !(v.is_finite() && v > 0.0) {
+        return Err(KernelError::invalid(arg, format!("must be a finite number > 0, got {v}")));
+    }
+    Ok(v)
+}
+
+/// Validates a 2-D row-major `(rows, d)` buffer.
+pub(crate) fn check_shape(arg: &'static str, data: &[f32], rows: usize, d: usize) -> Result<()> {
+    if rows.checked_mul(d) != Some(data.len()) {
+        return Err(KernelError::invalid(arg, format!("buffer of {} values is not {rows} x {d}", data.len())));
+    }
+    Ok(())
+}
+
+/// Index of the first non-finite value, as `(row, column)`.
+pub(crate) fn first_non_finite(data: &[f32], d: usize) -> Option<(usize, usize)> {
+    data.iter().position(|x| !x.is_finite()).map(|p| (p / d.max(1), p % d.max(1)))
+}
+
+impl<'a> Prepared<'a> {
+    fn new(p: &Params<'a>, n: usize) -> Result<Prepared<'a>> {
+        if p.k == 0 {
+            return Err(KernelError::invalid("k", "must be >= 1, got 0"));
+        }
+        let w_sim = finite_weight("w_sim", p.w_sim)?;
+        finite_weight("w_rec", p.w_rec)?;
+        finite_weight("w_extra", p.w_extra)?;
+        if let Some(t) = p.timestamps {
+            check_len("timestamps", t.len(), n)?;
+        }
+        if let Some(e) = p.extra {
+            check_len("extra", e.len(), n)?;
+            if let Some(i) = e.iter().position(|x| !x.is_finite()) {
+                return Err(KernelError::invalid("extra", format!("entry {i} is {} (must be finite)", e[i])));
+            }
+        }
+        if let Some(m) = p.mask {
+            check_len("mask", m.len(), n)?;
+        }
+        let decay = match (p.half_life_ms, p.tau_ms) {
+            (Some(_), Some(_)) => {
+                return Err(KernelError::invalid("half_life_ms", "give either half_life_ms or tau_ms, not both"))
+            }
+            (Some(h), None) => Some(Decay::HalfLife(positive("half_life_ms", h)?)),
+            (None, Some(t)) => Some(Decay::Tau(positive("tau_ms", t)?)),
+            (None, None) => None,
+        };
+        let recency = if p.w_rec != 0.0 {
+            let ts = p
+                .timestamps
+                .ok_or_else(|| KernelError::invalid("timestamps", "required when w_rec != 0"))?;
+            let decay = decay.ok_or_else(|| {
+                KernelError::invalid("half_life_ms", "w_rec != 0 needs a decay: give half_life_ms or tau_ms")
+            })?;
+            Some((ts, p.now_ms, decay, p.w_rec))
+        } else {
+            None
+        };
+        let extra = if p.w_extra != 0.0 {
+            let e = p.extra.ok_or_else(|| KernelError::invalid("extra", "required when w_extra != 0"))?;
+            Some((e, p.w_extra))
+        } else {
+            None
+        };
+        let min_score = match p.min_score {
+            None => f32::NEG_INFINITY,
+            Some(m) if m.is_nan() => return Err(KernelError::invalid("min_score", "must not be NaN")),
+            Some(m) => m as f32,
+        };
+        Ok(Prepared { k: p.k, metric: p.metric, w_sim, recency, extra, mask: p.mask, min_score })
+    }
+
+    /// The query-independent part of the score for rows `r0..r0+out.len()`; `-inf` marks a masked row.
+    fn fill_bias(&self, r0: usize, out: &mut [f32]) -> Result<()> {
+        for (o, b) in out.iter_mut().enumerate() {
+            let j = r0 + o;
+            if let Some(mask) = self.mask {
+                if !mask[j] {
+                    *b = f32::NEG_INFINITY;
+                    continue;
+                }
+            }
+            let mut v = 0.0f64;
+            if let Some((ts, now, decay, w_rec)) = self.recency {
+                let age = (now as i128 - ts[j] as i128).max(0) as f64;
+                v += w_rec
+                    * match decay {
+                        Decay::HalfLife(h) => (-age / h).exp2(),
+                        Decay::Tau(t) => (-age / t).exp(),
+                    };
+            }
+            if let Some((extra, w)) = self.extra {
+                v += w * extra[j] as f64;
+            }
+            *b = v as f32;
+            if !b.is_finite() {
+                return Err(KernelError::invalid("w_extra", format!("the score of row {j} overflows float32")));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A row-major `(n, d)` block of float32 vectors, borrowed.
+#[derive(Debug, Clone, Copy)]
+pub struct Rows<'a> {
+    pub data: &'a [f32],
+    pub n: usize,
+    pub d: usize,
+}
+
+impl<'a> Rows<'a> {
+    pub fn new(data: &'a [f32], n: usize, d: usize) -> Self {
+        Rows { data, n, d }
+    }
+}
+
+/// Best `k` rows of `matrix` for each query row.
+///
+/// One query takes the fused single pass; several take the blocked GEMM path. Both allocate
+/// only the output and small per-thread state.
+pub fn hybrid_topk(queries: Rows<'_>, matrix: Rows<'_>, p: &Params<'_>) -> Result<TopK> {
+    let (Rows { data: queries, n: nq, d: dq }, Rows { data: matrix, n, d: dm }) = (queries, matrix);
+    check_shape("query", queries, nq, dq)?;
+    check_shape("matrix", matrix, n, dm)?;
+    if dq != dm {
+        return Err(KernelError::invalid(
+            "query",
+            format!("query has dimension {dq} but matrix rows have dimension {dm}"),
+        ));
+    }
+    let prep = Prepared::new(p, n)?;
+    if let Some((r, c)) = first_non_finite(queries, dq) {
+        let at = if nq == 1 { format!("entry {c}") } else { format!("row {r}, column {c}") };
+        return Err(KernelError::invalid("query", format!("{at} is {} (must be finite)", queries[r * dq.max(1) + c])));
+    }
+    let mut out = TopK::padded(nq, prep.k)?;
+    if nq == 0 || n == 0 {
+        return Ok(out);
+    }
+    let inv_q = query_inv_norms(queries, nq, dq, prep.metric)?;
+    if nq == 1 {
+        let hits = single(queries, inv_q[0], matrix, n, dm, &prep)?;
+        out.fill(0, &hits);
+    } else {
+        let per_query = batch::topk(queries, &inv_q, nq, matrix, n, dm, &prep)?;
+        for (i, hits) in per_query.iter().enumerate() {
+            out.fill(i, hits);
+        }
+    }
+    Ok(out)
+}
+
+/// `1/‖q‖` per query (cosine), or 1 (dot, unused).
+fn query_inv_norms(queries: &[f32], nq: usize, d: usize, metric: Metric) -> Result<Vec<f32>> {
+    let s = simd::simd();
+    (0..nq)
+        .map(|i| {
+            if metric == Metric::Dot {
+                return Ok(1.0);
+            }
+            let q = &queries[i * d..(i + 1) * d];
+            let qq = (s.dot)(q, q);
+            if !qq.is_finite() {
+                let at = if nq == 1 { String::new() } else { format!("row {i}: ") };
+                return Err(KernelError::invalid("query", format!("{at}squared norm overflows float32")));
+            }
+            Ok(inv_norm(qq))
+        })
+        .collect()
+}
+
+/// Rows per parallel work item: enough to amortise the heap, small enough to balance threads.
+fn chunk_rows(n: usize) -> usize {
+    let target = n.div_ceil(rayon::current_num_threads().max(1) * 8);
+    target.clamp(512, 16_384)
+}
+
+/// One query: dot product, row norm and score in one pass over each row, a heap per chunk.
+fn single(q: &[f32], inv_q: f32, matrix: &[f32], n: usize, d: usize, prep: &Prepared<'_>) -> Result<Vec<Hit>> {
+    let s = simd::simd();
+    let rows = chunk_rows(n);
+    let parts = (0..n.div_ceil(rows))
+        .into_par_iter()
+        .map(|c| {
+            let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
+            let mut bias = vec![0f32; r1 - r0];
+            prep.fill_bias(r0, &mut bias)?;
+            let mut top = TopSel::new(prep.k, prep.min_score, r1 - r0);
+            for (j, &b) in (r0..r1).zip(&bias) {
+                if b == f32::NEG_INFINITY {
+                    continue; // masked out
+                }
+                let row = &matrix[j * d..(j + 1) * d];
+                let sim = match prep.metric {
+                    Metric::Cosine => {
+                        let (dot, rr) = (s.dot_norm)(q, row);
+                        // NaN/inf anywhere in the row makes the dot or the norm non-finite.
+                        if !(dot.is_finite() && rr.is_finite()) {
+                            return Err(non_finite_row(j));
+                        }
+                        cosine(dot, inv_q, inv_norm(rr))
+                    }
+                    Metric::Dot => {
+                        let dot = (s.dot)(q, row);
+                        if !dot.is_finite() {
+                            return Err(non_finite_row(j));
+                        }
+                        dot
+                    }
+                };
+                let score = prep.w_sim * sim + b;
+                if !score.is_finite() {
+                    return Err(score_overflow(j));
+                }
+                top.offer(score, j, sim);
+            }
+            Ok(top.into_vec())
+        })
+        .collect::<Result<Vec<_>>>()?;
+    Ok(merge(parts, prep.k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lcg(seed: &mut u64) -> u64 {
+        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed >> 33
+    }
+
+    /// Small integers: every dot product and squared norm is exact in f32, so the single and
+    /// batch paths must agree bit for bit and ties are real ties.
+    fn int_matrix(rows: usize, d: usize, seed: &mut u64) -> Vec<f32> {
+        (0..rows * d).map(|_| (lcg(seed) % 7) as f32 - 3.0).collect()
+    }
+
+    /// Straightforward reference: every score in f64, stable sort, best first.
+    fn reference(q: &[f32], m: &[f32], n: usize, p: &Params<'_>) -> Vec<(usize, f64)> {
+        let d = q.len();
+        let norm = |x: &[f32]| x.iter().map(|v| (*v as f64).powi(2)).sum::<f64>().sqrt();
+        let mut scored: Vec<(usize, f64)> = (0..n)
+            .filter(|&j| !matches!(p.mask, Some(mk) if !mk[j]))
+            .map(|j| {
+                let r = &m[j * d..(j + 1) * d];
+                let dot: f64 = q.iter().zip(r).map(|(a, b)| *a as f64 * *b as f64).sum();
+                let sim = match p.metric {
+                    Metric::Dot => dot,
+                    Metric::Cosine if norm(q) == 0.0 || norm(r) == 0.0 => 0.0,
+                    Metric::Cosine => dot / (norm(q) * norm(r)),
+                };
+                let mut s = p.w_sim * sim;
+                if p.w_rec != 0.0 {
+                    let age = (p.now_ms - p.timestamps.unwrap()[j]).max(0) as f64;
+                    s += p.w_rec
+                        * match (p.half_life_ms, p.tau_ms) {
+                            (Some(h), _) => (-age / h).exp2(),
+                            (_, Some(t)) => (-age / t).exp(),
+                            _ => unreachable!(),
+                        };
+                }
+                if p.w_extra != 0.0 {
+                    s += p.w_extra * p.extra.unwrap()[j] as f64;
+                }
+                (j, s)
+            })
+            .filter(|&(_, s)| !matches!(p.min_score, Some(m) if s < m))
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1)); // stable: ties keep the lower index first
+        scored.truncate(p.k);
+        scored
+    }
+
+    fn check_against_reference(q: &[f32], m: &[f32], n: usize, p: &Params<'_>, exact: bool) {
+        let d = q.len();
+        let got = hybrid_topk(Rows::new(q, 1, d), Rows::new(m, n, d), p).unwrap();
+        let (idx, scores, _) = got.hits(0);
+        let want = reference(q, m, n, p);
+        assert_eq!(idx.len(), want.len());
+        for (o, (j, s)) in want.iter().enumerate() {
+            assert!((scores[o] as f64 - s).abs() <= 1e-5 * (1.0 + s.abs()), "rank {o}: {} vs {s}", scores[o]);
+            if exact {
+                assert_eq!(idx[o], *j as i64, "rank {o}");
+            }
+        }
+    }
+
+    #[test]
+    fn single_matches_reference_with_ties() {
+        let mut seed = 3;
+        let (n, d) = (2000, 19);
+        let mut m = int_matrix(n, d, &mut seed);
+        for t in 0..d {
+            m[1500 * d + t] = m[7 * d + t]; // exact tie between rows 7 and 1500
+            m[900 * d + t] = 0.0; // zero row: cosine 0
+        }
+        let q: Vec<f32> = m[7 * d..8 * d].to_vec();
+        for metric in [Metric::Dot, Metric::Cosine] {
+            for k in [1, 2, 5, 64, 5000] {
+                let p = Params { metric, ..Params::new(k) };
+                check_against_reference(&q, &m, n, &p, metric == Metric::Dot);
+                let got = hybrid_topk(Rows::new(&q, 1, d), Rows::new(&m, n, d), &p).unwrap();
+                assert_eq!(&got.hits(0).0[..k.min(2)], &[7, 1500][..k.min(2)]);
+            }
+        }
+    }
+
+    #[test]
+    fn weights_decay_extra_mask_and_min_score() {
+        let mut seed = 11;
+        let (n, d) = (3000, 8);
+        let m = int_matrix(n, d, &mut seed);
+        let q: Vec<f32> = (0..d).map(|t| t as f32 - 3.0).collect();
+        let now = 1_700_000_000_000i64;
+        let h = 1000.0;
+        // Ages are whole half-lives (some in the future): decay is an exact power of two.
+        let ts: Vec<i64> = (0..n).map(|_| now - (lcg(&mut seed) % 6) as i64 * 1000 + 1000).collect();
+        let extra: Vec<f32> = (0..n).map(|_| (lcg(&mut seed) % 5) as f32 * 0.25).collect();
+        let mask: Vec<bool> = (0..n).map(|j| j % 3 != 1).collect();
+        let base = Params {
+            metric: Metric::Dot,
+            w_sim: 0.5,
+            w_rec: 2.0,
+            w_extra: 4.0,
+            timestamps: Some(&ts),
+            now_ms: now,
+            half_life_ms: Some(h),
+            extra: Some(&extra),
+            ..Params::new(50)
+        };
+        check_against_reference(&q, &m, n, &base, true);
+        check_against_reference(&q, &m, n, &Params { mask: Some(&mask), ..base.clone() }, true);
+        check_against_reference(&q, &m, n, &Params { min_score: Some(9.0), k: 10_000, ..base.clone() }, true);
+        let tau = Params { half_life_ms: None, tau_ms: Some(2500.0), metric: Metric::Cosine, ..base.clone() };
+        check_against_reference(&q, &m, n, &tau, false);
+        let got = hybrid_topk(Rows::new(&q, 1, d), Rows::new(&m, n, d), &Params { min_score: Some(9.0), k: 10_000, ..base.clone() }).unwrap();
+        assert!(got.hits(0).1.iter().all(|&s| s >= 9.0) && got.lens[0] > 0);
+    }
+
+    #[test]
+    fn batch_equals_single_bit_for_bit() {
+        let mut seed = 5;
+        let (n, d, nq) = (1337, 24, 9);
+        let mut m = int_matrix(n, d, &mut seed);
+        for t in 0..d {
+            m[1000 * d + t] = m[3 * d + t];
+        }
+        let mut qs = int_matrix(nq, d, &mut seed);
+        qs[..d].copy_from_slice(&m[3 * d..4 * d]);
+        qs[d..2 * d].fill(0.0); // zero query
+        let extra: Vec<f32> = (0..n).map(|j| (j % 4) as f32 * 0.5).collect();
+        let mask: Vec<bool> = (0..n).map(|j| j % 5 != 0).collect();
+        for metric in [Metric::Cosine, Metric::Dot] {
+            for (k, masked) in [(1, false), (10, true), (2000, false)] {
+                let p = Params {
+                    metric,
+                    w_sim: 0.7,
+                    w_extra: 0.1,
+                    extra: Some(&extra),
+                    mask: masked.then_some(&mask[..]),
+                    ..Params::new(k)
+                };
+                let batch = hybrid_topk(Rows::new(&qs, nq, d), Rows::new(&m, n, d), &p).unwrap();
+                assert_eq!((batch.nq, batch.k, batch.indices.len()), (nq, k, nq * k));
+                for i in 0..nq {
+                    let one = hybrid_topk(Rows::new(&qs[i * d..(i + 1) * d], 1, d), Rows::new(&m, n, d), &p).unwrap();
+                    assert_eq!(batch.hits(i), one.hits(0), "query {i} {metric:?} k={k}");
+                    let pad = &batch.indices[i * k + batch.lens[i]..(i + 1) * k];
+                    assert!(pad.iter().all(|&x| x == -1));
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn batch_on_float_data_matches_reference() {
+        let mut seed = 9;
+        let (n, d, nq) = (5000, 40, 3);
+        let unit = |seed: &mut u64| (lcg(seed) % 100_000) as f32 / 50_000.0 - 1.0;
+        let m: Vec<f32> = (0..n * d).map(|_| unit(&mut seed)).collect();
+        let qs: Vec<f32> = (0..nq * d).map(|_| unit(&mut seed)).collect();
+        let p = Params::new(20);
+        let got = hybrid_topk(Rows::new(&qs, nq, d), Rows::new(&m, n, d), &p).unwrap();
+        for i in 0..nq {
+            let want = reference(&qs[i * d..(i + 1) * d], &m, n, &p);
+            for (o, (_, s)) in want.iter().enumerate() {
+                assert!((got.hits(i).1[o] as f64 - s).abs() < 1e-5);
+            }
+        }
+    }
+
+    #[test]
+    fn empty_inputs() {
+        let p = Params::new(3);
+        let one = hybrid_topk(Rows::new(&[1.0, 2.0], 1, 2), Rows::new(&[], 0, 2), &p).unwrap();
+        assert_eq!(one.lens, vec![0]);
+        let many = hybrid_topk(Rows::new(&[1.0, 2.0, 3.0, 4.0], 2, 2), Rows::new(&[], 0, 2), &p).unwrap();
+        assert_eq!(many.indices, vec![-1; 6]);
+        assert!(many.similarities.iter().all(|s| s.is_nan()));
+        let none = hybrid_topk(Rows::new(&[], 0, 2), Rows::new(&[1.0, 2.0], 1, 2), &p).unwrap();
+        assert!(none.indices.is_empty());
+        // d = 0: every similarity is 0.
+        let zero = hybrid_topk(Rows::new(&[], 1, 0), Rows::new(&[], 3, 0), &p).unwrap();
+        assert_eq!(zero.hits(0).0, &[0, 1, 2]);
+        let zero = hybrid_topk(Rows::new(&[], 2, 0), Rows::new(&[], 3, 0), &p).unwrap();
+        assert_eq!(zero.hits(1).0, &[0, 1, 2]);
+    }
+
+    fn err(q: &[f32], nq: usize, m: &[f32], n: usize, p: &Params<'_>) -> String {
+        let d = q.len().checked_div(nq).unwrap_or(0);
+        hybrid_topk(Rows::new(q, nq, d), Rows::new(m, n, m.len() / n.max(1)), p).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn bad_input_is_a_clear_error() {
+        let m = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+        let q = [1.0, 0.0];
+        let ts = [0i64; 3];
+        let ex = [0f32; 3];
+        assert!(err(&q, 1, &m, 3, &Params::new(0)).starts_with("k: must be >= 1"));
+        let e = hybrid_topk(Rows::new(&[1.0, 0.0, 0.0], 1, 3), Rows::new(&m, 3, 2), &Params::new(1)).unwrap_err().to_string();
+        assert!(e.contains("dimension 3") && e.contains("dimension 2"), "{e}");
+        assert!(err(&q, 1, &m, 3, &Params { w_sim: f64::NAN, ..Params::new(1) }).starts_with("w_sim:"));
+        assert!(err(&q, 1, &m, 3, &Params { w_rec: 1e300, ..Params::new(1) }).starts_with("w_rec:"));
+        assert!(err(&q, 1, &m, 3, &Params { w_rec: 1.0, ..Params::new(1) }).starts_with("timestamps: required"));
+        let e = err(&q, 1, &m, 3, &Params { w_rec: 1.0, timestamps: Some(&ts), ..Params::new(1) });
+        assert!(e.starts_with("half_life_ms: w_rec != 0 needs a decay"), "{e}");
+        let both = Params { half_life_ms: Some(1.0), tau_ms: Some(1.0), ..Params::new(1) };
+        assert!(err(&q, 1, &m, 3, &both).contains("not both"));
+        assert!(err(&q, 1, &m, 3, &Params { tau_ms: Some(0.0), ..Params::new(1) }).starts_with("tau_ms: must be"));
+        assert!(err(&q, 1, &m, 3, &Params { timestamps: Some(&ts[..2]), ..Params::new(1) })
+            .starts_with("timestamps: has 2 entries but matrix has 3 rows"));
+        assert!(err(&q, 1, &m, 3, &Params { extra: Some(&ex[..1]), ..Params::new(1) }).starts_with("extra: has 1"));
+        assert!(err(&q, 1, &m, 3, &Params { w_extra: 1.0, ..Params::new(1) }).starts_with("extra: required"));
+        assert!(err(&q, 1, &m, 3, &Params { mask: Some(&[true]), ..Params::new(1) }).starts_with("mask: has 1"));
+        let nan_extra = [0.0, f32::NAN, 0.0];
+        assert!(err(&q, 1, &m, 3, &Params { extra: Some(&nan_extra), ..Params::new(1) }).starts_with("extra: entry 1"));
+        assert!(err(&q, 1, &m, 3, &Params { min_score: Some(f64::NAN), ..Params::new(1) }).starts_with("min_score"));
+        assert!(err(&[f32::INFINITY, 0.0], 1, &m, 3, &Params::new(1)).starts_with("query: entry 0"));
+        assert!(err(&[0.0, 0.0, 0.0, f32::NAN], 2, &m, 3, &Params::new(1)).starts_with("query: row 1, column 1"));
+    }
+
+    #[test]
+    fn non_finite_rows_are_named_unless_masked() {
+        let (n, d) = (5000, 16);
+        let mut seed = 2;
+        for (nq, metric) in [(1, Metric::Cosine), (1, Metric::Dot), (4, Metric::Cosine), (4, Metric::Dot)] {
+            for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
+                let mut m = int_matrix(n, d, &mut seed);
+                m[4321 * d + 5] = bad;
+                let q = int_matrix(nq, d, &mut seed);
+                let p = Params { metric, ..Params::new(3) };
+                let e = hybrid_topk(Rows::new(&q, nq, d), Rows::new(&m, n, d), &p).unwrap_err().to_string();
+                assert_eq!(e, "matrix: row 4321 contains NaN or inf", "{nq} {metric:?} {bad}");
+                let mask: Vec<bool> = (0..n).map(|j| j != 4321).collect();
+                let p = Params { mask: Some(&mask), ..p };
+                assert!(hybrid_topk(Rows::new(&q, nq, d), Rows::new(&m, n, d), &p).is_ok());
+            }
+        }
+    }
+
+    #[test]
+    fn simd_paths_agree() {
+        let mut seed = 4;
+        let s = simd::simd();
+        for d in [0, 1, 7, 8, 31, 32, 33, 100, 384] {
+            let a: Vec<f32> = (0..d).map(|_| (lcg(&mut seed) % 1000) as f32 / 997.0 - 0.5).collect();
+            let b: Vec<f32> = (0..d).map(|_| (lcg(&mut seed) % 1000) as f32 / 991.0 - 0.5).collect();
+            let (dot, nn) = (s.dot_norm)(&a, &b);
+            assert_eq!(dot.to_bits(), (s.dot)(&a, &b).to_bits());
+            assert_eq!(dot.to_bits(), (s.dot)(&b, &a).to_bits());
+            assert_eq!(nn.to_bits(), (s.dot)(&b, &b).to_bits());
+            let exact: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
+            assert!((dot as f64 - exact).abs() < 1e-4, "d={d}");
+        }
+    }
+}

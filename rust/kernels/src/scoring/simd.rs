@@ -1,0 +1,319 @@
+//! Dot products and the batch score scan, with an AVX2+FMA path picked once at run time
+//! and a portable path for every other CPU.
+//!
+//! Both paths keep a fixed summation order (4 accumulators of 8 lanes, folded the same way),
+//! so on one machine `dot(a, b) == dot(b, a)`, `dot_norm(q, r) == (dot(q, r), dot(r, r))`
+//! bit for bit: the single-query scan, the batch norms and the dedupe kernels agree exactly.
+
+use super::select::TopSel;
+use super::{non_finite_row, score_overflow};
+
+/// `1/‖x‖` from a squared norm, with 0 for a zero vector (its cosine is defined as 0).
+#[inline]
+pub fn inv_norm(sq: f32) -> f32 {
+    if sq > 0.0 {
+        1.0 / sq.sqrt()
+    } else {
+        0.0
+    }
+}
+
+/// Cosine from a dot product and the two inverse norms; the evaluation order is part of the
+/// contract (the batch scan does the same operations lane-wise), the clamp absorbs rounding.
+#[inline]
+pub fn cosine(dot: f32, inv_a: f32, inv_b: f32) -> f32 {
+    (dot * inv_a * inv_b).clamp(-1.0, 1.0)
+}
+
+/// The hot functions for this CPU.
+#[derive(Clone, Copy)]
+pub struct Simd {
+    pub dot: fn(&[f32], &[f32]) -> f32,
+    pub dot_norm: fn(&[f32], &[f32]) -> (f32, f32),
+}
+
+/// One batch-scan row: `s` are raw dot products of one query against rows `r0..r0+s.len()`.
+pub struct ScanRow<'a> {
+    pub s: &'a [f32],
+    /// Per-row `1/‖r‖` (cosine) or `None` (dot).
+    pub inv_r: Option<&'a [f32]>,
+    /// Per-row additive term; `-inf` marks a masked-out row.
+    pub bias: &'a [f32],
+    pub inv_q: f32,
+    pub w_sim: f32,
+}
+
+/// Picks the fastest implementation the CPU supports (checked once per kernel call).
+pub fn simd() -> Simd {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx2::available() {
+            return Simd { dot: avx2::dot_safe, dot_norm: avx2::dot_norm_safe };
+        }
+    }
+    Simd { dot: portable::dot, dot_norm: portable::dot_norm }
+}
+
+/// Score lane `j` of a scan row exactly as the single-query path does.
+#[inline]
+pub fn score_at(row: &ScanRow<'_>, j: usize) -> (f32, f32) {
+    let sim = match row.inv_r {
+        Some(inv_r) => cosine(row.s[j], row.inv_q, inv_r[j]),
+        None => row.s[j],
+    };
+    (row.w_sim * sim + row.bias[j], sim)
+}
+
+/// Offers every unmasked lane of `row` (global row index `r0 + j`) to `top`; a non-finite
+/// dot product or score is an error naming the row.
+pub fn scan(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if avx2::available() {
+            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
+            return unsafe { avx2::scan(row, r0, top) };
+        }
+    }
+    portable::scan(row, 0, r0, top)
+}
+
+/// The slow path for one lane that passed the cheap filter.
+#[cold]
+#[inline(never)]
+fn take(row: &ScanRow<'_>, j: usize, r0: usize, top: &mut TopSel) -> crate::Result<()> {
+    let (score, sim) = score_at(row, j);
+    if !row.s[j].is_finite() {
+        return Err(non_finite_row(r0 + j));
+    }
+    if !score.is_finite() {
+        return Err(score_overflow(r0 + j));
+    }
+    top.offer(score, r0 + j, sim);
+    Ok(())
+}
+
+mod portable {
+    use super::{score_at, take, ScanRow, TopSel};
+
+    pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+        dot_norm_impl::<false>(a, b).0
+    }
+
+    pub fn dot_norm(q: &[f32], r: &[f32]) -> (f32, f32) {
+        dot_norm_impl::<true>(q, r)
+    }
+
+    /// Mirrors the AVX2 layout (4 x 8 accumulators, same fold) so the compiler can vectorise it.
+    #[inline(always)]
+    fn dot_norm_impl<const NORM: bool>(q: &[f32], r: &[f32]) -> (f32, f32) {
+        let n = q.len().min(r.len());
+        let (q, r) = (&q[..n], &r[..n]);
+        let mut d = [[0f32; 8]; 4];
+        let mut s = [[0f32; 8]; 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for u in 0..4 {
+                for l in 0..8 {
+                    let (x, y) = (q[i + 8 * u + l], r[i + 8 * u + l]);
+                    d[u][l] += x * y;
+                    if NORM {
+                        s[u][l] += y * y;
+                    }
+                }
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            for l in 0..8 {
+                let (x, y) = (q[i + l], r[i + l]);
+                d[0][l] += x * y;
+                if NORM {
+                    s[0][l] += y * y;
+                }
+            }
+            i += 8;
+        }
+        let fold = |a: &[[f32; 8]; 4]| {
+            let mut v = [0f32; 8];
+            for (l, x) in v.iter_mut().enumerate() {
+                *x = (a[0][l] + a[1][l]) + (a[2][l] + a[3][l]);
+            }
+            let h = [v[0] + v[4], v[1] + v[5], v[2] + v[6], v[3] + v[7]];
+            let h = [h[0] + h[2], h[1] + h[3]];
+            h[0] + h[1]
+        };
+        let (mut dt, mut nn) = (fold(&d), if NORM { fold(&s) } else { 0.0 });
+        while i < n {
+            dt += q[i] * r[i];
+            if NORM {
+                nn += r[i] * r[i];
+            }
+            i += 1;
+        }
+        (dt, nn)
+    }
+
+    pub fn scan(row: &ScanRow<'_>, from: usize, r0: usize, top: &mut TopSel) -> crate::Result<()> {
+        for j in from..row.s.len() {
+            if row.bias[j] == f32::NEG_INFINITY {
+                continue;
+            }
+            let (score, _) = score_at(row, j);
+            if score >= top.threshold() || !score.is_finite() || !row.s[j].is_finite() {
+                take(row, j, r0, top)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    use super::{portable, take, ScanRow, TopSel};
+    use std::arch::x86_64::*;
+
+    pub fn available() -> bool {
+        is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")
+    }
+
+    pub fn dot_safe(a: &[f32], b: &[f32]) -> f32 {
+        // SAFETY: only installed by `simd()` after `available()` returned true.
+        unsafe { dot_norm::<false>(a, b).0 }
+    }
+
+    pub fn dot_norm_safe(q: &[f32], r: &[f32]) -> (f32, f32) {
+        // SAFETY: as above.
+        unsafe { dot_norm::<true>(q, r) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn hsum(v: __m256) -> f32 {
+        // Same fold as the portable path: lanes (l, l+4), then (l, l+2), then (0, 1).
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps(s, s, 1)))
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dot_norm<const NORM: bool>(q: &[f32], r: &[f32]) -> (f32, f32) {
+        let n = q.len().min(r.len());
+        let (pq, pr) = (q.as_ptr(), r.as_ptr());
+        let mut d = [_mm256_setzero_ps(); 4];
+        let mut s = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for u in 0..4 {
+                let x = _mm256_loadu_ps(pq.add(i + 8 * u));
+                let y = _mm256_loadu_ps(pr.add(i + 8 * u));
+                d[u] = _mm256_fmadd_ps(x, y, d[u]);
+                if NORM {
+                    s[u] = _mm256_fmadd_ps(y, y, s[u]);
+                }
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            let x = _mm256_loadu_ps(pq.add(i));
+            let y = _mm256_loadu_ps(pr.add(i));
+            d[0] = _mm256_fmadd_ps(x, y, d[0]);
+            if NORM {
+                s[0] = _mm256_fmadd_ps(y, y, s[0]);
+            }
+            i += 8;
+        }
+        let fold = |a: [__m256; 4]| hsum(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+        let (mut dt, mut nn) = (fold(d), if NORM { fold(s) } else { 0.0 });
+        while i < n {
+            dt += q[i] * r[i];
+            if NORM {
+                nn += r[i] * r[i];
+            }
+            i += 1;
+        }
+        (dt, nn)
+    }
+
+    /// Eight lanes at a time: score, compare with the threshold, and hand the rare
+    /// candidates (or non-finite lanes) to `hit`. Same operations as `score_at`, lane-wise.
+    #[target_feature(enable = "avx2,fma")]
+    pub unsafe fn scan(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
+        let n = row.s.len();
+        let (ps, pb) = (row.s.as_ptr(), row.bias.as_ptr());
+        let inv_q = _mm256_set1_ps(row.inv_q);
+        let w = _mm256_set1_ps(row.w_sim);
+        let (lo, hi) = (_mm256_set1_ps(-1.0), _mm256_set1_ps(1.0));
+        let neg_inf = _mm256_set1_ps(f32::NEG_INFINITY);
+        let abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
+        let inf = _mm256_set1_ps(f32::INFINITY);
+        let mut t = _mm256_set1_ps(top.threshold());
+        let mut j = 0;
+        while j + 8 <= n {
+            let s = _mm256_loadu_ps(ps.add(j));
+            let b = _mm256_loadu_ps(pb.add(j));
+            let sim = match row.inv_r {
+                Some(inv_r) => {
+                    let x = _mm256_mul_ps(_mm256_mul_ps(s, inv_q), _mm256_loadu_ps(inv_r.as_ptr().add(j)));
+                    _mm256_min_ps(_mm256_max_ps(x, lo), hi)
+                }
+                None => s,
+            };
+            let score = _mm256_add_ps(_mm256_mul_ps(w, sim), b);
+            let live = _mm256_cmp_ps::<_CMP_NEQ_OQ>(b, neg_inf);
+            // A lane is interesting when it beats the threshold, or when the raw dot or the
+            // score is NaN/inf (|x| < inf is false for both): those become errors.
+            let good = _mm256_cmp_ps::<_CMP_GE_OQ>(score, t);
+            let bad_s = _mm256_cmp_ps::<_CMP_NLT_UQ>(_mm256_and_ps(s, abs_mask), inf);
+            let bad_score = _mm256_cmp_ps::<_CMP_NLT_UQ>(_mm256_and_ps(score, abs_mask), inf);
+            let hits = _mm256_and_ps(live, _mm256_or_ps(good, _mm256_or_ps(bad_s, bad_score)));
+            let mut bits = _mm256_movemask_ps(hits) as u32;
+            if bits != 0 {
+                while bits != 0 {
+                    let l = bits.trailing_zeros() as usize;
+                    take(row, j + l, r0, top)?;
+                    bits &= bits - 1;
+                }
+                t = _mm256_set1_ps(top.threshold());
+            }
+            j += 8;
+        }
+        portable::scan(row, j, r0, top)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The portable path is what non-AVX2 machines run: check it against the dispatched one.
+    #[test]
+    fn portable_matches_dispatched() {
+        let mut seed = 17u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 40) % 13) as f32 - 6.0
+        };
+        let s = simd();
+        for d in [0, 3, 8, 40, 384] {
+            let a: Vec<f32> = (0..d).map(|_| next()).collect();
+            let b: Vec<f32> = (0..d).map(|_| next()).collect();
+            // Small integers: exact in any order, so both paths must agree exactly.
+            assert_eq!(portable::dot_norm(&a, &b), (s.dot_norm)(&a, &b));
+            assert_eq!(portable::dot(&a, &b), (s.dot)(&a, &b));
+        }
+        let n = 37;
+        let raw: Vec<f32> = (0..n).map(|_| next()).collect();
+        let inv_r: Vec<f32> = (0..n).map(|j| 1.0 / (1.0 + j as f32)).collect();
+        let bias: Vec<f32> = (0..n).map(|j| if j % 7 == 3 { f32::NEG_INFINITY } else { (j % 3) as f32 }).collect();
+        for inv in [Some(&inv_r[..]), None] {
+            let row = ScanRow { s: &raw, inv_r: inv, bias: &bias, inv_q: 0.5, w_sim: 2.0 };
+            let mut a = TopSel::new(5, -1.0, 5);
+            let mut b = TopSel::new(5, -1.0, 5);
+            scan(&row, 100, &mut a).unwrap();
+            portable::scan(&row, 0, 100, &mut b).unwrap();
+            let (a, b) = (super::super::select::merge([a.into_vec()], 5), super::super::select::merge([b.into_vec()], 5));
+            assert_eq!(a, b);
+            assert!(a.iter().all(|h| h.index >= 100 && (h.index - 100) % 7 != 3));
+        }
+    }
+}
