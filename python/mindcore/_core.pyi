@@ -1,12 +1,37 @@
 # Stubs for the native module mindcore._core (rust/python). Checked against the built module by
 # tests/test_stubs.py (mypy.stubtest). Each kernel keeps its own section.
 
+import numpy as np
+from numpy.typing import NDArray
 
 __version__: str
 
 # --- scoring ---
+def _hybrid_topk(
+    query: NDArray[np.float32],
+    matrix: NDArray[np.float32],
+    *,
+    k: int,
+    metric: str = "cosine",
+    w_sim: float = 1.0,
+    w_rec: float = 0.0,
+    w_extra: float = 0.0,
+    timestamps: NDArray[np.int64] | None = None,
+    now_ms: int = 0,
+    half_life_ms: float | None = None,
+    tau_ms: float | None = None,
+    extra: NDArray[np.float32] | None = None,
+    mask: NDArray[np.bool_] | None = None,
+    min_score: float | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.float32], NDArray[np.float32]]: ...
 
 # --- dedupe ---
+def _near_duplicates(
+    new: NDArray[np.float32], existing: NDArray[np.float32], *, threshold: float, metric: str = "cosine"
+) -> tuple[NDArray[np.int64], NDArray[np.float32]]: ...
+def _dedupe_within(
+    vectors: NDArray[np.float32], *, threshold: float, metric: str = "cosine"
+) -> NDArray[np.bool_]: ...
 
 # --- tokens ---
 

@@ -1,5 +1,99 @@
+//! `_core._hybrid_topk`: validates the numpy inputs, runs `scoring::hybrid_topk` without the GIL
+//! and returns `(indices, scores, similarities)` shaped like the query (1-D or 2-D).
+
+use crate::convert::{kernel_err, matrix, one_or_many_rows, vector};
+use mindcore_kernels::scoring::{self, Metric, Params, Rows};
+use numpy::ndarray::{ArrayD, IxDyn};
+use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyUntypedArrayMethods};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+type TopKArrays<'py> = (Bound<'py, PyArrayDyn<i64>>, Bound<'py, PyArrayDyn<f32>>, Bound<'py, PyArrayDyn<f32>>);
+
+fn optional<'py, T: numpy::Element>(
+    obj: Option<&Bound<'py, PyAny>>,
+    arg: &str,
+    dtype: &str,
+) -> PyResult<Option<PyReadonlyArray1<'py, T>>> {
+    match obj {
+        Some(o) if !o.is_none() => Ok(Some(vector::<T>(o, arg, dtype)?)),
+        _ => Ok(None),
+    }
+}
+
+fn slice<'a, T>(r: Result<&'a [T], numpy::AsSliceError>, arg: &str) -> PyResult<&'a [T]> {
+    r.map_err(|e| PyValueError::new_err(format!("{arg}: {e}")))
+}
+
+fn shaped<'py, T: numpy::Element>(py: Python<'py>, shape: &[usize], v: Vec<T>) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+    let arr = ArrayD::from_shape_vec(IxDyn(shape), v).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(arr.into_pyarray(py))
+}
+
+#[pyfunction]
+#[pyo3(signature = (query, matrix, *, k, metric="cosine", w_sim=1.0, w_rec=0.0, w_extra=0.0, timestamps=None,
+                    now_ms=0, half_life_ms=None, tau_ms=None, extra=None, mask=None, min_score=None))]
+#[allow(clippy::too_many_arguments)]
+fn _hybrid_topk<'py>(
+    py: Python<'py>,
+    query: &Bound<'py, PyAny>,
+    matrix: &Bound<'py, PyAny>,
+    k: i64,
+    metric: &str,
+    w_sim: f64,
+    w_rec: f64,
+    w_extra: f64,
+    timestamps: Option<&Bound<'py, PyAny>>,
+    now_ms: i64,
+    half_life_ms: Option<f64>,
+    tau_ms: Option<f64>,
+    extra: Option<&Bound<'py, PyAny>>,
+    mask: Option<&Bound<'py, PyAny>>,
+    min_score: Option<f64>,
+) -> PyResult<TopKArrays<'py>> {
+    let k = usize::try_from(k).map_err(|_| PyValueError::new_err(format!("k: must be >= 1, got {k}")))?;
+    let metric = Metric::parse(metric).map_err(kernel_err)?;
+    let (queries, nq, dq, one) = one_or_many_rows::<f32>(query, "query", "float32")?;
+    let m = self::matrix::<f32>(matrix, "matrix", "float32")?;
+    let (n, dm) = (m.shape()[0], m.shape()[1]);
+    let ts = optional::<i64>(timestamps, "timestamps", "int64")?;
+    let ex = optional::<f32>(extra, "extra", "float32")?;
+    let mk = optional::<bool>(mask, "mask", "bool_")?;
+    let m_data = slice(m.as_slice(), "matrix")?;
+    let ts = ts.as_ref().map(|a| slice(a.as_slice(), "timestamps")).transpose()?;
+    let ex = ex.as_ref().map(|a| slice(a.as_slice(), "extra")).transpose()?;
+    let mk = mk.as_ref().map(|a| slice(a.as_slice(), "mask")).transpose()?;
+    let params = Params {
+        k,
+        metric,
+        w_sim,
+        w_rec,
+        w_extra,
+        timestamps: ts,
+        now_ms,
+        half_life_ms,
+        tau_ms,
+        extra: ex,
+        mask: mk,
+        min_score,
+    };
+    let top = py
+        .detach(|| scoring::hybrid_topk(Rows::new(&queries, nq, dq), Rows::new(m_data, n, dm), &params))
+        .map_err(kernel_err)?;
+    if one {
+        let len = top.lens[0];
+        let (mut i, mut s, mut c) = (top.indices, top.scores, top.similarities);
+        i.truncate(len);
+        s.truncate(len);
+        c.truncate(len);
+        Ok((shaped(py, &[len], i)?, shaped(py, &[len], s)?, shaped(py, &[len], c)?))
+    } else {
+        let shape = [top.nq, top.k];
+        Ok((shaped(py, &shape, top.indices)?, shaped(py, &shape, top.scores)?, shaped(py, &shape, top.similarities)?))
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(_hybrid_topk, m)?)?;
     Ok(())
 }
