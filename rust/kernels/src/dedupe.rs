@@ -5,42 +5,56 @@
 //! `dedupe_within` drops always finds its kept twin with `near_duplicates` at the same threshold.
 
 use crate::scoring::simd::{self, cosine, inv_norm, Simd};
-use crate::scoring::{check_shape, first_non_finite, Metric, Rows};
+use crate::scoring::{check_shape, first_non_finite, par_map, Metric, Rows};
 use crate::{KernelError, Result};
-use rayon::prelude::*;
 
 /// Existing rows per tile: the tile stays in L1/L2 while every new row is compared with it.
 const TILE: usize = 64;
 
 /// Checks a `(rows, d)` buffer and returns `1/‖row‖` per row (cosine) or an empty vector (dot).
-fn prepare(arg: &'static str, data: &[f32], rows: usize, d: usize, metric: Metric, s: Simd) -> Result<Vec<f32>> {
+fn prepare(
+    arg: &'static str,
+    data: &[f32],
+    rows: usize,
+    d: usize,
+    metric: Metric,
+    s: Simd,
+) -> Result<Vec<f32>> {
     check_shape(arg, data, rows, d)?;
     if let Some((r, c)) = first_non_finite(data, d) {
-        return Err(KernelError::invalid(arg, format!("row {r}, column {c} is {} (must be finite)", data[r * d + c])));
+        return Err(KernelError::invalid(
+            arg,
+            format!("row {r}, column {c} is {} (must be finite)", data[r * d + c]),
+        ));
     }
     if metric == Metric::Dot {
         return Ok(Vec::new());
     }
     let chunk = 4096;
-    let mut inv = vec![0f32; rows];
-    inv.par_chunks_mut(chunk).enumerate().try_for_each(|(c, out)| {
-        for (o, v) in out.iter_mut().enumerate() {
-            let r = c * chunk + o;
-            let x = &data[r * d..(r + 1) * d];
-            let sq = (s.dot)(x, x);
-            if !sq.is_finite() {
-                return Err(KernelError::invalid(arg, format!("row {r}: squared norm overflows float32")));
-            }
-            *v = inv_norm(sq);
-        }
-        Ok(())
+    let parts = par_map(rows.div_ceil(chunk), rows * d, |c| {
+        (c * chunk..((c + 1) * chunk).min(rows))
+            .map(|r| {
+                let x = &data[r * d..(r + 1) * d];
+                let sq = (s.dot)(x, x);
+                if !sq.is_finite() {
+                    return Err(KernelError::invalid(
+                        arg,
+                        format!("row {r}: squared norm overflows float32"),
+                    ));
+                }
+                Ok(inv_norm(sq))
+            })
+            .collect::<Result<Vec<f32>>>()
     })?;
-    Ok(inv)
+    Ok(parts.concat())
 }
 
 fn check_threshold(threshold: f64) -> Result<f32> {
     if !threshold.is_finite() {
-        return Err(KernelError::invalid("threshold", format!("must be finite, got {threshold}")));
+        return Err(KernelError::invalid(
+            "threshold",
+            format!("must be finite, got {threshold}"),
+        ));
     }
     Ok(threshold as f32)
 }
@@ -67,8 +81,24 @@ impl Sim<'_> {
 /// For each of the `m` new rows: the best existing row (highest similarity, lowest index on
 /// ties) if its similarity is `>= threshold`, else −1; and that best similarity (NaN when
 /// `existing` is empty).
-pub fn near_duplicates(new: Rows<'_>, existing: Rows<'_>, threshold: f64, metric: Metric) -> Result<(Vec<i64>, Vec<f32>)> {
-    let (Rows { data: new, n: m, d: d_new }, Rows { data: existing, n, d: d_existing }) = (new, existing);
+pub fn near_duplicates(
+    new: Rows<'_>,
+    existing: Rows<'_>,
+    threshold: f64,
+    metric: Metric,
+) -> Result<(Vec<i64>, Vec<f32>)> {
+    let (
+        Rows {
+            data: new,
+            n: m,
+            d: d_new,
+        },
+        Rows {
+            data: existing,
+            n,
+            d: d_existing,
+        },
+    ) = (new, existing);
     if d_new != d_existing {
         return Err(KernelError::invalid(
             "new",
@@ -80,59 +110,71 @@ pub fn near_duplicates(new: Rows<'_>, existing: Rows<'_>, threshold: f64, metric
     let s = simd::simd();
     let inv_new = prepare("new", new, m, d, metric, s)?;
     let inv_ex = prepare("existing", existing, n, d, metric, s)?;
-    let sim = Sim { s, metric, inv_a: &inv_new, inv_b: &inv_ex };
+    let sim = Sim {
+        s,
+        metric,
+        inv_a: &inv_new,
+        inv_b: &inv_ex,
+    };
 
     // Parallel over segments of `existing`; each keeps the best (sim, index) per new row.
     let seg = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(TILE);
-    let best = (0..n.div_ceil(seg))
-        .into_par_iter()
-        .map(|c| {
-            let (r0, r1) = (c * seg, ((c + 1) * seg).min(n));
-            let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
-            for t0 in (r0..r1).step_by(TILE) {
-                let t1 = (t0 + TILE).min(r1);
-                for (i, b) in best.iter_mut().enumerate() {
-                    let a = &new[i * d..(i + 1) * d];
-                    for j in t0..t1 {
-                        let v = sim.get(a, i, &existing[j * d..(j + 1) * d], j);
-                        if v > b.0 || b.1 == usize::MAX {
-                            *b = (v, j);
-                        }
+    let parts = par_map(n.div_ceil(seg), m * n * d.max(1), |c| {
+        let (r0, r1) = (c * seg, ((c + 1) * seg).min(n));
+        let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
+        for t0 in (r0..r1).step_by(TILE) {
+            let t1 = (t0 + TILE).min(r1);
+            for (i, b) in best.iter_mut().enumerate() {
+                let a = &new[i * d..(i + 1) * d];
+                for j in t0..t1 {
+                    // Strictly greater: on ties the earlier (lower) index stays.
+                    let v = sim.get(a, i, &existing[j * d..(j + 1) * d], j);
+                    if v > b.0 || b.1 == usize::MAX {
+                        *b = (v, j);
                     }
                 }
             }
-            best
-        })
-        .reduce(
-            || vec![(f32::NEG_INFINITY, usize::MAX); m],
-            |x, y| {
-                x.into_iter()
-                    .zip(y)
-                    .map(|(a, b)| {
-                        let a_wins = b.1 == usize::MAX || (a.1 != usize::MAX && (a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)));
-                        if a_wins {
-                            a
-                        } else {
-                            b
-                        }
-                    })
-                    .collect()
-            },
-        );
+        }
+        Ok(best)
+    })?;
+    // Segments are in row order, so the first strictly better one wins ties too.
+    let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
+    for part in parts {
+        for (b, p) in best.iter_mut().zip(part) {
+            if p.1 != usize::MAX && (b.1 == usize::MAX || p.0 > b.0) {
+                *b = p;
+            }
+        }
+    }
     Ok(best
         .into_iter()
-        .map(|(v, j)| if j == usize::MAX { (-1, f32::NAN) } else { (if v >= thr { j as i64 } else { -1 }, v) })
+        .map(|(v, j)| {
+            if j == usize::MAX {
+                (-1, f32::NAN)
+            } else {
+                (if v >= thr { j as i64 } else { -1 }, v)
+            }
+        })
         .unzip())
 }
 
 /// Greedy keep-mask over `rows` vectors: row 0 is kept; a later row is dropped when its
 /// similarity to any kept earlier row is `>= threshold`.
 pub fn dedupe_within(vectors: Rows<'_>, threshold: f64, metric: Metric) -> Result<Vec<bool>> {
-    let Rows { data: vectors, n: rows, d } = vectors;
+    let Rows {
+        data: vectors,
+        n: rows,
+        d,
+    } = vectors;
     let thr = check_threshold(threshold)?;
     let s = simd::simd();
     let inv = prepare("vectors", vectors, rows, d, metric, s)?;
-    let sim = Sim { s, metric, inv_a: &inv, inv_b: &inv };
+    let sim = Sim {
+        s,
+        metric,
+        inv_a: &inv,
+        inv_b: &inv,
+    };
     let row = |i: usize| &vectors[i * d..(i + 1) * d];
     let mut keep = vec![false; rows];
     let mut kept: Vec<usize> = Vec::new();
@@ -142,12 +184,18 @@ pub fn dedupe_within(vectors: Rows<'_>, threshold: f64, metric: Metric) -> Resul
     for b0 in (0..rows).step_by(BLOCK) {
         let b1 = (b0 + BLOCK).min(rows);
         let earlier = kept.len();
-        let dup: Vec<bool> = (b0..b1)
-            .into_par_iter()
-            .map(|i| kept[..earlier].iter().any(|&j| sim.get(row(i), i, row(j), j) >= thr))
-            .collect();
+        let dup = par_map(b1 - b0, (b1 - b0) * earlier * d.max(1), |o| {
+            let i = b0 + o;
+            Ok(kept[..earlier]
+                .iter()
+                .any(|&j| sim.get(row(i), i, row(j), j) >= thr))
+        })?;
         for i in b0..b1 {
-            if dup[i - b0] || kept[earlier..].iter().any(|&j| sim.get(row(i), i, row(j), j) >= thr) {
+            if dup[i - b0]
+                || kept[earlier..]
+                    .iter()
+                    .any(|&j| sim.get(row(i), i, row(j), j) >= thr)
+            {
                 continue;
             }
             keep[i] = true;
@@ -178,7 +226,9 @@ mod tests {
     }
 
     fn lcg(seed: &mut u64) -> f32 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         ((*seed >> 40) as f32 / (1u64 << 24) as f32) - 0.5
     }
 
@@ -194,10 +244,13 @@ mod tests {
             ex[200 * d + t] = new[5 * d + t];
             ex[250 * d + t] = new[5 * d + t];
         }
-        let (idx, sims) = near_duplicates(Rows::new(&new, m, d), Rows::new(&ex, n, d), 0.99, Metric::Cosine).unwrap();
+        let (idx, sims) =
+            near_duplicates(Rows::new(&new, m, d), Rows::new(&ex, n, d), 0.99, Metric::Cosine).unwrap();
         for i in 0..m {
             let a = &new[i * d..(i + 1) * d];
-            let sims_i: Vec<f64> = (0..n).map(|j| naive_sim(a, &ex[j * d..(j + 1) * d], Metric::Cosine)).collect();
+            let sims_i: Vec<f64> = (0..n)
+                .map(|j| naive_sim(a, &ex[j * d..(j + 1) * d], Metric::Cosine))
+                .collect();
             let best = sims_i.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
             assert!((sims[i] as f64 - best).abs() < 1e-5, "row {i}");
             let expect = match i {
@@ -211,16 +264,49 @@ mod tests {
 
     #[test]
     fn near_duplicates_empty_and_errors() {
-        let (idx, sims) = near_duplicates(Rows::new(&[1.0, 0.0], 1, 2), Rows::new(&[], 0, 2), 0.5, Metric::Cosine).unwrap();
+        let (idx, sims) = near_duplicates(
+            Rows::new(&[1.0, 0.0], 1, 2),
+            Rows::new(&[], 0, 2),
+            0.5,
+            Metric::Cosine,
+        )
+        .unwrap();
         assert_eq!(idx, vec![-1]);
         assert!(sims[0].is_nan());
-        let (idx, sims) = near_duplicates(Rows::new(&[], 0, 2), Rows::new(&[1.0, 0.0], 1, 2), 0.5, Metric::Dot).unwrap();
+        let (idx, sims) = near_duplicates(
+            Rows::new(&[], 0, 2),
+            Rows::new(&[1.0, 0.0], 1, 2),
+            0.5,
+            Metric::Dot,
+        )
+        .unwrap();
         assert!(idx.is_empty() && sims.is_empty());
-        let e = near_duplicates(Rows::new(&[1.0, 0.0], 1, 2), Rows::new(&[1.0, 0.0, 1.0], 1, 3), 0.5, Metric::Cosine).unwrap_err();
-        assert!(e.to_string().contains("dimension 2") && e.to_string().contains("dimension 3"), "{e}");
-        let e = near_duplicates(Rows::new(&[1.0, f32::NAN], 1, 2), Rows::new(&[1.0, 0.0], 1, 2), 0.5, Metric::Cosine).unwrap_err();
+        let e = near_duplicates(
+            Rows::new(&[1.0, 0.0], 1, 2),
+            Rows::new(&[1.0, 0.0, 1.0], 1, 3),
+            0.5,
+            Metric::Cosine,
+        )
+        .unwrap_err();
+        assert!(
+            e.to_string().contains("dimension 2") && e.to_string().contains("dimension 3"),
+            "{e}"
+        );
+        let e = near_duplicates(
+            Rows::new(&[1.0, f32::NAN], 1, 2),
+            Rows::new(&[1.0, 0.0], 1, 2),
+            0.5,
+            Metric::Cosine,
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("new: row 0, column 1"), "{e}");
-        let e = near_duplicates(Rows::new(&[1.0, 0.0], 1, 2), Rows::new(&[1.0, 0.0], 1, 2), f64::NAN, Metric::Cosine).unwrap_err();
+        let e = near_duplicates(
+            Rows::new(&[1.0, 0.0], 1, 2),
+            Rows::new(&[1.0, 0.0], 1, 2),
+            f64::NAN,
+            Metric::Cosine,
+        )
+        .unwrap_err();
         assert!(e.to_string().starts_with("threshold"), "{e}");
     }
 
@@ -232,9 +318,18 @@ mod tests {
         let b = [0.8f32, 0.6];
         let c = [0.28f32, 0.96];
         let v: Vec<f32> = [a, b, c].concat();
-        assert_eq!(dedupe_within(Rows::new(&v, 3, 2), 0.75, Metric::Cosine).unwrap(), vec![true, false, true]);
-        assert_eq!(dedupe_within(Rows::new(&v, 3, 2), 0.99, Metric::Cosine).unwrap(), vec![true, true, true]);
-        assert_eq!(dedupe_within(Rows::new(&[], 0, 2), 0.5, Metric::Cosine).unwrap(), Vec::<bool>::new());
+        assert_eq!(
+            dedupe_within(Rows::new(&v, 3, 2), 0.75, Metric::Cosine).unwrap(),
+            vec![true, false, true]
+        );
+        assert_eq!(
+            dedupe_within(Rows::new(&v, 3, 2), 0.99, Metric::Cosine).unwrap(),
+            vec![true, true, true]
+        );
+        assert_eq!(
+            dedupe_within(Rows::new(&[], 0, 2), 0.5, Metric::Cosine).unwrap(),
+            Vec::<bool>::new()
+        );
     }
 
     #[test]
@@ -255,7 +350,9 @@ mod tests {
             let mut want = vec![false; n];
             for i in 0..n {
                 let a = &v[i * d..(i + 1) * d];
-                let dup = kept.iter().any(|&j| naive_sim(a, &v[j * d..(j + 1) * d], metric) >= thr);
+                let dup = kept
+                    .iter()
+                    .any(|&j| naive_sim(a, &v[j * d..(j + 1) * d], metric) >= thr);
                 if !dup {
                     kept.push(i);
                     want[i] = true;
@@ -264,11 +361,22 @@ mod tests {
             // Float noise could flip a pair sitting exactly at the threshold; this data has none.
             assert_eq!(got, want, "{metric:?}");
             // Every dropped row finds a kept twin with near_duplicates at the same threshold.
-            let kept_rows: Vec<f32> = kept.iter().flat_map(|&j| v[j * d..(j + 1) * d].to_vec()).collect();
+            let kept_rows: Vec<f32> = kept
+                .iter()
+                .flat_map(|&j| v[j * d..(j + 1) * d].to_vec())
+                .collect();
             let dropped: Vec<usize> = (0..n).filter(|&i| !got[i]).collect();
-            let dropped_rows: Vec<f32> = dropped.iter().flat_map(|&i| v[i * d..(i + 1) * d].to_vec()).collect();
-            let (idx, _) =
-                near_duplicates(Rows::new(&dropped_rows, dropped.len(), d), Rows::new(&kept_rows, kept.len(), d), thr, metric).unwrap();
+            let dropped_rows: Vec<f32> = dropped
+                .iter()
+                .flat_map(|&i| v[i * d..(i + 1) * d].to_vec())
+                .collect();
+            let (idx, _) = near_duplicates(
+                Rows::new(&dropped_rows, dropped.len(), d),
+                Rows::new(&kept_rows, kept.len(), d),
+                thr,
+                metric,
+            )
+            .unwrap();
             assert!(idx.iter().all(|&j| j >= 0));
         }
     }

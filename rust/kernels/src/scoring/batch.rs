@@ -1,19 +1,18 @@
 //! Many queries: S = Q·Mᵀ by a real GEMM, blocked over matrix rows so each score block is
-//! scanned for the per-query top-k while it is still in cache. The matrix is split into
-//! contiguous segments, one rayon task each; every task keeps its own heaps, merged at the end.
+//! scanned for the per-query top-k while it is still in cache. The work is a grid of tasks
+//! (a segment of matrix rows x a group of queries), each with its own heaps, merged at the end.
 
 use super::select::{merge, Hit, TopSel};
 use super::simd::{self, inv_norm, ScanRow};
-use super::{non_finite_row, Metric, Prepared};
+use super::{chunk_rows, non_finite_row, par_map, Metric, Prepared};
 use crate::Result;
-use rayon::prelude::*;
 
-/// Matrix rows per GEMM call: the score block (`QUERY_BLOCK x ROW_BLOCK` floats) stays in L2.
+/// Matrix rows per GEMM call: with up to QUERY_BLOCK queries the score block (1 MB at most)
+/// stays in L2 until it is scanned.
 const ROW_BLOCK: usize = 256;
 /// Queries per GEMM call.
 const QUERY_BLOCK: usize = 1024;
 
-#[allow(clippy::too_many_arguments)]
 pub(super) fn topk(
     queries: &[f32],
     inv_q: &[f32],
@@ -24,66 +23,96 @@ pub(super) fn topk(
     prep: &Prepared<'_>,
 ) -> Result<Vec<Vec<Hit>>> {
     let s = simd::simd();
-    let rows = super::chunk_rows(n);
-    let chunks = n.div_ceil(rows);
+    let cosine = prep.metric == Metric::Cosine;
 
-    // Per-row terms shared by every query: the bias (recency + extra, −inf when masked)
-    // and, for cosine, 1/‖row‖ (a non-finite norm means the row holds NaN/inf).
-    let mut bias = vec![0f32; n];
-    let mut inv_r = if prep.metric == Metric::Cosine { vec![0f32; n] } else { Vec::new() };
-    bias.par_chunks_mut(rows).enumerate().try_for_each(|(c, out)| prep.fill_bias(c * rows, out))?;
-    if prep.metric == Metric::Cosine {
-        inv_r.par_chunks_mut(rows).enumerate().try_for_each(|(c, out)| {
-            for (o, inv) in out.iter_mut().enumerate() {
-                let j = c * rows + o;
-                if bias[j] == f32::NEG_INFINITY {
+    // Per-row terms shared by every query: the bias (recency + extra, −inf when masked) and,
+    // for cosine, 1/‖row‖ (a non-finite squared norm means the row holds NaN/inf).
+    let rows = chunk_rows(n, d);
+    let per_row = par_map(n.div_ceil(rows), n * d.max(1), |c| {
+        let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
+        let mut bias = vec![0f32; r1 - r0];
+        prep.fill_bias(r0, &mut bias)?;
+        let mut inv = Vec::new();
+        if cosine {
+            inv = vec![0f32; r1 - r0];
+            for (o, (inv, &b)) in inv.iter_mut().zip(&bias).enumerate() {
+                if b == f32::NEG_INFINITY {
                     continue; // masked rows are never read
                 }
-                let r = &matrix[j * d..(j + 1) * d];
+                let r = &matrix[(r0 + o) * d..(r0 + o + 1) * d];
                 let rr = (s.dot)(r, r);
                 if !rr.is_finite() {
-                    return Err(non_finite_row(j));
+                    return Err(non_finite_row(r0 + o));
                 }
                 *inv = inv_norm(rr);
             }
-            Ok(())
-        })?;
+        }
+        Ok((bias, inv))
+    })?;
+    let (mut bias, mut inv_r) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(if cosine { n } else { 0 }),
+    );
+    for (b, i) in per_row {
+        bias.extend(b);
+        inv_r.extend(i);
     }
 
-    let parts: Vec<Vec<TopSel>> = (0..chunks)
-        .into_par_iter()
-        .map(|c| {
-            let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
-            let mut tops: Vec<TopSel> = (0..nq).map(|_| TopSel::new(prep.k, prep.min_score, r1 - r0)).collect();
-            let qb = QUERY_BLOCK.min(nq);
-            let mut block = vec![0f32; qb * ROW_BLOCK];
-            for b0 in (r0..r1).step_by(ROW_BLOCK) {
-                let nb = ROW_BLOCK.min(r1 - b0);
-                if prep.mask.is_some() && bias[b0..b0 + nb].iter().all(|&b| b == f32::NEG_INFINITY) {
-                    continue; // the whole block is masked out
-                }
-                for q0 in (0..nq).step_by(qb) {
-                    let m = qb.min(nq - q0);
-                    scores_block(&queries[q0 * d..(q0 + m) * d], m, &matrix[b0 * d..(b0 + nb) * d], nb, d, &mut block);
-                    for i in 0..m {
-                        let row = ScanRow {
-                            s: &block[i * ROW_BLOCK..i * ROW_BLOCK + nb],
-                            inv_r: (prep.metric == Metric::Cosine).then(|| &inv_r[b0..b0 + nb]),
-                            bias: &bias[b0..b0 + nb],
-                            inv_q: inv_q[q0 + i],
-                            w_sim: prep.w_sim,
-                        };
-                        simd::scan(&row, b0, &mut tops[q0 + i])?;
-                    }
+    // The task grid: about 4 tasks per thread, rows split first (each task then streams its
+    // own part of the matrix), queries only when there are too few row blocks.
+    let target = rayon::current_num_threads().max(1) * 4;
+    let segments = n.div_ceil(ROW_BLOCK).clamp(1, target);
+    let seg_rows = n.div_ceil(segments);
+    let groups = (target / segments).clamp(1, nq.div_ceil(32).max(1));
+    let group_size = nq.div_ceil(groups);
+    let tasks = par_map(segments * groups, nq * n * d.max(1), |t| {
+        let (seg, group) = (t / groups, t % groups);
+        let (r0, r1) = (seg * seg_rows, ((seg + 1) * seg_rows).min(n));
+        let (g0, g1) = (group * group_size, ((group + 1) * group_size).min(nq));
+        let mut tops: Vec<TopSel> = (g0..g1)
+            .map(|_| TopSel::new(prep.k, prep.min_score, r1.saturating_sub(r0)))
+            .collect();
+        let qb = QUERY_BLOCK.min(g1.saturating_sub(g0)).max(1);
+        let mut block = vec![0f32; qb * ROW_BLOCK];
+        for b0 in (r0..r1).step_by(ROW_BLOCK) {
+            let nb = ROW_BLOCK.min(r1 - b0);
+            if prep.mask.is_some() && bias[b0..b0 + nb].iter().all(|&b| b == f32::NEG_INFINITY) {
+                continue; // the whole block is masked out
+            }
+            for q0 in (g0..g1).step_by(qb) {
+                let m = qb.min(g1 - q0);
+                scores_block(
+                    &queries[q0 * d..(q0 + m) * d],
+                    m,
+                    &matrix[b0 * d..(b0 + nb) * d],
+                    nb,
+                    d,
+                    &mut block,
+                );
+                for i in 0..m {
+                    let row = ScanRow {
+                        s: &block[i * ROW_BLOCK..i * ROW_BLOCK + nb],
+                        inv_r: cosine.then(|| &inv_r[b0..b0 + nb]),
+                        bias: &bias[b0..b0 + nb],
+                        inv_q: inv_q[q0 + i],
+                        w_sim: prep.w_sim,
+                    };
+                    simd::scan(&row, b0, &mut tops[q0 - g0 + i])?;
                 }
             }
-            Ok(tops)
-        })
-        .collect::<Result<_>>()?;
+        }
+        Ok(tops.into_iter().map(TopSel::into_vec).collect::<Vec<_>>())
+    })?;
 
-    let mut parts: Vec<Vec<Vec<Hit>>> =
-        parts.into_iter().map(|tops| tops.into_iter().map(TopSel::into_vec).collect()).collect();
-    Ok((0..nq).map(|i| merge(parts.iter_mut().map(|p| std::mem::take(&mut p[i])), prep.k)).collect())
+    // Merge: query i's partial results are in task (seg, i / group_size) for every segment.
+    let mut tasks = tasks;
+    let mut out = Vec::with_capacity(nq);
+    for i in 0..nq {
+        let (group, o) = (i / group_size, i % group_size);
+        let parts = (0..segments).map(|seg| std::mem::take(&mut tasks[seg * groups + group][o]));
+        out.push(merge(parts, prep.k));
+    }
+    Ok(out)
 }
 
 /// `out[i * ROW_BLOCK + j] = q_i · r_j` for `m` queries and `nb` rows (single-threaded GEMM;

@@ -32,7 +32,10 @@ impl Metric {
         match name {
             "cosine" => Ok(Metric::Cosine),
             "dot" => Ok(Metric::Dot),
-            other => Err(KernelError::invalid("metric", format!("expected \"cosine\" or \"dot\", got {other:?}"))),
+            other => Err(KernelError::invalid(
+                "metric",
+                format!("expected \"cosine\" or \"dot\", got {other:?}"),
+            )),
         }
     }
 }
@@ -97,12 +100,15 @@ impl TopK {
     }
 
     fn padded(nq: usize, k: usize) -> Result<TopK> {
-        let len = nq
-            .checked_mul(k)
-            .ok_or_else(|| KernelError::invalid("k", format!("{nq} queries x k={k} results do not fit in memory")))?;
-        let alloc = |what: &mut dyn FnMut(usize) -> std::result::Result<(), std::collections::TryReserveError>| {
-            what(len).map_err(|_| KernelError::invalid("k", format!("{nq} queries x k={k} results do not fit in memory")))
-        };
+        let len = nq.checked_mul(k).ok_or_else(|| {
+            KernelError::invalid("k", format!("{nq} queries x k={k} results do not fit in memory"))
+        })?;
+        let alloc =
+            |what: &mut dyn FnMut(usize) -> std::result::Result<(), std::collections::TryReserveError>| {
+                what(len).map_err(|_| {
+                    KernelError::invalid("k", format!("{nq} queries x k={k} results do not fit in memory"))
+                })
+            };
         let (mut indices, mut scores, mut similarities) = (Vec::new(), Vec::new(), Vec::new());
         alloc(&mut |n| indices.try_reserve_exact(n))?;
         alloc(&mut |n| scores.try_reserve_exact(n))?;
@@ -110,7 +116,14 @@ impl TopK {
         indices.resize(len, -1);
         scores.resize(len, f32::NEG_INFINITY);
         similarities.resize(len, f32::NAN);
-        Ok(TopK { nq, k, lens: vec![0; nq], indices, scores, similarities })
+        Ok(TopK {
+            nq,
+            k,
+            lens: vec![0; nq],
+            indices,
+            scores,
+            similarities,
+        })
     }
 
     fn fill(&mut self, i: usize, hits: &[Hit]) {
@@ -129,7 +142,10 @@ pub(crate) fn non_finite_row(row: usize) -> KernelError {
 }
 
 pub(crate) fn score_overflow(row: usize) -> KernelError {
-    KernelError::invalid("w_sim", format!("the score of row {row} overflows float32 (are the weights or the dot products huge?)"))
+    KernelError::invalid(
+        "w_sim",
+        format!("the score of row {row} overflows float32 (are the weights or the dot products huge?)"),
+    )
 }
 
 /// Validated parameters in the form the scans use.
@@ -154,21 +170,30 @@ enum Decay {
 
 fn finite_weight(arg: &'static str, w: f64) -> Result<f32> {
     if !w.is_finite() || !(w as f32).is_finite() {
-        return Err(KernelError::invalid(arg, format!("must be a finite float32 value, got {w}")));
+        return Err(KernelError::invalid(
+            arg,
+            format!("must be a finite float32 value, got {w}"),
+        ));
     }
     Ok(w as f32)
 }
 
 fn check_len(arg: &'static str, len: usize, n: usize) -> Result<()> {
     if len != n {
-        return Err(KernelError::invalid(arg, format!("has {len} entries but matrix has {n} rows")));
+        return Err(KernelError::invalid(
+            arg,
+            format!("has {len} entries but matrix has {n} rows"),
+        ));
     }
     Ok(())
 }
 
 fn positive(arg: &'static str, v: f64) -> Result<f64> {
     if !(v.is_finite() && v > 0.0) {
-        return Err(KernelError::invalid(arg, format!("must be a finite number > 0, got {v}")));
+        return Err(KernelError::invalid(
+            arg,
+            format!("must be a finite number > 0, got {v}"),
+        ));
     }
     Ok(v)
 }
@@ -176,14 +201,19 @@ fn positive(arg: &'static str, v: f64) -> Result<f64> {
 /// Validates a 2-D row-major `(rows, d)` buffer.
 pub(crate) fn check_shape(arg: &'static str, data: &[f32], rows: usize, d: usize) -> Result<()> {
     if rows.checked_mul(d) != Some(data.len()) {
-        return Err(KernelError::invalid(arg, format!("buffer of {} values is not {rows} x {d}", data.len())));
+        return Err(KernelError::invalid(
+            arg,
+            format!("buffer of {} values is not {rows} x {d}", data.len()),
+        ));
     }
     Ok(())
 }
 
 /// Index of the first non-finite value, as `(row, column)`.
 pub(crate) fn first_non_finite(data: &[f32], d: usize) -> Option<(usize, usize)> {
-    data.iter().position(|x| !x.is_finite()).map(|p| (p / d.max(1), p % d.max(1)))
+    data.iter()
+        .position(|x| !x.is_finite())
+        .map(|p| (p / d.max(1), p % d.max(1)))
 }
 
 impl<'a> Prepared<'a> {
@@ -200,7 +230,10 @@ impl<'a> Prepared<'a> {
         if let Some(e) = p.extra {
             check_len("extra", e.len(), n)?;
             if let Some(i) = e.iter().position(|x| !x.is_finite()) {
-                return Err(KernelError::invalid("extra", format!("entry {i} is {} (must be finite)", e[i])));
+                return Err(KernelError::invalid(
+                    "extra",
+                    format!("entry {i} is {} (must be finite)", e[i]),
+                ));
             }
         }
         if let Some(m) = p.mask {
@@ -208,7 +241,10 @@ impl<'a> Prepared<'a> {
         }
         let decay = match (p.half_life_ms, p.tau_ms) {
             (Some(_), Some(_)) => {
-                return Err(KernelError::invalid("half_life_ms", "give either half_life_ms or tau_ms, not both"))
+                return Err(KernelError::invalid(
+                    "half_life_ms",
+                    "give either half_life_ms or tau_ms, not both",
+                ))
             }
             (Some(h), None) => Some(Decay::HalfLife(positive("half_life_ms", h)?)),
             (None, Some(t)) => Some(Decay::Tau(positive("tau_ms", t)?)),
@@ -219,14 +255,19 @@ impl<'a> Prepared<'a> {
                 .timestamps
                 .ok_or_else(|| KernelError::invalid("timestamps", "required when w_rec != 0"))?;
             let decay = decay.ok_or_else(|| {
-                KernelError::invalid("half_life_ms", "w_rec != 0 needs a decay: give half_life_ms or tau_ms")
+                KernelError::invalid(
+                    "half_life_ms",
+                    "w_rec != 0 needs a decay: give half_life_ms or tau_ms",
+                )
             })?;
             Some((ts, p.now_ms, decay, p.w_rec))
         } else {
             None
         };
         let extra = if p.w_extra != 0.0 {
-            let e = p.extra.ok_or_else(|| KernelError::invalid("extra", "required when w_extra != 0"))?;
+            let e = p
+                .extra
+                .ok_or_else(|| KernelError::invalid("extra", "required when w_extra != 0"))?;
             Some((e, p.w_extra))
         } else {
             None
@@ -236,38 +277,145 @@ impl<'a> Prepared<'a> {
             Some(m) if m.is_nan() => return Err(KernelError::invalid("min_score", "must not be NaN")),
             Some(m) => m as f32,
         };
-        Ok(Prepared { k: p.k, metric: p.metric, w_sim, recency, extra, mask: p.mask, min_score })
+        Ok(Prepared {
+            k: p.k,
+            metric: p.metric,
+            w_sim,
+            recency,
+            extra,
+            mask: p.mask,
+            min_score,
+        })
     }
 
     /// The query-independent part of the score for rows `r0..r0+out.len()`; `-inf` marks a masked row.
     fn fill_bias(&self, r0: usize, out: &mut [f32]) -> Result<()> {
-        for (o, b) in out.iter_mut().enumerate() {
-            let j = r0 + o;
-            if let Some(mask) = self.mask {
-                if !mask[j] {
+        #[cfg(target_arch = "x86_64")]
+        let ok = if simd::has_avx2() {
+            // SAFETY: the CPU supports AVX2 and FMA.
+            unsafe { self.bias_avx2(r0, out) }
+        } else {
+            self.bias_body(r0, out)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let ok = self.bias_body(r0, out);
+        if !ok {
+            let j = r0
+                + out
+                    .iter()
+                    .position(|b| b.is_nan() || *b == f32::INFINITY)
+                    .unwrap_or(0);
+            return Err(KernelError::invalid(
+                "w_extra",
+                format!("the score of row {j} overflows float32"),
+            ));
+        }
+        if let Some(mask) = self.mask {
+            for (b, &keep) in out.iter_mut().zip(&mask[r0..]) {
+                if !keep {
                     *b = f32::NEG_INFINITY;
-                    continue;
                 }
-            }
-            let mut v = 0.0f64;
-            if let Some((ts, now, decay, w_rec)) = self.recency {
-                let age = (now as i128 - ts[j] as i128).max(0) as f64;
-                v += w_rec
-                    * match decay {
-                        Decay::HalfLife(h) => (-age / h).exp2(),
-                        Decay::Tau(t) => (-age / t).exp(),
-                    };
-            }
-            if let Some((extra, w)) = self.extra {
-                v += w * extra[j] as f64;
-            }
-            *b = v as f32;
-            if !b.is_finite() {
-                return Err(KernelError::invalid("w_extra", format!("the score of row {j} overflows float32")));
             }
         }
         Ok(())
     }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn bias_avx2(&self, r0: usize, out: &mut [f32]) -> bool {
+        self.bias_body(r0, out)
+    }
+
+    /// `w_rec·decay + w_extra·extra` in f64, rounded once to f32; false if any overflowed.
+    /// Branch-free per row so the loop vectorises.
+    #[inline(always)]
+    fn bias_body(&self, r0: usize, out: &mut [f32]) -> bool {
+        let n = out.len();
+        let (w_extra, extra) = match self.extra {
+            Some((e, w)) => (w, &e[r0..r0 + n]),
+            None => (0.0, &[][..]),
+        };
+        let mut finite = true;
+        match self.recency {
+            Some((ts, now, decay, w_rec)) => {
+                // 2^(−age/h) = exp2(−age/c) with c = h (a division, so whole half-lives are
+                // exact); e^(−age/τ) = exp2(−age/c) with c = τ·ln 2.
+                let c = match decay {
+                    Decay::HalfLife(h) => h,
+                    Decay::Tau(t) => t * std::f64::consts::LN_2,
+                };
+                let ts = &ts[r0..r0 + n];
+                for j in 0..n {
+                    let d = w_rec * exp2_nonpositive(-age_ms(now, ts[j]) / c);
+                    let v = (if extra.is_empty() {
+                        d
+                    } else {
+                        d + w_extra * extra[j] as f64
+                    }) as f32;
+                    finite &= v.abs() <= f32::MAX;
+                    out[j] = v;
+                }
+            }
+            None if extra.is_empty() => out.fill(0.0),
+            None => {
+                for (o, &e) in out.iter_mut().zip(extra) {
+                    let v = (w_extra * e as f64) as f32;
+                    finite &= v.abs() <= f32::MAX;
+                    *o = v;
+                }
+            }
+        }
+        finite
+    }
+}
+
+/// `now − t` in ms as f64, 0 for future timestamps (and for ages that overflow i64, which
+/// only absurd inputs reach: they decay to 0 either way).
+#[inline(always)]
+fn age_ms(now: i64, t: i64) -> f64 {
+    let age = now.wrapping_sub(t);
+    let age = if t > now {
+        0
+    } else if age < 0 {
+        i64::MAX
+    } else {
+        age
+    };
+    age as f64
+}
+
+/// `2^x` for `x <= 0`, relative error below 1e-13 (far under float32 resolution), exact at
+/// integers. Branch-free (round by the 1.5·2^52 trick, degree-11 polynomial on [−½, ½], scale
+/// by building the exponent bits) so it vectorises, unlike `f64::exp2`.
+#[inline(always)]
+fn exp2_nonpositive(x: f64) -> f64 {
+    const ROUND: f64 = 6_755_399_441_055_744.0; // 1.5·2^52
+    let x = if x > -1000.0 { x } else { -1000.0 }; // 2^-1000 is 0 in f32; keeps the exponent valid
+    let t = x + ROUND;
+    let r = t - ROUND; // round(x)
+    let f = x - r; // in [−½, ½]
+    let n = (t.to_bits() as i64).wrapping_sub(ROUND.to_bits() as i64);
+    let scale = f64::from_bits(((n + 1023) as u64) << 52);
+    // Taylor coefficients of e^(f·ln2): ln2^k / k!.
+    const C: [f64; 12] = [
+        1.0,
+        std::f64::consts::LN_2,
+        0.2402265069591007,
+        0.055504108664821576,
+        0.009618129107628477,
+        0.0013333558146428441,
+        0.00015403530393381606,
+        1.5252733804059838e-05,
+        1.3215486790144305e-06,
+        1.0178086009239696e-07,
+        7.054911620801121e-09,
+        4.44553827187081e-10,
+    ];
+    let mut p = C[11];
+    for k in (0..11).rev() {
+        p = p * f + C[k];
+    }
+    p * scale
 }
 
 /// A row-major `(n, d)` block of float32 vectors, borrowed.
@@ -289,7 +437,18 @@ impl<'a> Rows<'a> {
 /// One query takes the fused single pass; several take the blocked GEMM path. Both allocate
 /// only the output and small per-thread state.
 pub fn hybrid_topk(queries: Rows<'_>, matrix: Rows<'_>, p: &Params<'_>) -> Result<TopK> {
-    let (Rows { data: queries, n: nq, d: dq }, Rows { data: matrix, n, d: dm }) = (queries, matrix);
+    let (
+        Rows {
+            data: queries,
+            n: nq,
+            d: dq,
+        },
+        Rows {
+            data: matrix,
+            n,
+            d: dm,
+        },
+    ) = (queries, matrix);
     check_shape("query", queries, nq, dq)?;
     check_shape("matrix", matrix, n, dm)?;
     if dq != dm {
@@ -300,8 +459,15 @@ pub fn hybrid_topk(queries: Rows<'_>, matrix: Rows<'_>, p: &Params<'_>) -> Resul
     }
     let prep = Prepared::new(p, n)?;
     if let Some((r, c)) = first_non_finite(queries, dq) {
-        let at = if nq == 1 { format!("entry {c}") } else { format!("row {r}, column {c}") };
-        return Err(KernelError::invalid("query", format!("{at} is {} (must be finite)", queries[r * dq.max(1) + c])));
+        let at = if nq == 1 {
+            format!("entry {c}")
+        } else {
+            format!("row {r}, column {c}")
+        };
+        return Err(KernelError::invalid(
+            "query",
+            format!("{at} is {} (must be finite)", queries[r * dq.max(1) + c]),
+        ));
     }
     let mut out = TopK::padded(nq, prep.k)?;
     if nq == 0 || n == 0 {
@@ -331,62 +497,93 @@ fn query_inv_norms(queries: &[f32], nq: usize, d: usize, metric: Metric) -> Resu
             let q = &queries[i * d..(i + 1) * d];
             let qq = (s.dot)(q, q);
             if !qq.is_finite() {
-                let at = if nq == 1 { String::new() } else { format!("row {i}: ") };
-                return Err(KernelError::invalid("query", format!("{at}squared norm overflows float32")));
+                let at = if nq == 1 {
+                    String::new()
+                } else {
+                    format!("row {i}: ")
+                };
+                return Err(KernelError::invalid(
+                    "query",
+                    format!("{at}squared norm overflows float32"),
+                ));
             }
             Ok(inv_norm(qq))
         })
         .collect()
 }
 
-/// Rows per parallel work item: enough to amortise the heap, small enough to balance threads.
-fn chunk_rows(n: usize) -> usize {
-    let target = n.div_ceil(rayon::current_num_threads().max(1) * 8);
-    target.clamp(512, 16_384)
+/// Work (in multiply-adds) below which a parallel step runs on the calling thread: handing
+/// it to the pool and waking a worker costs more than it saves.
+const PAR_MIN_WORK: usize = 1 << 18;
+
+/// `f` over `0..items`, in parallel when `work` makes it worth it; the first error wins.
+pub(crate) fn par_map<T: Send>(
+    items: usize,
+    work: usize,
+    f: impl Fn(usize) -> Result<T> + Sync + Send,
+) -> Result<Vec<T>> {
+    if items <= 1 || work < PAR_MIN_WORK {
+        (0..items).map(f).collect()
+    } else {
+        (0..items).into_par_iter().map(f).collect()
+    }
+}
+
+/// Rows per parallel work item: enough work to amortise the hand-off (~64K multiply-adds),
+/// small enough to balance the threads.
+pub(crate) fn chunk_rows(n: usize, d: usize) -> usize {
+    let balanced = n.div_ceil(rayon::current_num_threads().max(1) * 8);
+    balanced.max((1 << 16) / d.max(1)).clamp(1, 16_384)
 }
 
 /// One query: dot product, row norm and score in one pass over each row, a heap per chunk.
-fn single(q: &[f32], inv_q: f32, matrix: &[f32], n: usize, d: usize, prep: &Prepared<'_>) -> Result<Vec<Hit>> {
+fn single(
+    q: &[f32],
+    inv_q: f32,
+    matrix: &[f32],
+    n: usize,
+    d: usize,
+    prep: &Prepared<'_>,
+) -> Result<Vec<Hit>> {
     let s = simd::simd();
-    let rows = chunk_rows(n);
-    let parts = (0..n.div_ceil(rows))
-        .into_par_iter()
-        .map(|c| {
-            let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
-            let mut bias = vec![0f32; r1 - r0];
-            prep.fill_bias(r0, &mut bias)?;
-            let mut top = TopSel::new(prep.k, prep.min_score, r1 - r0);
-            for (j, &b) in (r0..r1).zip(&bias) {
-                if b == f32::NEG_INFINITY {
-                    continue; // masked out
-                }
-                let row = &matrix[j * d..(j + 1) * d];
-                let sim = match prep.metric {
-                    Metric::Cosine => {
-                        let (dot, rr) = (s.dot_norm)(q, row);
-                        // NaN/inf anywhere in the row makes the dot or the norm non-finite.
-                        if !(dot.is_finite() && rr.is_finite()) {
-                            return Err(non_finite_row(j));
-                        }
-                        cosine(dot, inv_q, inv_norm(rr))
-                    }
-                    Metric::Dot => {
-                        let dot = (s.dot)(q, row);
-                        if !dot.is_finite() {
-                            return Err(non_finite_row(j));
-                        }
-                        dot
-                    }
-                };
-                let score = prep.w_sim * sim + b;
-                if !score.is_finite() {
-                    return Err(score_overflow(j));
-                }
-                top.offer(score, j, sim);
+    let rows = chunk_rows(n, d);
+    let parts = par_map(n.div_ceil(rows), n * d.max(1), |c| {
+        let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
+        let mut bias = vec![0f32; r1 - r0];
+        prep.fill_bias(r0, &mut bias)?;
+        let mut top = TopSel::new(prep.k, prep.min_score, r1 - r0);
+        let cosine_metric = prep.metric == Metric::Cosine;
+        let mut take = |j: usize, dot: f32, rr: f32| -> Result<()> {
+            // NaN/inf anywhere in the row makes its dot product non-finite (the query is finite).
+            if !(dot.is_finite() && rr.is_finite()) {
+                return Err(non_finite_row(j));
             }
-            Ok(top.into_vec())
-        })
-        .collect::<Result<Vec<_>>>()?;
+            let sim = if cosine_metric {
+                cosine(dot, inv_q, inv_norm(rr))
+            } else {
+                dot
+            };
+            let score = prep.w_sim * sim + bias[j - r0];
+            if !score.is_finite() {
+                return Err(score_overflow(j));
+            }
+            top.offer(score, j, sim);
+            Ok(())
+        };
+        for j in r0..r1 {
+            if bias[j - r0] == f32::NEG_INFINITY {
+                continue; // masked out: not even read
+            }
+            let row = &matrix[j * d..(j + 1) * d];
+            let (dot, rr) = if cosine_metric {
+                (s.dot_norm)(q, row)
+            } else {
+                ((s.dot)(q, row), 0.0)
+            };
+            take(j, dot, rr)?;
+        }
+        Ok(top.into_vec())
+    })?;
     Ok(merge(parts, prep.k))
 }
 
@@ -395,7 +592,9 @@ mod tests {
     use super::*;
 
     fn lcg(seed: &mut u64) -> u64 {
-        *seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         *seed >> 33
     }
 
@@ -448,7 +647,11 @@ mod tests {
         let want = reference(q, m, n, p);
         assert_eq!(idx.len(), want.len());
         for (o, (j, s)) in want.iter().enumerate() {
-            assert!((scores[o] as f64 - s).abs() <= 1e-5 * (1.0 + s.abs()), "rank {o}: {} vs {s}", scores[o]);
+            assert!(
+                (scores[o] as f64 - s).abs() <= 1e-5 * (1.0 + s.abs()),
+                "rank {o}: {} vs {s}",
+                scores[o]
+            );
             if exact {
                 assert_eq!(idx[o], *j as i64, "rank {o}");
             }
@@ -467,7 +670,10 @@ mod tests {
         let q: Vec<f32> = m[7 * d..8 * d].to_vec();
         for metric in [Metric::Dot, Metric::Cosine] {
             for k in [1, 2, 5, 64, 5000] {
-                let p = Params { metric, ..Params::new(k) };
+                let p = Params {
+                    metric,
+                    ..Params::new(k)
+                };
                 check_against_reference(&q, &m, n, &p, metric == Metric::Dot);
                 let got = hybrid_topk(Rows::new(&q, 1, d), Rows::new(&m, n, d), &p).unwrap();
                 assert_eq!(&got.hits(0).0[..k.min(2)], &[7, 1500][..k.min(2)]);
@@ -484,7 +690,9 @@ mod tests {
         let now = 1_700_000_000_000i64;
         let h = 1000.0;
         // Ages are whole half-lives (some in the future): decay is an exact power of two.
-        let ts: Vec<i64> = (0..n).map(|_| now - (lcg(&mut seed) % 6) as i64 * 1000 + 1000).collect();
+        let ts: Vec<i64> = (0..n)
+            .map(|_| now - (lcg(&mut seed) % 6) as i64 * 1000 + 1000)
+            .collect();
         let extra: Vec<f32> = (0..n).map(|_| (lcg(&mut seed) % 5) as f32 * 0.25).collect();
         let mask: Vec<bool> = (0..n).map(|j| j % 3 != 1).collect();
         let base = Params {
@@ -499,11 +707,44 @@ mod tests {
             ..Params::new(50)
         };
         check_against_reference(&q, &m, n, &base, true);
-        check_against_reference(&q, &m, n, &Params { mask: Some(&mask), ..base.clone() }, true);
-        check_against_reference(&q, &m, n, &Params { min_score: Some(9.0), k: 10_000, ..base.clone() }, true);
-        let tau = Params { half_life_ms: None, tau_ms: Some(2500.0), metric: Metric::Cosine, ..base.clone() };
+        check_against_reference(
+            &q,
+            &m,
+            n,
+            &Params {
+                mask: Some(&mask),
+                ..base.clone()
+            },
+            true,
+        );
+        check_against_reference(
+            &q,
+            &m,
+            n,
+            &Params {
+                min_score: Some(9.0),
+                k: 10_000,
+                ..base.clone()
+            },
+            true,
+        );
+        let tau = Params {
+            half_life_ms: None,
+            tau_ms: Some(2500.0),
+            metric: Metric::Cosine,
+            ..base.clone()
+        };
         check_against_reference(&q, &m, n, &tau, false);
-        let got = hybrid_topk(Rows::new(&q, 1, d), Rows::new(&m, n, d), &Params { min_score: Some(9.0), k: 10_000, ..base.clone() }).unwrap();
+        let got = hybrid_topk(
+            Rows::new(&q, 1, d),
+            Rows::new(&m, n, d),
+            &Params {
+                min_score: Some(9.0),
+                k: 10_000,
+                ..base.clone()
+            },
+        )
+        .unwrap();
         assert!(got.hits(0).1.iter().all(|&s| s >= 9.0) && got.lens[0] > 0);
     }
 
@@ -533,11 +774,33 @@ mod tests {
                 let batch = hybrid_topk(Rows::new(&qs, nq, d), Rows::new(&m, n, d), &p).unwrap();
                 assert_eq!((batch.nq, batch.k, batch.indices.len()), (nq, k, nq * k));
                 for i in 0..nq {
-                    let one = hybrid_topk(Rows::new(&qs[i * d..(i + 1) * d], 1, d), Rows::new(&m, n, d), &p).unwrap();
+                    let one = hybrid_topk(Rows::new(&qs[i * d..(i + 1) * d], 1, d), Rows::new(&m, n, d), &p)
+                        .unwrap();
                     assert_eq!(batch.hits(i), one.hits(0), "query {i} {metric:?} k={k}");
                     let pad = &batch.indices[i * k + batch.lens[i]..(i + 1) * k];
                     assert!(pad.iter().all(|&x| x == -1));
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn batch_split_over_query_groups() {
+        // Few rows, many queries: the task grid splits the queries into groups.
+        let mut seed = 21;
+        let (n, d, nq) = (50, 7, 203);
+        let m = int_matrix(n, d, &mut seed);
+        let qs = int_matrix(nq, d, &mut seed);
+        for k in [1, 3, 60] {
+            let p = Params {
+                metric: Metric::Dot,
+                ..Params::new(k)
+            };
+            let batch = hybrid_topk(Rows::new(&qs, nq, d), Rows::new(&m, n, d), &p).unwrap();
+            for i in 0..nq {
+                let one =
+                    hybrid_topk(Rows::new(&qs[i * d..(i + 1) * d], 1, d), Rows::new(&m, n, d), &p).unwrap();
+                assert_eq!(batch.hits(i), one.hits(0), "query {i} k={k}");
             }
         }
     }
@@ -578,7 +841,9 @@ mod tests {
 
     fn err(q: &[f32], nq: usize, m: &[f32], n: usize, p: &Params<'_>) -> String {
         let d = q.len().checked_div(nq).unwrap_or(0);
-        hybrid_topk(Rows::new(q, nq, d), Rows::new(m, n, m.len() / n.max(1)), p).unwrap_err().to_string()
+        hybrid_topk(Rows::new(q, nq, d), Rows::new(m, n, m.len() / n.max(1)), p)
+            .unwrap_err()
+            .to_string()
     }
 
     #[test]
@@ -588,42 +853,176 @@ mod tests {
         let ts = [0i64; 3];
         let ex = [0f32; 3];
         assert!(err(&q, 1, &m, 3, &Params::new(0)).starts_with("k: must be >= 1"));
-        let e = hybrid_topk(Rows::new(&[1.0, 0.0, 0.0], 1, 3), Rows::new(&m, 3, 2), &Params::new(1)).unwrap_err().to_string();
+        let e = hybrid_topk(
+            Rows::new(&[1.0, 0.0, 0.0], 1, 3),
+            Rows::new(&m, 3, 2),
+            &Params::new(1),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("dimension 3") && e.contains("dimension 2"), "{e}");
-        assert!(err(&q, 1, &m, 3, &Params { w_sim: f64::NAN, ..Params::new(1) }).starts_with("w_sim:"));
-        assert!(err(&q, 1, &m, 3, &Params { w_rec: 1e300, ..Params::new(1) }).starts_with("w_rec:"));
-        assert!(err(&q, 1, &m, 3, &Params { w_rec: 1.0, ..Params::new(1) }).starts_with("timestamps: required"));
-        let e = err(&q, 1, &m, 3, &Params { w_rec: 1.0, timestamps: Some(&ts), ..Params::new(1) });
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                w_sim: f64::NAN,
+                ..Params::new(1)
+            }
+        )
+        .starts_with("w_sim:"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                w_rec: 1e300,
+                ..Params::new(1)
+            }
+        )
+        .starts_with("w_rec:"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                w_rec: 1.0,
+                ..Params::new(1)
+            }
+        )
+        .starts_with("timestamps: required"));
+        let e = err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                w_rec: 1.0,
+                timestamps: Some(&ts),
+                ..Params::new(1)
+            },
+        );
         assert!(e.starts_with("half_life_ms: w_rec != 0 needs a decay"), "{e}");
-        let both = Params { half_life_ms: Some(1.0), tau_ms: Some(1.0), ..Params::new(1) };
+        let both = Params {
+            half_life_ms: Some(1.0),
+            tau_ms: Some(1.0),
+            ..Params::new(1)
+        };
         assert!(err(&q, 1, &m, 3, &both).contains("not both"));
-        assert!(err(&q, 1, &m, 3, &Params { tau_ms: Some(0.0), ..Params::new(1) }).starts_with("tau_ms: must be"));
-        assert!(err(&q, 1, &m, 3, &Params { timestamps: Some(&ts[..2]), ..Params::new(1) })
-            .starts_with("timestamps: has 2 entries but matrix has 3 rows"));
-        assert!(err(&q, 1, &m, 3, &Params { extra: Some(&ex[..1]), ..Params::new(1) }).starts_with("extra: has 1"));
-        assert!(err(&q, 1, &m, 3, &Params { w_extra: 1.0, ..Params::new(1) }).starts_with("extra: required"));
-        assert!(err(&q, 1, &m, 3, &Params { mask: Some(&[true]), ..Params::new(1) }).starts_with("mask: has 1"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                tau_ms: Some(0.0),
+                ..Params::new(1)
+            }
+        )
+        .starts_with("tau_ms: must be"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                timestamps: Some(&ts[..2]),
+                ..Params::new(1)
+            }
+        )
+        .starts_with("timestamps: has 2 entries but matrix has 3 rows"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                extra: Some(&ex[..1]),
+                ..Params::new(1)
+            }
+        )
+        .starts_with("extra: has 1"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                w_extra: 1.0,
+                ..Params::new(1)
+            }
+        )
+        .starts_with("extra: required"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                mask: Some(&[true]),
+                ..Params::new(1)
+            }
+        )
+        .starts_with("mask: has 1"));
         let nan_extra = [0.0, f32::NAN, 0.0];
-        assert!(err(&q, 1, &m, 3, &Params { extra: Some(&nan_extra), ..Params::new(1) }).starts_with("extra: entry 1"));
-        assert!(err(&q, 1, &m, 3, &Params { min_score: Some(f64::NAN), ..Params::new(1) }).starts_with("min_score"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                extra: Some(&nan_extra),
+                ..Params::new(1)
+            }
+        )
+        .starts_with("extra: entry 1"));
+        assert!(err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                min_score: Some(f64::NAN),
+                ..Params::new(1)
+            }
+        )
+        .starts_with("min_score"));
         assert!(err(&[f32::INFINITY, 0.0], 1, &m, 3, &Params::new(1)).starts_with("query: entry 0"));
-        assert!(err(&[0.0, 0.0, 0.0, f32::NAN], 2, &m, 3, &Params::new(1)).starts_with("query: row 1, column 1"));
+        assert!(
+            err(&[0.0, 0.0, 0.0, f32::NAN], 2, &m, 3, &Params::new(1)).starts_with("query: row 1, column 1")
+        );
     }
 
     #[test]
     fn non_finite_rows_are_named_unless_masked() {
         let (n, d) = (5000, 16);
         let mut seed = 2;
-        for (nq, metric) in [(1, Metric::Cosine), (1, Metric::Dot), (4, Metric::Cosine), (4, Metric::Dot)] {
+        for (nq, metric) in [
+            (1, Metric::Cosine),
+            (1, Metric::Dot),
+            (4, Metric::Cosine),
+            (4, Metric::Dot),
+        ] {
             for bad in [f32::NAN, f32::INFINITY, f32::NEG_INFINITY] {
                 let mut m = int_matrix(n, d, &mut seed);
                 m[4321 * d + 5] = bad;
                 let q = int_matrix(nq, d, &mut seed);
-                let p = Params { metric, ..Params::new(3) };
-                let e = hybrid_topk(Rows::new(&q, nq, d), Rows::new(&m, n, d), &p).unwrap_err().to_string();
+                let p = Params {
+                    metric,
+                    ..Params::new(3)
+                };
+                let e = hybrid_topk(Rows::new(&q, nq, d), Rows::new(&m, n, d), &p)
+                    .unwrap_err()
+                    .to_string();
                 assert_eq!(e, "matrix: row 4321 contains NaN or inf", "{nq} {metric:?} {bad}");
                 let mask: Vec<bool> = (0..n).map(|j| j != 4321).collect();
-                let p = Params { mask: Some(&mask), ..p };
+                let p = Params {
+                    mask: Some(&mask),
+                    ..p
+                };
                 assert!(hybrid_topk(Rows::new(&q, nq, d), Rows::new(&m, n, d), &p).is_ok());
             }
         }
@@ -634,8 +1033,12 @@ mod tests {
         let mut seed = 4;
         let s = simd::simd();
         for d in [0, 1, 7, 8, 31, 32, 33, 100, 384] {
-            let a: Vec<f32> = (0..d).map(|_| (lcg(&mut seed) % 1000) as f32 / 997.0 - 0.5).collect();
-            let b: Vec<f32> = (0..d).map(|_| (lcg(&mut seed) % 1000) as f32 / 991.0 - 0.5).collect();
+            let a: Vec<f32> = (0..d)
+                .map(|_| (lcg(&mut seed) % 1000) as f32 / 997.0 - 0.5)
+                .collect();
+            let b: Vec<f32> = (0..d)
+                .map(|_| (lcg(&mut seed) % 1000) as f32 / 991.0 - 0.5)
+                .collect();
             let (dot, nn) = (s.dot_norm)(&a, &b);
             assert_eq!(dot.to_bits(), (s.dot)(&a, &b).to_bits());
             assert_eq!(dot.to_bits(), (s.dot)(&b, &a).to_bits());
@@ -643,5 +1046,33 @@ mod tests {
             let exact: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
             assert!((dot as f64 - exact).abs() < 1e-4, "d={d}");
         }
+    }
+}
+
+#[cfg(test)]
+mod decay_tests {
+    use super::{age_ms, exp2_nonpositive};
+
+    #[test]
+    fn exp2_matches_std() {
+        for i in 0..=200_000 {
+            let x = -(i as f64) * 0.001_37;
+            let (got, want) = (exp2_nonpositive(x), x.exp2());
+            assert!((got - want).abs() <= 1e-13 * want, "x={x}: {got} vs {want}");
+        }
+        for n in 0..=1000 {
+            assert_eq!(exp2_nonpositive(-(n as f64)), (-(n as f64)).exp2());
+        }
+        assert_eq!(exp2_nonpositive(-0.0), 1.0);
+        assert_eq!(exp2_nonpositive(-1e300), 0.0f64.max(exp2_nonpositive(-1000.0)));
+        assert_eq!(exp2_nonpositive(-1e300) as f32, 0.0);
+    }
+
+    #[test]
+    fn ages() {
+        assert_eq!(age_ms(10, 3), 7.0);
+        assert_eq!(age_ms(10, 30), 0.0);
+        assert_eq!(age_ms(i64::MAX, i64::MIN), i64::MAX as f64);
+        assert_eq!(age_ms(i64::MIN, i64::MAX), 0.0);
     }
 }

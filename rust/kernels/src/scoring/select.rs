@@ -12,10 +12,12 @@ pub struct Hit {
 }
 
 impl Hit {
-    /// `Less` when `self` ranks before `other` (higher score, then lower index).
+    /// `Less` when `self` ranks before `other` (higher score, then lower index). Scores are
+    /// never NaN; `partial_cmp` (unlike `total_cmp`) makes −0.0 and +0.0 a tie.
     #[inline]
     pub fn rank_cmp(&self, other: &Hit) -> Ordering {
-        other.score.total_cmp(&self.score).then(self.index.cmp(&other.index))
+        let by_score = other.score.partial_cmp(&self.score).unwrap_or(Ordering::Equal);
+        by_score.then(self.index.cmp(&other.index))
     }
 }
 
@@ -51,7 +53,12 @@ pub struct TopSel {
 impl TopSel {
     /// `capacity_hint` bounds the up-front allocation (a huge `k` must not allocate `k` slots).
     pub fn new(k: usize, min_score: f32, capacity_hint: usize) -> Self {
-        TopSel { k, min_score, threshold: min_score, heap: BinaryHeap::with_capacity(k.min(capacity_hint)) }
+        TopSel {
+            k,
+            min_score,
+            threshold: min_score,
+            heap: BinaryHeap::with_capacity(k.min(capacity_hint)),
+        }
     }
 
     /// Cheap pre-filter: a score strictly below this can never be kept.
@@ -119,6 +126,33 @@ mod tests {
                 assert_eq!(got, brute(&scores, k, min), "k={k} min={min}");
             }
         }
+    }
+
+    #[test]
+    fn signed_zeros_tie() {
+        let mut sel = TopSel::new(1, f32::NEG_INFINITY, 1);
+        sel.offer(-0.0, 0, 0.0);
+        sel.offer(0.0, 1, 0.0);
+        assert_eq!(sel.into_vec()[0].index, 0);
+        assert_eq!(
+            merge(
+                [vec![
+                    Hit {
+                        score: 0.0,
+                        index: 1,
+                        sim: 0.0
+                    },
+                    Hit {
+                        score: -0.0,
+                        index: 0,
+                        sim: 0.0
+                    }
+                ]],
+                1
+            )[0]
+            .index,
+            0
+        );
     }
 
     #[test]

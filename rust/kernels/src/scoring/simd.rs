@@ -43,15 +43,28 @@ pub struct ScanRow<'a> {
     pub w_sim: f32,
 }
 
+/// Whether the AVX2+FMA paths can run (cached by std after the first call).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub fn has_avx2() -> bool {
+    avx2::available()
+}
+
 /// Picks the fastest implementation the CPU supports (checked once per kernel call).
 pub fn simd() -> Simd {
     #[cfg(target_arch = "x86_64")]
     {
         if avx2::available() {
-            return Simd { dot: avx2::dot_safe, dot_norm: avx2::dot_norm_safe };
+            return Simd {
+                dot: avx2::dot_safe,
+                dot_norm: avx2::dot_norm_safe,
+            };
         }
     }
-    Simd { dot: portable::dot, dot_norm: portable::dot_norm }
+    Simd {
+        dot: portable::dot,
+        dot_norm: portable::dot_norm,
+    }
 }
 
 /// Score lane `j` of a scan row exactly as the single-query path does.
@@ -222,7 +235,12 @@ mod avx2 {
             }
             i += 8;
         }
-        let fold = |a: [__m256; 4]| hsum(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+        let fold = |a: [__m256; 4]| {
+            hsum(_mm256_add_ps(
+                _mm256_add_ps(a[0], a[1]),
+                _mm256_add_ps(a[2], a[3]),
+            ))
+        };
         let (mut dt, mut nn) = (fold(d), if NORM { fold(s) } else { 0.0 });
         while i < n {
             dt += q[i] * r[i];
@@ -290,7 +308,9 @@ mod tests {
     fn portable_matches_dispatched() {
         let mut seed = 17u64;
         let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((seed >> 40) % 13) as f32 - 6.0
         };
         let s = simd();
@@ -304,14 +324,31 @@ mod tests {
         let n = 37;
         let raw: Vec<f32> = (0..n).map(|_| next()).collect();
         let inv_r: Vec<f32> = (0..n).map(|j| 1.0 / (1.0 + j as f32)).collect();
-        let bias: Vec<f32> = (0..n).map(|j| if j % 7 == 3 { f32::NEG_INFINITY } else { (j % 3) as f32 }).collect();
+        let bias: Vec<f32> = (0..n)
+            .map(|j| {
+                if j % 7 == 3 {
+                    f32::NEG_INFINITY
+                } else {
+                    (j % 3) as f32
+                }
+            })
+            .collect();
         for inv in [Some(&inv_r[..]), None] {
-            let row = ScanRow { s: &raw, inv_r: inv, bias: &bias, inv_q: 0.5, w_sim: 2.0 };
+            let row = ScanRow {
+                s: &raw,
+                inv_r: inv,
+                bias: &bias,
+                inv_q: 0.5,
+                w_sim: 2.0,
+            };
             let mut a = TopSel::new(5, -1.0, 5);
             let mut b = TopSel::new(5, -1.0, 5);
             scan(&row, 100, &mut a).unwrap();
             portable::scan(&row, 0, 100, &mut b).unwrap();
-            let (a, b) = (super::super::select::merge([a.into_vec()], 5), super::super::select::merge([b.into_vec()], 5));
+            let (a, b) = (
+                super::super::select::merge([a.into_vec()], 5),
+                super::super::select::merge([b.into_vec()], 5),
+            );
             assert_eq!(a, b);
             assert!(a.iter().all(|h| h.index >= 100 && (h.index - 100) % 7 != 3));
         }
