@@ -8,6 +8,8 @@ use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+type NearDuplicates<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>);
+
 fn rows<'a>(a: &'a PyReadonlyArray2<'_, f32>, arg: &str) -> PyResult<Rows<'a>> {
     let data = a.as_slice().map_err(|e| PyValueError::new_err(format!("{arg}: {e}")))?;
     Ok(Rows::new(data, a.shape()[0], a.shape()[1]))
@@ -21,7 +23,7 @@ fn _near_duplicates<'py>(
     existing: &Bound<'py, PyAny>,
     threshold: f64,
     metric: &str,
-) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>)> {
+) -> PyResult<NearDuplicates<'py>> {
     let metric = Metric::parse(metric).map_err(kernel_err)?;
     let a = matrix::<f32>(new, "new", "float32")?;
     let b = matrix::<f32>(existing, "existing", "float32")?;

@@ -4,7 +4,7 @@
 
 use super::select::{merge, Hit, TopSel};
 use super::simd::{self, inv_norm, ScanRow};
-use super::{chunk_rows, non_finite_row, par_map, Metric, Prepared};
+use super::{chunk_rows, non_finite_row, norm_overflow, par_map, Metric, Prepared};
 use crate::Result;
 
 /// Matrix rows per GEMM call: with up to QUERY_BLOCK queries the score block (1 MB at most)
@@ -42,7 +42,11 @@ pub(super) fn topk(
                 let r = &matrix[(r0 + o) * d..(r0 + o + 1) * d];
                 let rr = (s.dot)(r, r);
                 if !rr.is_finite() {
-                    return Err(non_finite_row(r0 + o));
+                    return Err(if r.iter().all(|x| x.is_finite()) {
+                        norm_overflow(r0 + o)
+                    } else {
+                        non_finite_row(r0 + o)
+                    });
                 }
                 *inv = inv_norm(rr);
             }

@@ -16,7 +16,7 @@ pub(crate) mod simd;
 use crate::{KernelError, Result};
 use rayon::prelude::*;
 use select::{merge, Hit, TopSel};
-use simd::{cosine, inv_norm};
+use simd::{inv_norm, ScanRow};
 
 /// How similarity is measured.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -139,6 +139,10 @@ impl TopK {
 
 pub(crate) fn non_finite_row(row: usize) -> KernelError {
     KernelError::invalid("matrix", format!("row {row} contains NaN or inf"))
+}
+
+pub(crate) fn norm_overflow(row: usize) -> KernelError {
+    KernelError::invalid("matrix", format!("row {row}: squared norm overflows float32"))
 }
 
 pub(crate) fn score_overflow(row: usize) -> KernelError {
@@ -545,42 +549,50 @@ fn single(
     d: usize,
     prep: &Prepared<'_>,
 ) -> Result<Vec<Hit>> {
+    /// Rows scored per step: the dot products land in small stack buffers, then the same
+    /// vectorised scan as the batch path scores them and feeds the heap.
+    const STEP: usize = 256;
     let s = simd::simd();
+    let cosine_metric = prep.metric == Metric::Cosine;
     let rows = chunk_rows(n, d);
     let parts = par_map(n.div_ceil(rows), n * d.max(1), |c| {
         let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
-        let mut bias = vec![0f32; r1 - r0];
-        prep.fill_bias(r0, &mut bias)?;
         let mut top = TopSel::new(prep.k, prep.min_score, r1 - r0);
-        let cosine_metric = prep.metric == Metric::Cosine;
-        let mut take = |j: usize, dot: f32, rr: f32| -> Result<()> {
-            // NaN/inf anywhere in the row makes its dot product non-finite (the query is finite).
-            if !(dot.is_finite() && rr.is_finite()) {
-                return Err(non_finite_row(j));
+        let (mut bias, mut dots, mut inv_r) = ([0f32; STEP], [0f32; STEP], [0f32; STEP]);
+        for b0 in (r0..r1).step_by(STEP) {
+            let len = STEP.min(r1 - b0);
+            let (bias, dots, inv_r) = (&mut bias[..len], &mut dots[..len], &mut inv_r[..len]);
+            prep.fill_bias(b0, bias)?;
+            for (o, &b) in bias.iter().enumerate() {
+                if b == f32::NEG_INFINITY {
+                    continue; // masked out: not even read
+                }
+                let row = &matrix[(b0 + o) * d..(b0 + o + 1) * d];
+                // NaN/inf in a row makes its dot product non-finite (the query is finite): the
+                // scan reports it. A finite row whose squared norm overflows is reported here.
+                if cosine_metric {
+                    let (dot, rr) = (s.dot_norm)(q, row);
+                    if rr.is_infinite() && dot.is_finite() {
+                        return Err(norm_overflow(b0 + o));
+                    }
+                    (dots[o], inv_r[o]) = (dot, rr);
+                } else {
+                    dots[o] = (s.dot)(q, row);
+                }
             }
-            let sim = if cosine_metric {
-                cosine(dot, inv_q, inv_norm(rr))
-            } else {
-                dot
+            if cosine_metric {
+                for x in inv_r.iter_mut() {
+                    *x = inv_norm(*x);
+                }
+            }
+            let row = ScanRow {
+                s: dots,
+                inv_r: cosine_metric.then_some(&*inv_r),
+                bias,
+                inv_q,
+                w_sim: prep.w_sim,
             };
-            let score = prep.w_sim * sim + bias[j - r0];
-            if !score.is_finite() {
-                return Err(score_overflow(j));
-            }
-            top.offer(score, j, sim);
-            Ok(())
-        };
-        for j in r0..r1 {
-            if bias[j - r0] == f32::NEG_INFINITY {
-                continue; // masked out: not even read
-            }
-            let row = &matrix[j * d..(j + 1) * d];
-            let (dot, rr) = if cosine_metric {
-                (s.dot_norm)(q, row)
-            } else {
-                ((s.dot)(q, row), 0.0)
-            };
-            take(j, dot, rr)?;
+            simd::scan(&row, b0, &mut top)?;
         }
         Ok(top.into_vec())
     })?;
@@ -1025,6 +1037,16 @@ mod tests {
                 };
                 assert!(hybrid_topk(Rows::new(&q, nq, d), Rows::new(&m, n, d), &p).is_ok());
             }
+        }
+    }
+
+    #[test]
+    fn huge_finite_rows_are_reported_as_overflow() {
+        let m = [1e30f32, 0.0, 1.0, 0.0, 1.0, 1.0];
+        for nq in [1, 2] {
+            let q = vec![1.0f32; 2 * nq];
+            let e = hybrid_topk(Rows::new(&q, nq, 2), Rows::new(&m, 3, 2), &Params::new(1)).unwrap_err();
+            assert_eq!(e.to_string(), "matrix: row 0: squared norm overflows float32");
         }
     }
 
