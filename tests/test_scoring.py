@@ -360,3 +360,37 @@ def test_non_finite_row_is_named(nq: int, metric: str, bad: float) -> None:
     mask = np.ones(2000, bool)
     mask[1234] = False  # excluded rows are never read
     assert hybrid_topk(q, m, k=5, metric=metric, mask=mask).indices.size
+
+
+@pytest.mark.parametrize("nq", [1, 2])
+def test_huge_finite_row_is_an_overflow_error(nq: int) -> None:
+    m = np.array([[1e30, 0], [1, 0], [0, 1]], F32)
+    q = np.ones((nq, 2), F32) if nq > 1 else np.ones(2, F32)
+    with pytest.raises(ValueError, match=r"^matrix: row 0: squared norm overflows float32$"):
+        hybrid_topk(q, m, k=1)
+    assert hybrid_topk(q, m, k=1, metric="dot").indices.ravel()[0] == 0  # the dot product itself is finite
+
+
+def test_gil_is_released() -> None:
+    """Another Python thread keeps running while a batch is scored."""
+    import threading
+
+    rng = np.random.default_rng(5)
+    m = rng.standard_normal((20_000, 256)).astype(F32)
+    queries = rng.standard_normal((400, 256)).astype(F32)
+    done = threading.Event()
+    ticks = 0
+
+    def work() -> None:
+        for _ in range(6):  # >= 90 ms of native work
+            hybrid_topk(queries, m, k=5)
+        done.set()
+
+    t = threading.Thread(target=work)
+    t.start()
+    while not done.is_set():
+        ticks += 1
+        time.sleep(0.001)
+    t.join()
+    # Holding the GIL would allow a tick only between calls (about 6).
+    assert ticks > 20
