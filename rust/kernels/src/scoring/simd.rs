@@ -94,10 +94,13 @@ pub fn scan(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()>
 #[cold]
 #[inline(never)]
 fn take(row: &ScanRow<'_>, j: usize, r0: usize, top: &mut TopSel) -> crate::Result<()> {
-    let (score, sim) = score_at(row, j);
+    if row.bias[j] == f32::NEG_INFINITY {
+        return Ok(()); // masked out (reaches here only while the threshold is still −inf)
+    }
     if !row.s[j].is_finite() {
         return Err(non_finite_row(r0 + j));
     }
+    let (score, sim) = score_at(row, j);
     if !score.is_finite() {
         return Err(score_overflow(r0 + j));
     }
@@ -105,8 +108,18 @@ fn take(row: &ScanRow<'_>, j: usize, r0: usize, top: &mut TopSel) -> crate::Resu
     Ok(())
 }
 
+/// The first unmasked lane whose dot product is NaN/inf, as an error.
+#[cold]
+#[inline(never)]
+fn first_bad(row: &ScanRow<'_>, r0: usize) -> crate::Result<()> {
+    match (0..row.s.len()).find(|&j| row.bias[j] != f32::NEG_INFINITY && !row.s[j].is_finite()) {
+        Some(j) => Err(non_finite_row(r0 + j)),
+        None => Ok(()),
+    }
+}
+
 mod portable {
-    use super::{score_at, take, ScanRow, TopSel};
+    use super::{first_bad, score_at, take, ScanRow, TopSel};
 
     pub fn dot(a: &[f32], b: &[f32]) -> f32 {
         dot_norm_impl::<false>(a, b).0
@@ -171,8 +184,10 @@ mod portable {
             if row.bias[j] == f32::NEG_INFINITY {
                 continue;
             }
-            let (score, _) = score_at(row, j);
-            if score >= top.threshold() || !score.is_finite() || !row.s[j].is_finite() {
+            if !row.s[j].is_finite() {
+                return first_bad(row, r0);
+            }
+            if score_at(row, j).0 >= top.threshold() {
                 take(row, j, r0, top)?;
             }
         }
@@ -182,7 +197,7 @@ mod portable {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
-    use super::{portable, take, ScanRow, TopSel};
+    use super::{first_bad, portable, take, ScanRow, TopSel};
     use std::arch::x86_64::*;
 
     pub fn available() -> bool {
@@ -261,10 +276,10 @@ mod avx2 {
         let inv_q = _mm256_set1_ps(row.inv_q);
         let w = _mm256_set1_ps(row.w_sim);
         let (lo, hi) = (_mm256_set1_ps(-1.0), _mm256_set1_ps(1.0));
-        let neg_inf = _mm256_set1_ps(f32::NEG_INFINITY);
         let abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fff_ffff));
         let inf = _mm256_set1_ps(f32::INFINITY);
         let mut t = _mm256_set1_ps(top.threshold());
+        let mut bad = _mm256_setzero_ps();
         let mut j = 0;
         while j + 8 <= n {
             let s = _mm256_loadu_ps(ps.add(j));
@@ -276,15 +291,12 @@ mod avx2 {
                 }
                 None => s,
             };
+            // Masked lanes have bias −inf, so their score is −inf and passes only while the
+            // threshold is −inf (`take` skips them). A NaN/inf dot product is collected for the
+            // whole row (|s| < inf is false for both) and reported after it.
             let score = _mm256_add_ps(_mm256_mul_ps(w, sim), b);
-            let live = _mm256_cmp_ps::<_CMP_NEQ_OQ>(b, neg_inf);
-            // A lane is interesting when it beats the threshold, or when the raw dot or the
-            // score is NaN/inf (|x| < inf is false for both): those become errors.
-            let good = _mm256_cmp_ps::<_CMP_GE_OQ>(score, t);
-            let bad_s = _mm256_cmp_ps::<_CMP_NLT_UQ>(_mm256_and_ps(s, abs_mask), inf);
-            let bad_score = _mm256_cmp_ps::<_CMP_NLT_UQ>(_mm256_and_ps(score, abs_mask), inf);
-            let hits = _mm256_and_ps(live, _mm256_or_ps(good, _mm256_or_ps(bad_s, bad_score)));
-            let mut bits = _mm256_movemask_ps(hits) as u32;
+            bad = _mm256_or_ps(bad, _mm256_cmp_ps::<_CMP_NLT_UQ>(_mm256_and_ps(s, abs_mask), inf));
+            let mut bits = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(score, t)) as u32;
             if bits != 0 {
                 while bits != 0 {
                     let l = bits.trailing_zeros() as usize;
@@ -294,6 +306,9 @@ mod avx2 {
                 t = _mm256_set1_ps(top.threshold());
             }
             j += 8;
+        }
+        if _mm256_movemask_ps(bad) != 0 {
+            first_bad(row, r0)?;
         }
         portable::scan(row, j, r0, top)
     }
