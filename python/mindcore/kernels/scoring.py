@@ -108,10 +108,11 @@ def hybrid_topk(
     """
     if now_ms is None:
         now_ms = time.time_ns() // 1_000_000
+    k = _int(k, "k")
     indices, scores, similarities = _core._hybrid_topk(
         query,
         matrix,
-        k=_int(k, "k"),
+        k=k,
         metric=metric,
         w_sim=w_sim,
         w_rec=w_rec,
@@ -124,4 +125,10 @@ def hybrid_topk(
         mask=mask,
         min_score=min_score,
     )
+    if indices.ndim == 2 and indices.shape[1] < k:
+        # The kernel returns rows min(k, n) wide (no query has more hits); pad to the promised k.
+        pad = ((0, 0), (0, k - indices.shape[1]))
+        indices = np.pad(indices, pad, constant_values=-1)
+        scores = np.pad(scores, pad, constant_values=-np.inf)
+        similarities = np.pad(similarities, pad, constant_values=np.nan)
     return TopK(indices, scores, similarities)

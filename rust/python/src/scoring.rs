@@ -88,7 +88,7 @@ fn _hybrid_topk<'py>(
         c.truncate(len);
         Ok((shaped(py, &[len], i)?, shaped(py, &[len], s)?, shaped(py, &[len], c)?))
     } else {
-        let shape = [top.nq, top.k];
+        let shape = [top.nq, top.width];
         Ok((shaped(py, &shape, top.indices)?, shaped(py, &shape, top.scores)?, shaped(py, &shape, top.similarities)?))
     }
 }

@@ -80,11 +80,13 @@ impl Params<'_> {
     }
 }
 
-/// Results for `nq` queries, each row `k` wide and padded with index −1, score −inf, similarity NaN.
+/// Results for `nq` queries, row-major `nq x width` with `width = min(k, n)` (no query can
+/// have more hits than there are rows); short rows are padded with index −1, score −inf and
+/// similarity NaN.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TopK {
     pub nq: usize,
-    pub k: usize,
+    pub width: usize,
     /// How many real hits each query has (the rest of its row is padding).
     pub lens: Vec<usize>,
     pub indices: Vec<i64>,
@@ -95,30 +97,28 @@ pub struct TopK {
 impl TopK {
     /// The real hits of query `i`: `(indices, scores, similarities)`.
     pub fn hits(&self, i: usize) -> (&[i64], &[f32], &[f32]) {
-        let (a, b) = (i * self.k, i * self.k + self.lens[i]);
+        let (a, b) = (i * self.width, i * self.width + self.lens[i]);
         (&self.indices[a..b], &self.scores[a..b], &self.similarities[a..b])
     }
 
-    fn padded(nq: usize, k: usize) -> Result<TopK> {
-        let len = nq.checked_mul(k).ok_or_else(|| {
-            KernelError::invalid("k", format!("{nq} queries x k={k} results do not fit in memory"))
-        })?;
-        let alloc =
-            |what: &mut dyn FnMut(usize) -> std::result::Result<(), std::collections::TryReserveError>| {
-                what(len).map_err(|_| {
-                    KernelError::invalid("k", format!("{nq} queries x k={k} results do not fit in memory"))
-                })
-            };
+    fn padded(nq: usize, width: usize) -> Result<TopK> {
+        let too_big = || {
+            KernelError::invalid(
+                "k",
+                format!("{nq} queries x {width} results do not fit in memory"),
+            )
+        };
+        let len = nq.checked_mul(width).ok_or_else(too_big)?;
         let (mut indices, mut scores, mut similarities) = (Vec::new(), Vec::new(), Vec::new());
-        alloc(&mut |n| indices.try_reserve_exact(n))?;
-        alloc(&mut |n| scores.try_reserve_exact(n))?;
-        alloc(&mut |n| similarities.try_reserve_exact(n))?;
+        indices.try_reserve_exact(len).map_err(|_| too_big())?;
+        scores.try_reserve_exact(len).map_err(|_| too_big())?;
+        similarities.try_reserve_exact(len).map_err(|_| too_big())?;
         indices.resize(len, -1);
         scores.resize(len, f32::NEG_INFINITY);
         similarities.resize(len, f32::NAN);
         Ok(TopK {
             nq,
-            k,
+            width,
             lens: vec![0; nq],
             indices,
             scores,
@@ -127,7 +127,7 @@ impl TopK {
     }
 
     fn fill(&mut self, i: usize, hits: &[Hit]) {
-        let base = i * self.k;
+        let base = i * self.width;
         for (o, h) in hits.iter().enumerate() {
             self.indices[base + o] = h.index as i64;
             self.scores[base + o] = h.score;
@@ -473,7 +473,7 @@ pub fn hybrid_topk(queries: Rows<'_>, matrix: Rows<'_>, p: &Params<'_>) -> Resul
             format!("{at} is {} (must be finite)", queries[r * dq.max(1) + c]),
         ));
     }
-    let mut out = TopK::padded(nq, prep.k)?;
+    let mut out = TopK::padded(nq, prep.k.min(n))?;
     if nq == 0 || n == 0 {
         return Ok(out);
     }
@@ -784,12 +784,16 @@ mod tests {
                     ..Params::new(k)
                 };
                 let batch = hybrid_topk(Rows::new(&qs, nq, d), Rows::new(&m, n, d), &p).unwrap();
-                assert_eq!((batch.nq, batch.k, batch.indices.len()), (nq, k, nq * k));
+                assert_eq!(
+                    (batch.nq, batch.width, batch.indices.len()),
+                    (nq, k.min(n), nq * k.min(n))
+                );
                 for i in 0..nq {
                     let one = hybrid_topk(Rows::new(&qs[i * d..(i + 1) * d], 1, d), Rows::new(&m, n, d), &p)
                         .unwrap();
                     assert_eq!(batch.hits(i), one.hits(0), "query {i} {metric:?} k={k}");
-                    let pad = &batch.indices[i * k + batch.lens[i]..(i + 1) * k];
+                    let w = batch.width;
+                    let pad = &batch.indices[i * w + batch.lens[i]..(i + 1) * w];
                     assert!(pad.iter().all(|&x| x == -1));
                 }
             }
@@ -840,8 +844,29 @@ mod tests {
         let one = hybrid_topk(Rows::new(&[1.0, 2.0], 1, 2), Rows::new(&[], 0, 2), &p).unwrap();
         assert_eq!(one.lens, vec![0]);
         let many = hybrid_topk(Rows::new(&[1.0, 2.0, 3.0, 4.0], 2, 2), Rows::new(&[], 0, 2), &p).unwrap();
-        assert_eq!(many.indices, vec![-1; 6]);
-        assert!(many.similarities.iter().all(|s| s.is_nan()));
+        assert_eq!((many.nq, many.width, many.lens.clone()), (2, 0, vec![0, 0]));
+        // k far beyond n: the rows are only n wide, nothing of size k is allocated.
+        let huge = hybrid_topk(
+            Rows::new(&[1.0, 0.0], 1, 2),
+            Rows::new(&[1.0, 0.0, 0.0, 1.0], 2, 2),
+            &Params::new(usize::MAX),
+        )
+        .unwrap();
+        assert_eq!(huge.hits(0).0, &[0, 1]);
+        let padded = hybrid_topk(
+            Rows::new(&[1.0, 0.0, 0.0, 1.0], 2, 2),
+            Rows::new(&[1.0, 0.0, 0.0, 1.0], 2, 2),
+            &Params {
+                min_score: Some(0.5),
+                ..Params::new(5)
+            },
+        )
+        .unwrap();
+        assert_eq!(
+            (padded.width, padded.indices.clone(), padded.lens.clone()),
+            (2, vec![0, -1, 1, -1], vec![1, 1])
+        );
+        assert!(padded.scores[1] == f32::NEG_INFINITY && padded.similarities[1].is_nan());
         let none = hybrid_topk(Rows::new(&[], 0, 2), Rows::new(&[1.0, 2.0], 1, 2), &p).unwrap();
         assert!(none.indices.is_empty());
         // d = 0: every similarity is 0.

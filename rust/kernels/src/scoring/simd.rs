@@ -2,8 +2,10 @@
 //! and a portable path for every other CPU.
 //!
 //! Both paths keep a fixed summation order (4 accumulators of 8 lanes, folded the same way),
-//! so on one machine `dot(a, b) == dot(b, a)`, `dot_norm(q, r) == (dot(q, r), dot(r, r))`
-//! bit for bit: the single-query scan, the batch norms and the dedupe kernels agree exactly.
+//! so on one machine `dot(a, b) == dot(b, a)` and `dot_norm(q, r) == (dot(q, r), dot(r, r))`
+//! bit for bit: both top-k paths see the same row norms, and `near_duplicates` and
+//! `dedupe_within` the same similarities. The scan turns raw dot products into scores with
+//! the same operations, in the same order, lane-wise as `score_at` does one at a time.
 
 use super::select::TopSel;
 use super::{non_finite_row, score_overflow};
@@ -32,7 +34,8 @@ pub struct Simd {
     pub dot_norm: fn(&[f32], &[f32]) -> (f32, f32),
 }
 
-/// One batch-scan row: `s` are raw dot products of one query against rows `r0..r0+s.len()`.
+/// A run of rows to score for one query: `s` are the raw dot products against rows
+/// `r0..r0 + s.len()` (`r0` is passed to `scan`).
 pub struct ScanRow<'a> {
     pub s: &'a [f32],
     /// Per-row `1/‖r‖` (cosine) or `None` (dot).
