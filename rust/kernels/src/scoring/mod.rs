@@ -304,11 +304,7 @@ impl<'a> Prepared<'a> {
         #[cfg(not(target_arch = "x86_64"))]
         let ok = self.bias_body(r0, out);
         if !ok {
-            let j = r0
-                + out
-                    .iter()
-                    .position(|b| b.is_nan() || *b == f32::INFINITY)
-                    .unwrap_or(0);
+            let j = r0 + out.iter().position(|b| !b.is_finite()).unwrap_or(0);
             return Err(KernelError::invalid(
                 "w_extra",
                 format!("the score of row {j} overflows float32"),
@@ -1027,6 +1023,19 @@ mod tests {
             }
         )
         .starts_with("min_score"));
+        let big = [0.0, -2.0, 0.0];
+        let e = err(
+            &q,
+            1,
+            &m,
+            3,
+            &Params {
+                w_extra: 3e38,
+                extra: Some(&big),
+                ..Params::new(1)
+            },
+        );
+        assert_eq!(e, "w_extra: the score of row 1 overflows float32");
         assert!(err(&[f32::INFINITY, 0.0], 1, &m, 3, &Params::new(1)).starts_with("query: entry 0"));
         assert!(
             err(&[0.0, 0.0, 0.0, f32::NAN], 2, &m, 3, &Params::new(1)).starts_with("query: row 1, column 1")
