@@ -8,7 +8,7 @@
 //! occurrence. Scoring walks only the postings of the query's terms, so a query costs
 //! O(Σ postings of its terms), not O(N).
 
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 
 use rayon::prelude::*;
 
@@ -19,10 +19,24 @@ use crate::error::{KernelError, Result};
 /// Everything else (spaces, punctuation, `_`, symbols) separates tokens.
 pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
     let lower = text.to_lowercase();
-    for tok in lower.split(|c: char| !c.is_alphanumeric()) {
-        if !tok.is_empty() {
-            f(tok);
+    token_spans(&lower, |a, b| f(&lower[a..b]));
+}
+
+/// Byte spans of the tokens of an already lower-cased string.
+fn token_spans(lower: &str, mut f: impl FnMut(usize, usize)) {
+    let mut start = None;
+    for (i, c) in lower.char_indices() {
+        match (c.is_alphanumeric(), start) {
+            (true, None) => start = Some(i),
+            (false, Some(a)) => {
+                f(a, i);
+                start = None;
+            }
+            _ => {}
         }
+    }
+    if let Some(a) = start {
+        f(a, lower.len());
     }
 }
 
@@ -39,25 +53,36 @@ struct Posting {
     tf: u32,
 }
 
-/// One document, tokenized and counted (built in parallel, merged into the index in order).
+/// One document, tokenized and counted (built in parallel, merged into the index in order):
+/// its lower-cased text and each distinct token's byte span in it with its count.
 struct DocTerms {
-    terms: Vec<(String, u32)>,
+    lower: String,
+    terms: Vec<(usize, usize, u32)>,
     len: u32,
 }
 
+/// FNV-1a, only to group equal tokens of one document by sorting on a u64 instead of strings.
+fn quick_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
+}
+
 fn count_terms(text: &str) -> DocTerms {
-    let mut toks: Vec<String> = Vec::new();
-    for_each_token(text, |t| toks.push(t.to_owned()));
+    let lower = text.to_lowercase();
+    let mut toks: Vec<(u64, usize, usize)> = Vec::new();
+    token_spans(&lower, |a, b| toks.push((quick_hash(&lower.as_bytes()[a..b]), a, b)));
     let len = u32::try_from(toks.len()).unwrap_or(u32::MAX);
-    toks.sort_unstable();
-    let mut terms: Vec<(String, u32)> = Vec::new();
-    for t in toks {
-        match terms.last_mut() {
-            Some((last, n)) if *last == t => *n += 1,
-            _ => terms.push((t, 1)),
+    // Equal hashes sort together; the string breaks ties so colliding distinct tokens never interleave.
+    toks.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| lower[x.1..x.2].cmp(&lower[y.1..y.2])));
+    let mut terms: Vec<(usize, usize, u32)> = Vec::with_capacity(toks.len());
+    let mut prev: Option<(u64, usize, usize)> = None;
+    for (h, a, b) in toks {
+        match (prev, terms.last_mut()) {
+            (Some((ph, pa, pb)), Some(last)) if ph == h && lower[pa..pb] == lower[a..b] => last.2 += 1,
+            _ => terms.push((a, b, 1)),
         }
+        prev = Some((h, a, b));
     }
-    DocTerms { terms, len }
+    DocTerms { lower, terms, len }
 }
 
 /// Lucene's BM25 idf: ln(1 + (N − n + 0.5) / (n + 0.5)); never negative.
@@ -131,12 +156,13 @@ impl Bm25Index {
             documents.par_iter().with_min_len(64).map(|d| count_terms(d.as_ref())).collect();
         for (i, doc) in counted.into_iter().enumerate() {
             let id = (start + i) as u32;
-            for (term, tf) in doc.terms {
-                let tid = match self.vocab.get(term.as_str()) {
+            for (a, b, tf) in doc.terms {
+                let term = &doc.lower[a..b];
+                let tid = match self.vocab.get(term) {
                     Some(&t) => t,
                     None => {
                         let t = self.postings.len() as u32;
-                        self.vocab.insert(term, t);
+                        self.vocab.insert(term.to_owned(), t);
                         self.postings.push(Vec::new());
                         t
                     }
@@ -180,21 +206,19 @@ impl Bm25Index {
         terms
     }
 
-    /// Adds every query term's contribution into `acc` (len N); `touched` receives each doc
-    /// the first time it gets a (always positive) contribution.
-    fn accumulate(&self, query: &str, acc: &mut [f32], mut touched: Option<&mut Vec<u32>>) {
+    /// Adds the contribution of `terms` into `acc` (len N). With `TRACK`, `touched` receives
+    /// each document the first time it gets a contribution (they are always > 0).
+    fn accumulate<const TRACK: bool>(&self, terms: &[(u32, u32)], acc: &mut [f32], touched: &mut Vec<u32>) {
         let n_docs = self.len();
         let k1p1 = (self.k1 + 1.0) as f32;
-        for (tid, qf) in self.query_terms(query) {
+        for &(tid, qf) in terms {
             let plist = &self.postings[tid as usize];
             let w = (idf(n_docs, plist.len()) * f64::from(qf)) as f32 * k1p1;
             for p in plist {
                 let tf = p.tf as f32;
                 let slot = &mut acc[p.doc as usize];
-                if *slot == 0.0 {
-                    if let Some(t) = touched.as_deref_mut() {
-                        t.push(p.doc);
-                    }
+                if TRACK && *slot == 0.0 {
+                    touched.push(p.doc);
                 }
                 *slot += w * tf / (tf + self.norm[p.doc as usize]);
             }
@@ -204,7 +228,7 @@ impl Bm25Index {
     /// The BM25 score of every document for `query` (0 where no query term occurs).
     pub fn scores(&self, query: &str) -> Vec<f32> {
         let mut acc = vec![0.0f32; self.len()];
-        self.accumulate(query, &mut acc, None);
+        self.accumulate::<false>(&self.query_terms(query), &mut acc, &mut Vec::new());
         acc
     }
 
@@ -214,29 +238,93 @@ impl Bm25Index {
         if k == 0 {
             return Err(KernelError::invalid("k", "must be >= 1"));
         }
+        let terms = self.query_terms(query);
+        let walked: usize = terms.iter().map(|&(t, _)| self.postings[t as usize].len()).sum();
         let mut acc = vec![0.0f32; self.len()];
-        let mut touched = Vec::new();
-        self.accumulate(query, &mut acc, Some(&mut touched));
-        let mut cand: Vec<(f32, u32)> = touched.iter().map(|&d| (acc[d as usize], d)).collect();
-        let (lo, hi) = cand
-            .iter()
-            .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &(s, _)| (lo.min(s), hi.max(s)));
-        let order = |a: &(f32, u32), b: &(f32, u32)| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1));
-        if cand.len() > k {
-            cand.select_nth_unstable_by(k - 1, order);
-            cand.truncate(k);
+        let mut best = TopK::new(k);
+        // Few postings: visit only the documents they touched; many: a scan of `acc` is cheaper.
+        if walked.saturating_mul(4) < acc.len() {
+            let mut touched = Vec::with_capacity(walked);
+            self.accumulate::<true>(&terms, &mut acc, &mut touched);
+            for d in touched {
+                best.offer(acc[d as usize], d);
+            }
+        } else {
+            self.accumulate::<false>(&terms, &mut acc, &mut Vec::new());
+            for (d, &s) in acc.iter().enumerate() {
+                if s > 0.0 {
+                    best.offer(s, d as u32);
+                }
+            }
         }
-        cand.sort_unstable_by(order);
-        let ids = cand.iter().map(|&(_, d)| d).collect();
-        let scores = cand
-            .iter()
-            .map(|&(s, _)| match normalize {
-                false => s,
-                true if hi > lo => (s - lo) / (hi - lo),
-                true => 1.0,
-            })
-            .collect();
+        let (lo, hi) = (best.lo, best.hi);
+        let (ids, mut scores): (Vec<u32>, Vec<f32>) = best.into_sorted().into_iter().map(|e| (e.doc, e.score)).unzip();
+        if normalize {
+            for s in &mut scores {
+                *s = if hi > lo { (*s - lo) / (hi - lo) } else { 1.0 };
+            }
+        }
         Ok((ids, scores))
+    }
+}
+
+/// A ranked candidate; `Ord` puts better first (higher score, then lower id), so a max-heap's
+/// top is the worst of the kept ones.
+#[derive(Debug, Clone, Copy)]
+struct Entry {
+    score: f32,
+    doc: u32,
+}
+
+impl Ord for Entry {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        other.score.total_cmp(&self.score).then(self.doc.cmp(&other.doc))
+    }
+}
+
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other).is_eq()
+    }
+}
+
+impl Eq for Entry {}
+
+/// Keeps the `k` best of the offered candidates and the min/max score of all of them.
+struct TopK {
+    k: usize,
+    heap: BinaryHeap<Entry>,
+    lo: f32,
+    hi: f32,
+}
+
+impl TopK {
+    fn new(k: usize) -> Self {
+        Self { k, heap: BinaryHeap::new(), lo: f32::INFINITY, hi: f32::NEG_INFINITY }
+    }
+
+    #[inline]
+    fn offer(&mut self, score: f32, doc: u32) {
+        self.lo = self.lo.min(score);
+        self.hi = self.hi.max(score);
+        let e = Entry { score, doc };
+        if self.heap.len() < self.k {
+            self.heap.push(e);
+        } else if let Some(mut worst) = self.heap.peek_mut() {
+            if e < *worst {
+                *worst = e;
+            }
+        }
+    }
+
+    fn into_sorted(self) -> Vec<Entry> {
+        self.heap.into_sorted_vec()
     }
 }
 
