@@ -415,6 +415,35 @@ mod tests {
         assert!(idx.top_k("a", 0, true).is_err());
     }
 
+    /// Both candidate paths (touched list for rare terms, dense scan for common ones) against a
+    /// brute-force ranking of `scores`.
+    #[test]
+    fn top_k_paths_match_brute_force() {
+        let words = ["alpha", "beta", "gamma", "delta", "rare", "common"];
+        let docs: Vec<String> = (0..400usize)
+            .map(|i| {
+                let mut d: Vec<&str> = (0..1 + i % 7).map(|j| words[(i * 7 + j * 3) % 4]).collect();
+                d.push("common");
+                if i % 97 == 0 {
+                    d.push("rare");
+                }
+                d.join(" ")
+            })
+            .collect();
+        let mut idx = Bm25Index::new(0.9, 0.4).unwrap();
+        idx.add(&docs).unwrap();
+        for q in ["rare", "rare alpha", "common", "alpha beta", "gamma rare delta", "nothing"] {
+            let s = idx.scores(q);
+            let mut want: Vec<u32> = (0..s.len() as u32).filter(|&d| s[d as usize] > 0.0).collect();
+            want.sort_by(|&a, &b| s[b as usize].total_cmp(&s[a as usize]).then(a.cmp(&b)));
+            for k in [1, 3, 10, 1000] {
+                let (ids, vals) = idx.top_k(q, k, false).unwrap();
+                assert_eq!(ids, want[..k.min(want.len())], "{q} k={k}");
+                assert!(ids.iter().zip(&vals).all(|(&d, &v)| v == s[d as usize]));
+            }
+        }
+    }
+
     #[test]
     fn empty_index_and_bad_params() {
         let idx = Bm25Index::new(0.9, 0.4).unwrap();
