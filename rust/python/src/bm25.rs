@@ -9,6 +9,9 @@ use pyo3::pybacked::PyBackedStr;
 
 use crate::convert::kernel_err;
 
+/// `(ids, scores)` as numpy arrays.
+type TopK<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>);
+
 /// The index behind a lock so queries (shared) and `add` (exclusive) can run with the GIL
 /// released from several Python threads at once.
 #[pyclass(name = "BM25Index", module = "mindcore._core", frozen)]
@@ -70,7 +73,7 @@ impl PyBm25Index {
         query: &str,
         k: usize,
         normalize: bool,
-    ) -> PyResult<(Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>)> {
+    ) -> PyResult<TopK<'py>> {
         let (ids, scores) = self.read(py, |idx| idx.top_k(query, k, normalize)).map_err(kernel_err)?;
         let ids: Vec<i64> = ids.into_iter().map(i64::from).collect();
         Ok((ids.into_pyarray(py), scores.into_pyarray(py)))

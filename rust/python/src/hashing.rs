@@ -20,8 +20,7 @@ fn hash_embed<'py>(
 ) -> PyResult<Bound<'py, PyArray2<f32>>> {
     let cfg = HashEmbedConfig { dim, ngram_min, ngram_max, seed };
     let flat = py.detach(|| embed(&texts, &cfg)).map_err(kernel_err)?;
-    let arr = flat.into_pyarray(py);
-    Ok(arr.reshape([texts.len(), dim])?)
+    flat.into_pyarray(py).reshape([texts.len(), dim])
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
