@@ -19,7 +19,17 @@ from mindcore.kernels.dedupe import near_duplicates as near_duplicates
 # --- tokens ---
 # --- secrets ---
 # --- packing ---
+# isort: split
+from mindcore.kernels.packing import PackMode as PackMode
+from mindcore.kernels.packing import pack_budget as pack_budget
+
 # --- bm25 ---
+# isort: split
+from mindcore.kernels.bm25 import BM25Index as BM25Index
+from mindcore.kernels.bm25 import bm25_tokenize as bm25_tokenize
+
 # --- hashing ---
+# isort: split
+from mindcore.kernels.hashing import hash_embed as hash_embed
 
 __all__: list[str] = []
