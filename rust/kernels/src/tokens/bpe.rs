@@ -78,8 +78,8 @@ impl Vocab {
         vocab
     }
 
-    /// Number of mergeable tokens (ranks `0..len`).
-    pub fn len(&self) -> usize {
+    /// Number of mergeable tokens (ranks `0..n_tokens`).
+    pub fn n_tokens(&self) -> usize {
         self.offsets.len() - 1
     }
 
@@ -165,10 +165,9 @@ impl Vocab {
         let n = piece.len();
         // ranks[k]: rank of parts k and k+1 merged (u32::MAX if not a token or no part k+1).
         let mut ranks = [u32::MAX; SMALL + 1];
-        for k in 0..n {
-            starts[k] = k as u32;
+        for (k, s) in starts[..=n].iter_mut().enumerate() {
+            *s = k as u32;
         }
-        starts[n] = n as u32;
         for k in 0..n - 1 {
             ranks[k] = self.pair_rank(&piece[k..k + 2]);
         }
@@ -327,6 +326,6 @@ mod tests {
         assert_eq!(v.rank(b"abcdefgh"), Some(258));
         assert_eq!(v.rank(b"abcdefghi"), None);
         assert_eq!(v.rank(b"x"), Some(u32::from(b'x')));
-        assert_eq!(v.len(), 259);
+        assert_eq!(v.n_tokens(), 259);
     }
 }

@@ -108,7 +108,7 @@ impl Encoding {
         let vocab = self.vocab();
         let mut out = Vec::with_capacity(ids.len() * 4);
         for (i, &id) in ids.iter().enumerate() {
-            if (id as usize) < vocab.len() {
+            if (id as usize) < vocab.n_tokens() {
                 out.extend_from_slice(vocab.token(id));
             } else if let Some((text, _)) = self.special_tokens().iter().find(|(_, s)| *s == id) {
                 out.extend_from_slice(text.as_bytes());
