@@ -251,7 +251,7 @@ def test_pre_tokenizer_pieces_equal_tiktokens(text: str) -> None:
 def _code_point_chunks(cps: list[int]) -> list[str]:
     contexts = [("", "a"), ("a", ""), ("A", ""), ("", "A"), ("", "Aa"), ("ʰ", "A"), ("1", "1"), (" ", " "),
                 ("!", "!"), ("!!", ""), ("\u0301", ""), ("", "'s"), ("\t", "\n"), ("", "\u0301")]  # fmt: skip
-    return [f"Z{x}{chr(c)}{chr(c)}{y}\n" for c in cps for x, y in contexts]
+    return [f"Z{chr(c)}{chr(c)}\n" for c in cps] + [f"Z{x}{chr(c)}{y}\n" for c in cps for x, y in contexts]
 
 
 def _sample_code_points() -> list[int]:
@@ -266,7 +266,7 @@ def _sample_code_points() -> list[int]:
     cps = [c for lo, hi in new_blocks for c in range(lo, hi + 1)]
     cps += [0x17F, 0x212A, 0x130, 0x131, 0x1E9E, 0x2126, 0x85, 0xA0, 0x180E, 0x200B, 0x2028, 0xFEFF, 0x10FFFF]
     rng = random.Random(20240601)
-    cps += [c for c in rng.sample(range(0x110000), 1500) if not 0xD800 <= c < 0xE000]
+    cps += [c for c in rng.sample(range(0x110000), 800) if not 0xD800 <= c < 0xE000]
     # Egyptian hieroglyphs Ext-A and CJK Ext H/I (16.0 / 15.0 / 15.1): big, uniform blocks.
     cps += (
         list(range(0x13460, 0x143FF, 97))

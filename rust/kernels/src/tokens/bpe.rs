@@ -13,11 +13,20 @@ const SMALL: usize = 128;
 pub struct Vocab {
     bytes: &'static [u8],
     offsets: Vec<u32>,
-    /// 0 = empty, else `hash >> 32 << 32 | (rank + 1)`.
-    slots: Vec<u64>,
+    slots: Vec<Slot>,
     mask: usize,
     byte_rank: [u32; 256],
     max_len: usize,
+}
+
+/// One hash slot. Holding a token's first 8 bytes and its length lets most lookups (pieces and
+/// pairs are short) compare without touching the token bytes.
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    head: u64,
+    len: u32,
+    /// rank + 1; 0 = empty
+    rank1: u32,
 }
 
 #[inline(always)]
@@ -26,30 +35,37 @@ fn fold(a: u64, b: u64) -> u64 {
     (p as u64) ^ ((p >> 64) as u64)
 }
 
-/// A fast hash of a short byte string (the length is mixed in, and the tail reads cover every
-/// byte, so equal-length strings never collide systematically).
 #[inline(always)]
-fn hash(b: &[u8]) -> u64 {
+fn read_u32(b: &[u8], at: usize) -> u64 {
+    u64::from(u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]]))
+}
+
+/// The first (up to) 8 bytes, little endian, zero padded.
+#[inline(always)]
+fn head(b: &[u8]) -> u64 {
+    let n = b.len();
+    if n >= 8 {
+        u64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]])
+    } else if n >= 4 {
+        // Two overlapping reads; the shared bytes are equal, so OR joins them exactly.
+        read_u32(b, 0) | (read_u32(b, n - 4) << (8 * (n - 4)))
+    } else {
+        b.iter().enumerate().fold(0, |v, (i, &x)| v | (u64::from(x) << (8 * i)))
+    }
+}
+
+/// Hash of a byte string given its head (the length is mixed in).
+#[inline(always)]
+fn hash(head_: u64, b: &[u8]) -> u64 {
     const K0: u64 = 0x9e37_79b9_7f4a_7c15;
     const K1: u64 = 0xbf58_476d_1ce4_e5b9;
-    let mut h = (b.len() as u64).wrapping_mul(K0);
-    let mut rest = b;
-    while rest.len() > 8 {
-        let (chunk, tail) = rest.split_at(8);
-        h = fold(h ^ u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])), K1);
-        rest = tail;
+    let mut h = fold(head_ ^ (b.len() as u64).wrapping_mul(K0), K1);
+    if b.len() > 8 {
+        for chunk in b[8..].chunks(8) {
+            h = fold(h ^ head(chunk), K0);
+        }
     }
-    let n = rest.len();
-    let v = if n >= 4 {
-        let lo = u32::from_le_bytes(rest[..4].try_into().unwrap_or([0; 4]));
-        let hi = u32::from_le_bytes(rest[n - 4..].try_into().unwrap_or([0; 4]));
-        u64::from(lo) | (u64::from(hi) << 32)
-    } else if n > 0 {
-        u64::from(rest[0]) | (u64::from(rest[n / 2]) << 8) | (u64::from(rest[n - 1]) << 16)
-    } else {
-        0
-    };
-    fold(h ^ v, K0)
+    h
 }
 
 impl Vocab {
@@ -60,19 +76,20 @@ impl Vocab {
         let offsets: Vec<u32> = (0..=n).map(|k| word(1 + k)).collect();
         let bytes = &blob[4 * (n + 2)..];
         let cap = (2 * n).next_power_of_two();
-        let mut vocab = Vocab { bytes, offsets, slots: vec![0; cap], mask: cap - 1, byte_rank: [u32::MAX; 256], max_len: 0 };
+        let mut vocab =
+            Vocab { bytes, offsets, slots: vec![Slot::default(); cap], mask: cap - 1, byte_rank: [u32::MAX; 256], max_len: 0 };
         for rank in 0..n as u32 {
             let token = vocab.token(rank);
             vocab.max_len = vocab.max_len.max(token.len());
             if let [b] = token {
                 vocab.byte_rank[*b as usize] = rank;
             }
-            let h = hash(token);
-            let mut i = h as usize & vocab.mask;
-            while vocab.slots[i] != 0 {
+            let h = head(token);
+            let mut i = hash(h, token) as usize & vocab.mask;
+            while vocab.slots[i].rank1 != 0 {
                 i = (i + 1) & vocab.mask;
             }
-            vocab.slots[i] = (h >> 32 << 32) | u64::from(rank + 1);
+            vocab.slots[i] = Slot { head: h, len: token.len() as u32, rank1: rank + 1 };
         }
         assert!(vocab.byte_rank.iter().all(|&r| r != u32::MAX), "every byte is a token");
         vocab
@@ -96,17 +113,16 @@ impl Vocab {
         if b.len() > self.max_len {
             return None;
         }
-        let h = hash(b);
-        let tag = h >> 32;
-        let mut i = h as usize & self.mask;
+        let h = head(b);
+        let mut i = hash(h, b) as usize & self.mask;
         loop {
             let slot = self.slots[i];
-            if slot == 0 {
+            if slot.rank1 == 0 {
                 return None;
             }
-            if slot >> 32 == tag {
-                let rank = (slot as u32) - 1;
-                if self.token(rank) == b {
+            if slot.head == h && slot.len as usize == b.len() {
+                let rank = slot.rank1 - 1;
+                if b.len() <= 8 || self.token(rank)[8..] == b[8..] {
                     return Some(rank);
                 }
             }

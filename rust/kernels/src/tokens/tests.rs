@@ -220,5 +220,14 @@ fn estimators() {
         }
     }
     assert_eq!(utf8_len_ucs2(&[0xd800]), 3);
+    let mut rng = Rng(7);
+    for len in 0..70 {
+        let s: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
+        assert_eq!(utf8_len_ucs1(&s), s.iter().map(|&b| if b < 0x80 { 1 } else { 2 }).sum::<usize>());
+    }
+    // Past the chunk sizes of the narrow lane sums.
+    assert_eq!(utf8_len_ucs1(&[0xe9; 1000]), 2000);
+    assert_eq!(utf8_len_ucs2(&[0x4e2d; 40_000]), 120_000);
+    assert_eq!(utf8_len_ucs4(&[0x1f600; 3_000_000]), 12_000_000);
     assert_eq!(Rule::from_name("words").unwrap_err().to_string(), "rule: must be \"chars\" or \"bytes\", got \"words\"");
 }
