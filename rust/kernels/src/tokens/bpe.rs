@@ -70,7 +70,7 @@ fn hash(head_: u64, b: &[u8]) -> u64 {
 
 impl Vocab {
     /// Parses a table written by `build/tokens.rs`: `n`, `n + 1` offsets, the bytes.
-    pub fn from_blob(blob: &'static [u8]) -> Self {
+    pub(crate) fn from_blob(blob: &'static [u8]) -> Self {
         let word = |k: usize| u32::from_le_bytes([blob[4 * k], blob[4 * k + 1], blob[4 * k + 2], blob[4 * k + 3]]);
         let n = word(0) as usize;
         let offsets: Vec<u32> = (0..=n).map(|k| word(1 + k)).collect();

@@ -183,7 +183,8 @@ fn chunk_bounds(s: &[u8]) -> Vec<usize> {
     bounds
 }
 
-fn count_text(vocab: &Vocab, next: fn(&[u8], usize) -> usize, text: &str) -> usize {
+/// `next` is a function item, so each encoding gets its own loop with the scanner inlined.
+fn count_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, text: &str) -> usize {
     let s = text.as_bytes();
     let count_range = |from: usize, to: usize| {
         let mut n = 0;
@@ -197,7 +198,7 @@ fn count_text(vocab: &Vocab, next: fn(&[u8], usize) -> usize, text: &str) -> usi
     bounds.par_windows(2).map(|w| count_range(w[0], w[1])).sum()
 }
 
-fn encode_text(vocab: &Vocab, next: fn(&[u8], usize) -> usize, text: &str) -> Vec<u32> {
+fn encode_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, text: &str) -> Vec<u32> {
     let s = text.as_bytes();
     let encode_range = |from: usize, to: usize| {
         let mut out = Vec::with_capacity((to - from) / 3);
