@@ -17,6 +17,16 @@ from mindcore.kernels.dedupe import dedupe_within as dedupe_within
 from mindcore.kernels.dedupe import near_duplicates as near_duplicates
 
 # --- tokens ---
+# isort: split
+from mindcore.kernels.tokens import ENCODINGS as ENCODINGS
+from mindcore.kernels.tokens import Encoding as Encoding
+from mindcore.kernels.tokens import EstimateRule as EstimateRule
+from mindcore.kernels.tokens import count_tokens as count_tokens
+from mindcore.kernels.tokens import decode as decode
+from mindcore.kernels.tokens import encode as encode
+from mindcore.kernels.tokens import estimate_message_tokens as estimate_message_tokens
+from mindcore.kernels.tokens import estimate_tokens as estimate_tokens
+
 # --- secrets ---
 # --- packing ---
 # isort: split

@@ -5,6 +5,7 @@ use mindcore_kernels::KernelError;
 use numpy::{Element, PyArrayDescrMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyString};
 
 /// `KernelError` -> `ValueError("arg: reason")`.
 pub fn kernel_err(e: KernelError) -> PyErr {
@@ -79,4 +80,28 @@ where
         }
         n => Err(PyValueError::new_err(format!("{arg}: expected a 1-D or 2-D array, got {n}-D"))),
     }
+}
+
+fn type_name(obj: &Bound<'_, PyAny>) -> String {
+    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+}
+
+/// `obj` as a sequence of `str` (any iterable but a `str` or `bytes` itself), each item checked
+/// with an error naming it (`arg[i]`).
+pub fn str_items<'py>(obj: &Bound<'py, PyAny>, arg: &str) -> PyResult<Vec<Bound<'py, PyString>>> {
+    if obj.is_instance_of::<PyString>() || obj.is_instance_of::<PyBytes>() {
+        return Err(PyTypeError::new_err(format!("{arg}: expected a sequence of str, got {}", type_name(obj))));
+    }
+    let iter = obj
+        .try_iter()
+        .map_err(|_| PyTypeError::new_err(format!("{arg}: expected a sequence of str, got {}", type_name(obj))))?;
+    let mut out = Vec::with_capacity(obj.len().unwrap_or(0));
+    for (i, item) in iter.enumerate() {
+        let item = item?;
+        let s = item
+            .cast::<PyString>()
+            .map_err(|_| PyTypeError::new_err(format!("{arg}[{i}]: expected str, got {}", type_name(&item))))?;
+        out.push(s.clone());
+    }
+    Ok(out)
 }

@@ -1,5 +1,135 @@
-use pyo3::prelude::*;
+//! `_core` token functions: exact counts / ids / decoding, the rank tables and pre-tokenizer
+//! pieces (for the tests), and the seeds' estimators.
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use mindcore_kernels::tokens::{self, Encoding, Rule};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::string::PyStringData;
+use pyo3::types::{PyBytes, PyString};
+
+use crate::convert::{kernel_err, str_items};
+
+fn encoding(name: &str) -> PyResult<Encoding> {
+    Encoding::from_name(name).map_err(kernel_err)
+}
+
+/// Borrowed UTF-8 of each text (lone surrogates raise `UnicodeEncodeError`; the wrapper
+/// replaces them the way tiktoken does and retries).
+fn utf8_items(texts: &Bound<'_, PyAny>, arg: &str) -> PyResult<Vec<PyBackedStr>> {
+    str_items(texts, arg)?.into_iter().map(PyBackedStr::try_from).collect()
+}
+
+/// Exact token count of one text.
+#[pyfunction]
+fn count_tokens(py: Python<'_>, text: PyBackedStr, encoding: &str) -> PyResult<usize> {
+    let enc = self::encoding(encoding)?;
+    Ok(py.detach(|| enc.count(&text)))
+}
+
+/// Exact token counts of many texts, in parallel.
+#[pyfunction]
+fn count_tokens_batch(py: Python<'_>, texts: &Bound<'_, PyAny>, encoding: &str) -> PyResult<Vec<usize>> {
+    let enc = self::encoding(encoding)?;
+    let texts = utf8_items(texts, "text_or_texts")?;
+    Ok(py.detach(|| enc.count_batch(&texts)))
+}
+
+/// Token ids of one text.
+#[pyfunction]
+fn encode_tokens(py: Python<'_>, text: PyBackedStr, encoding: &str) -> PyResult<Vec<u32>> {
+    let enc = self::encoding(encoding)?;
+    Ok(py.detach(|| enc.encode(&text)))
+}
+
+/// The text of a token id sequence (invalid UTF-8 becomes U+FFFD).
+#[pyfunction]
+fn decode_tokens(py: Python<'_>, ids: Vec<i64>, encoding: &str) -> PyResult<String> {
+    let enc = self::encoding(encoding)?;
+    let ids = ids
+        .iter()
+        .enumerate()
+        .map(|(i, &id)| {
+            u32::try_from(id).map_err(|_| {
+                PyValueError::new_err(format!("ids: ids[{i}] = {id} is not a token of {}", enc.name()))
+            })
+        })
+        .collect::<PyResult<Vec<u32>>>()?;
+    py.detach(|| enc.decode(&ids)).map_err(kernel_err)
+}
+
+/// The mergeable tokens' bytes, indexed by rank.
+#[pyfunction]
+fn token_ranks<'py>(py: Python<'py>, encoding: &str) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let vocab = self::encoding(encoding)?.vocab();
+    Ok((0..vocab.n_tokens() as u32).map(|r| PyBytes::new(py, vocab.token(r))).collect())
+}
+
+/// The pieces the encoding's pre-tokenizer regex splits `text` into.
+#[pyfunction]
+fn split_tokens(py: Python<'_>, text: PyBackedStr, encoding: &str) -> PyResult<Vec<String>> {
+    let enc = self::encoding(encoding)?;
+    Ok(py.detach(|| enc.split(&text).into_iter().map(str::to_owned).collect()))
+}
+
+fn rule(name: &str) -> PyResult<Rule> {
+    Rule::from_name(name).map_err(kernel_err)
+}
+
+/// (code points, UTF-8 bytes) of a str, read from its storage without encoding it. Only the
+/// "bytes" rule needs the second number.
+fn lengths(s: &Bound<'_, PyString>, rule: Rule) -> PyResult<(usize, usize)> {
+    let chars = s.code_point_len()?;
+    if rule == Rule::Chars {
+        return Ok((chars, 0));
+    }
+    // SAFETY: the slices borrow `s`, which outlives this call, and are only read here.
+    let bytes = match unsafe { s.data() }? {
+        PyStringData::Ucs1(d) => tokens::utf8_len_ucs1(d),
+        PyStringData::Ucs2(d) => tokens::utf8_len_ucs2(d),
+        PyStringData::Ucs4(d) => tokens::utf8_len_ucs4(d),
+    };
+    Ok((chars, bytes))
+}
+
+/// The estimate for one text.
+#[pyfunction]
+fn estimate_tokens(text: &Bound<'_, PyString>, rule: &str) -> PyResult<usize> {
+    let rule = self::rule(rule)?;
+    let (chars, bytes) = lengths(text, rule)?;
+    Ok(tokens::estimate(rule, chars, bytes))
+}
+
+/// The estimate for each text.
+#[pyfunction]
+fn estimate_tokens_batch(texts: &Bound<'_, PyAny>, rule: &str) -> PyResult<Vec<usize>> {
+    let rule = self::rule(rule)?;
+    str_items(texts, "text_or_texts")?
+        .iter()
+        .map(|t| lengths(t, rule).map(|(chars, bytes)| tokens::estimate(rule, chars, bytes)))
+        .collect()
+}
+
+/// `ceil((sum of chars + 20 * len(texts)) / 4)`.
+#[pyfunction]
+fn estimate_message_tokens(texts: &Bound<'_, PyAny>) -> PyResult<usize> {
+    let texts = str_items(texts, "texts")?;
+    let mut chars = 0;
+    for t in &texts {
+        chars += t.code_point_len()?;
+    }
+    Ok(tokens::estimate_messages(chars, texts.len()))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(count_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(count_tokens_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(decode_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(token_ranks, m)?)?;
+    m.add_function(wrap_pyfunction!(split_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_tokens, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_tokens_batch, m)?)?;
+    m.add_function(wrap_pyfunction!(estimate_message_tokens, m)?)?;
     Ok(())
 }
