@@ -1,6 +1,7 @@
 # Stubs for the native module mindcore._core (rust/python). Checked against the built module by
 # tests/test_stubs.py (mypy.stubtest). Each kernel keeps its own section.
 
+from typing import final
 
 __version__: str
 
@@ -11,7 +12,7 @@ __version__: str
 # --- tokens ---
 
 # --- secrets ---
-
+@final
 class SecretScanner:
     def __new__(cls, rules: list[tuple[str, str]], builtin: bool) -> SecretScanner: ...
     @property

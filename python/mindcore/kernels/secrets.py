@@ -134,7 +134,9 @@ class SecretScanner:
 
     def __init__(self, extra_rules: Iterable[SecretRule] = (), *, builtin: bool = True) -> None:
         if isinstance(extra_rules, SecretRule):
-            raise TypeError("extra_rules: expected an iterable of SecretRule, got a SecretRule (wrap it in a list)")
+            raise TypeError(
+                "extra_rules: expected an iterable of SecretRule, got a SecretRule (wrap it in a list)"
+            )
         pairs: list[tuple[str, str]] = []
         for i, rule in enumerate(extra_rules):
             if not isinstance(rule, SecretRule):
@@ -192,7 +194,7 @@ class SecretScanner:
     def redact(self, text: str, placeholder: str = DEFAULT_PLACEHOLDER) -> str:
         """`text` with each secret replaced by `placeholder`, where ``{rule_id}`` becomes the id
         of the rule that found it. Overlapping findings become one placeholder (labelled with
-        the rule of the finding that starts first)."""
+        the first of them in scan order: earliest start, then shortest)."""
         _check_str(text, "text")
         _check_str(placeholder, "placeholder")
         try:

@@ -14,7 +14,9 @@ use crate::convert::kernel_err;
 /// the offending item. Lone surrogates raise `UnicodeEncodeError` (the wrapper retries).
 fn str_items(texts: &Bound<'_, PyAny>) -> PyResult<Vec<PyBackedStr>> {
     if texts.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err("texts: expected a sequence of str, got str (wrap it in a list)"));
+        return Err(PyTypeError::new_err(
+            "texts: expected a sequence of str, got str (wrap it in a list)",
+        ));
     }
     let mut out = Vec::with_capacity(texts.len().unwrap_or(0));
     for (i, item) in texts.try_iter()?.enumerate() {
@@ -22,7 +24,10 @@ fn str_items(texts: &Bound<'_, PyAny>) -> PyResult<Vec<PyBackedStr>> {
         let s = item.cast::<PyString>().map_err(|_| {
             PyTypeError::new_err(format!(
                 "texts[{i}]: expected str, got {}",
-                item.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+                item.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|_| "?".into())
             ))
         })?;
         out.push(PyBackedStr::try_from(s.clone())?);
@@ -42,7 +47,10 @@ type PyFinding = (Py<PyString>, usize, usize);
 
 impl PySecretScanner {
     fn tuples(&self, py: Python<'_>, found: &[Finding]) -> Vec<PyFinding> {
-        found.iter().map(|f| (self.ids[f.rule].clone_ref(py), f.start, f.end)).collect()
+        found
+            .iter()
+            .map(|f| (self.ids[f.rule].clone_ref(py), f.start, f.end))
+            .collect()
     }
 }
 
@@ -54,7 +62,10 @@ impl PySecretScanner {
     fn new(py: Python<'_>, rules: Vec<(String, String)>, builtin: bool) -> PyResult<Self> {
         let inner = py.detach(|| Scanner::new(&rules, builtin)).map_err(kernel_err)?;
         let ids = inner.rule_ids().map(|id| PyString::intern(py, id).unbind()).collect();
-        Ok(Self { inner: Arc::new(inner), ids })
+        Ok(Self {
+            inner: Arc::new(inner),
+            ids,
+        })
     }
 
     #[getter]
@@ -86,7 +97,12 @@ impl PySecretScanner {
         py.detach(|| self.inner.redact(&text, &placeholder))
     }
 
-    fn redact_batch(&self, py: Python<'_>, texts: &Bound<'_, PyAny>, placeholder: PyBackedStr) -> PyResult<Vec<String>> {
+    fn redact_batch(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        placeholder: PyBackedStr,
+    ) -> PyResult<Vec<String>> {
         let texts = str_items(texts)?;
         Ok(py.detach(|| self.inner.redact_batch(&texts, &placeholder)))
     }
@@ -98,7 +114,16 @@ impl PySecretScanner {
 fn secret_builtin_rules() -> Vec<(&'static str, &'static str, &'static str, &'static str, u8, u8)> {
     BUILTIN
         .iter()
-        .map(|r| (r.id, r.pattern, r.description, r.check.kind.name(), r.check.min_classes, r.check.min_distinct))
+        .map(|r| {
+            (
+                r.id,
+                r.pattern,
+                r.description,
+                r.check.kind.name(),
+                r.check.min_classes,
+                r.check.min_distinct,
+            )
+        })
         .collect()
 }
 

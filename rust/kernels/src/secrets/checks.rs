@@ -37,8 +37,25 @@ pub const PLACEHOLDER_MAX_CHARS: usize = 100;
 
 /// Whole values (lower-cased) that are never a real password or key in an assignment or URL.
 pub const PLACEHOLDER_VALUES: &[&str] = &[
-    "password", "passwd", "pass", "pwd", "secret", "token", "test", "testing", "none", "null", "nil", "true",
-    "false", "undefined", "string", "value", "changeit", "required", "optional",
+    "password",
+    "passwd",
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "test",
+    "testing",
+    "none",
+    "null",
+    "nil",
+    "true",
+    "false",
+    "undefined",
+    "string",
+    "value",
+    "changeit",
+    "required",
+    "optional",
 ];
 
 /// `(first, last)` characters that wrap a template slot: `{name}`, `[PASSWORD]`, `%TOKEN%`
@@ -79,7 +96,10 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
         Kind::User => return Some(span),
         Kind::PrivateKey => {
             let cleaned = pem_body(slice(text, part_span));
-            let base64 = cleaned.chars().filter(|&ch| ch.is_ascii_alphanumeric() || ch == '+' || ch == '/').count();
+            let base64 = cleaned
+                .chars()
+                .filter(|&ch| ch.is_ascii_alphanumeric() || ch == '+' || ch == '/')
+                .count();
             if base64 < PRIVATE_KEY_MIN_BASE64 || !structure_ok(&cleaned, check) {
                 return None;
             }
@@ -147,7 +167,11 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
 
 /// The key material of a PEM body: whitespace and literal `\n` / `\r` escapes removed.
 fn pem_body(body: &str) -> String {
-    body.replace("\\n", "").replace("\\r", "").chars().filter(|ch| !matches!(ch, ' ' | '\t' | '\r' | '\n')).collect()
+    body.replace("\\n", "")
+        .replace("\\r", "")
+        .chars()
+        .filter(|ch| !matches!(ch, ' ' | '\t' | '\r' | '\n'))
+        .collect()
 }
 
 fn is_placeholder_value(value: &str) -> bool {
@@ -196,7 +220,9 @@ pub fn structure_ok(part: &str, check: Check) -> bool {
 
 /// `$NAME` / `$name`: a shell or template variable, not its value.
 fn is_variable(value: &str) -> bool {
-    let Some(rest) = value.strip_prefix('$') else { return false };
+    let Some(rest) = value.strip_prefix('$') else {
+        return false;
+    };
     let mut chars = rest.chars();
     matches!(chars.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_')
         && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_')
@@ -217,14 +243,32 @@ fn is_dotted_path(value: &str) -> bool {
 mod tests {
     use super::*;
 
-    const TOKEN: Check = Check { kind: Kind::Token, min_classes: 2, min_distinct: 5 };
+    const TOKEN: Check = Check {
+        kind: Kind::Token,
+        min_classes: 2,
+        min_distinct: 5,
+    };
 
     #[test]
     fn placeholders() {
-        for p in ["AKIAIOSFODNN7EXAMPLE", "xxxxxxxxxxxx", "<your-key>", "${API_KEY}", "changeme123", "{PASS}", "%TOKEN%", "abc\u{2026}"] {
+        for p in [
+            "AKIAIOSFODNN7EXAMPLE",
+            "xxxxxxxxxxxx",
+            "<your-key>",
+            "${API_KEY}",
+            "changeme123",
+            "{PASS}",
+            "%TOKEN%",
+            "abc\u{2026}",
+        ] {
             assert!(looks_like_placeholder(p), "{p}");
         }
-        for p in ["wJalrXUtnFEMIK7MDENGbPxRfiCYzzKEY", "hunter22", "8f3kD9s0", "{ZqL5kVrX1n8tA2}"] {
+        for p in [
+            "wJalrXUtnFEMIK7MDENGbPxRfiCYzzKEY",
+            "hunter22",
+            "8f3kD9s0",
+            "{ZqL5kVrX1n8tA2}",
+        ] {
             assert!(!looks_like_placeholder(p), "{p}");
         }
         // Long random bodies are not tested for words: `your` occurs in them by chance.
@@ -238,7 +282,14 @@ mod tests {
         assert!(!structure_ok("abcdefgh", TOKEN)); // one class
         assert!(!structure_ok("a1a1a1a1", TOKEN)); // two distinct
         assert!(!structure_ok("1111111111111111111111111111111111111111abc=", TOKEN)); // one char dominates
-        assert!(structure_ok("strongp@ss", Check { kind: Kind::Assignment, min_classes: 2, min_distinct: 5 }));
+        assert!(structure_ok(
+            "strongp@ss",
+            Check {
+                kind: Kind::Assignment,
+                min_classes: 2,
+                min_distinct: 5
+            }
+        ));
     }
 
     #[test]

@@ -16,8 +16,8 @@ use rayon::prelude::*;
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use crate::{KernelError, Result};
-pub use checks::{PLACEHOLDER_MAX_CHARS, PLACEHOLDER_SUBSTRINGS, PLACEHOLDER_VALUES, PRIVATE_KEY_MIN_BASE64};
 use checks::MatchParts;
+pub use checks::{PLACEHOLDER_MAX_CHARS, PLACEHOLDER_SUBSTRINGS, PLACEHOLDER_VALUES, PRIVATE_KEY_MIN_BASE64};
 pub use rules::{BuiltinRule, Check, Kind, BUILTIN};
 
 /// Texts at least this long are scanned with their candidate rules in parallel.
@@ -99,7 +99,12 @@ impl CompiledRule {
             }
         } else {
             for m in self.regex.find_iter(text) {
-                if !emit(MatchParts { whole: (m.start(), m.end()), secret: None, body: None, user: None }) {
+                if !emit(MatchParts {
+                    whole: (m.start(), m.end()),
+                    secret: None,
+                    body: None,
+                    user: None,
+                }) {
                     return;
                 }
             }
@@ -135,21 +140,34 @@ impl Scanner {
     /// The built-in rules (when `builtin`) followed by `extra` `(id, pattern)` user rules.
     /// A user pattern may name a group `secret` to report only that part of the match.
     pub fn new(extra: &[(String, String)], builtin: bool) -> Result<Self> {
-        let mut rules: Vec<CompiledRule> = if builtin { builtin_compiled().0.clone() } else { Vec::new() };
-        let user_check = Check { kind: Kind::User, min_classes: 0, min_distinct: 0 };
+        let mut rules: Vec<CompiledRule> = if builtin {
+            builtin_compiled().0.clone()
+        } else {
+            Vec::new()
+        };
+        let user_check = Check {
+            kind: Kind::User,
+            min_classes: 0,
+            min_distinct: 0,
+        };
         for (id, pattern) in extra {
             if id.is_empty() {
-                return Err(KernelError::invalid("extra_rules", "a rule id must be a non-empty string"));
+                return Err(KernelError::invalid(
+                    "extra_rules",
+                    "a rule id must be a non-empty string",
+                ));
             }
             if rules.iter().any(|r| r.id == *id) {
                 return Err(KernelError::invalid("extra_rules", format!("duplicate rule id {id:?}")));
             }
             if pattern.is_empty() {
-                return Err(KernelError::invalid("extra_rules", format!("rule {id:?}: pattern is empty")));
+                return Err(KernelError::invalid(
+                    "extra_rules",
+                    format!("rule {id:?}: pattern is empty"),
+                ));
             }
-            let rule = CompiledRule::new(id, pattern, user_check).map_err(|e| {
-                KernelError::invalid("extra_rules", format!("rule {id:?}: invalid pattern: {e}"))
-            })?;
+            let rule = CompiledRule::new(id, pattern, user_check)
+                .map_err(|e| KernelError::invalid("extra_rules", format!("rule {id:?}: invalid pattern: {e}")))?;
             rules.push(rule);
         }
         let set = if extra.is_empty() && builtin {
@@ -186,7 +204,9 @@ impl Scanner {
         match &self.set {
             _ if text.is_empty() => Vec::new(),
             Some(set) => set.matches(text).into_iter().collect(),
-            None => (0..self.rules.len()).filter(|&i| self.rules[i].regex.is_match(text)).collect(),
+            None => (0..self.rules.len())
+                .filter(|&i| self.rules[i].regex.is_match(text))
+                .collect(),
         }
     }
 
@@ -229,7 +249,7 @@ impl Scanner {
 
     /// `text` with every finding replaced by `placeholder`, in which each `{rule_id}` becomes
     /// the rule's id. Overlapping findings merge into one replacement, labelled with the rule
-    /// of the finding that starts first.
+    /// of the first of them in scan order (earliest start, then shortest).
     pub fn redact(&self, text: &str, placeholder: &str) -> String {
         let found = self.scan(text, Offsets::Bytes);
         if found.is_empty() {

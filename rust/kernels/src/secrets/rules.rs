@@ -66,7 +66,11 @@ pub struct BuiltinRule {
 }
 
 const fn c(kind: Kind, min_classes: u8, min_distinct: u8) -> Check {
-    Check { kind, min_classes, min_distinct }
+    Check {
+        kind,
+        min_classes,
+        min_distinct,
+    }
 }
 
 const TOKEN: Check = c(Kind::Token, 2, 5);

@@ -3,7 +3,10 @@ use std::time::Instant;
 use super::*;
 
 fn ids(s: &Scanner, text: &str) -> Vec<String> {
-    s.scan(text, Offsets::Bytes).iter().map(|f| s.rules[f.rule].id.clone()).collect()
+    s.scan(text, Offsets::Bytes)
+        .iter()
+        .map(|f| s.rules[f.rule].id.clone())
+        .collect()
 }
 
 /// `(rule id, text, the exact secret the rule must report)`; the checks and the dataset tests
@@ -132,7 +135,10 @@ fn overlapping_findings_merge_when_redacting() {
     let found = s.scan(text, Offsets::Bytes);
     assert_eq!(found.len(), 1);
     assert_eq!(s.rules[found[0].rule].id, "authorization-header");
-    assert_eq!(s.redact(text, "[{rule_id}]"), "Authorization: Bearer [authorization-header]");
+    assert_eq!(
+        s.redact(text, "[{rule_id}]"),
+        "Authorization: Bearer [authorization-header]"
+    );
     // A password assignment whose value is itself a GitHub token: overlapping spans, one region.
     let text = "token=ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS#x1 end";
     assert!(s.scan(text, Offsets::Bytes).len() >= 2);
@@ -183,7 +189,9 @@ fn bad_user_rules_are_errors_naming_the_rule() {
 fn empty_rule_set_and_empty_text() {
     let s = Scanner::new(&[], false).unwrap();
     assert!(s.is_empty());
-    assert!(s.scan("sk-proj-u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dKLzdocJ2", Offsets::Chars).is_empty());
+    assert!(s
+        .scan("sk-proj-u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dKLzdocJ2", Offsets::Chars)
+        .is_empty());
     assert!(Scanner::builtin().scan("", Offsets::Chars).is_empty());
 }
 
@@ -218,7 +226,11 @@ fn large_text_scans_rules_in_parallel_with_the_same_result() {
     for (i, p) in POSITIVES.iter().enumerate() {
         offset += "ordinary words and more words. ".len() * (400 + i);
         for f in s.scan(p.1, Offsets::Bytes) {
-            expected.push(Finding { start: f.start + offset, end: f.end + offset, rule: f.rule });
+            expected.push(Finding {
+                start: f.start + offset,
+                end: f.end + offset,
+                rule: f.rule,
+            });
         }
         offset += p.1.len() + 1;
     }
