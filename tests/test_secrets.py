@@ -8,6 +8,7 @@ datasets and on generated text.
 
 from __future__ import annotations
 
+import doctest
 import json
 import re
 import string
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import mindcore
+import mindcore.kernels.secrets
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -432,6 +434,9 @@ def test_every_shape_in_the_brief_has_a_rule_and_a_positive_case() -> None:
     }  # fmt: skip
     assert required <= ids
     assert required <= {p[0] for p in POSITIVES}
+    rules = scanner().rules
+    assert [r.id for r in rules] == scanner().rule_ids
+    assert all(r.description and r.pattern for r in rules)
     assert len(ids) == len(scanner().rule_ids) == len(_core.secret_builtin_rules())
 
 
@@ -534,6 +539,11 @@ def test_batches_run_iterables_and_generators() -> None:
     assert s.redact_batch(t for t in texts) == [s.redact(t) for t in texts]
 
 
+def test_docstring_examples() -> None:
+    result = doctest.testmod(mindcore.kernels.secrets)
+    assert result.attempted >= 5 and result.failed == 0
+
+
 def test_top_level_export() -> None:
     assert mindcore.looks_like_secret is looks_like_secret
     assert "looks_like_secret" in mindcore.__all__
@@ -556,6 +566,7 @@ def test_user_rules_alone_and_with_builtins() -> None:
     assert only.scan(text) == [Finding("acme-key", 0, 13), Finding("pin", 19, 23)]
     assert only.redact(text) == "[REDACTED:acme-key], PIN [REDACTED:pin], AKIAHDU6GDPMRCG4BE4U"
     both = SecretScanner(rules)
+    assert both.rules[-2:] == rules
     assert both.rule_ids[-2:] == ["acme-key", "pin"] and len(both.rule_ids) == len(scanner().rule_ids) + 2
     assert [f.rule_id for f in both.scan(text)] == ["acme-key", "pin", "aws-access-key-id"]
     # User rules are reported as matched: no placeholder checks.

@@ -56,6 +56,11 @@ class Finding(NamedTuple):
     end: int
 
 
+@functools.cache
+def _builtin_rules() -> tuple[SecretRule, ...]:
+    return tuple(SecretRule(rid, pattern, desc) for rid, pattern, desc, *_ in _core.secret_builtin_rules())
+
+
 def _check_str(value: object, arg: str) -> str:
     if not isinstance(value, str):
         raise TypeError(f"{arg}: expected str, got {type(value).__name__}")
@@ -130,7 +135,7 @@ class SecretScanner:
     False
     """
 
-    __slots__ = ("_native",)
+    __slots__ = ("_native", "_rules")
 
     def __init__(self, extra_rules: Iterable[SecretRule] = (), *, builtin: bool = True) -> None:
         if isinstance(extra_rules, SecretRule):
@@ -138,15 +143,24 @@ class SecretScanner:
                 "extra_rules: expected an iterable of SecretRule, got a SecretRule (wrap it in a list)"
             )
         pairs: list[tuple[str, str]] = []
+        extra: list[SecretRule] = []
         for i, rule in enumerate(extra_rules):
             if not isinstance(rule, SecretRule):
                 raise TypeError(f"extra_rules[{i}]: expected SecretRule, got {type(rule).__name__}")
             _check_str(rule.id, f"extra_rules[{i}].id")
             _check_str(rule.pattern, f"extra_rules[{i}].pattern")
+            _check_str(rule.description, f"extra_rules[{i}].description")
             pairs.append((rule.id, rule.pattern))
+            extra.append(rule)
         if not isinstance(builtin, bool):
             raise TypeError(f"builtin: expected bool, got {type(builtin).__name__}")
         self._native = _core.SecretScanner(pairs, builtin)
+        self._rules = (_builtin_rules() if builtin else ()) + tuple(extra)
+
+    @property
+    def rules(self) -> list[SecretRule]:
+        """The rules in scan order, with their descriptions (built-in rules first)."""
+        return list(self._rules)
 
     @property
     def rule_ids(self) -> list[str]:
