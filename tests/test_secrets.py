@@ -760,10 +760,10 @@ def test_quality_gitleaks() -> None:
     q = quality(rows)
     report("gitleaks", q)
     # Floors just under the measured values (see the report): a regression fails.
-    assert q["recall"] >= 0.85
-    assert q["precision"] >= 0.67
-    assert q["f1"] >= 0.75
-    assert q["fpr"] <= 0.16
+    assert q["recall"] >= 0.86
+    assert q["precision"] >= 0.71
+    assert q["f1"] >= 0.78
+    assert q["fpr"] <= 0.14
 
 
 def test_quality_secretlint() -> None:
@@ -774,11 +774,11 @@ def test_quality_secretlint() -> None:
     ]
     q = quality(rows)
     report("secretlint", q)
-    assert q["recall"] >= 0.69
+    assert q["recall"] >= 0.68
     assert q["precision"] >= 0.91
     assert q["f1"] >= 0.78
     assert q["fpr"] <= 0.08
-    assert q["span_removed"] >= 0.97
+    assert q["span_removed"] >= 0.98
 
 
 def test_ordinary_chat_is_not_flagged() -> None:
