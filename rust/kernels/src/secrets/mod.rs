@@ -22,13 +22,13 @@ pub use rules::{BuiltinRule, Check, Kind, BUILTIN};
 
 /// Texts at least this long are scanned with their candidate rules in parallel.
 const PARALLEL_RULES_MIN_BYTES: usize = 256 * 1024;
-/// Room for the lazy DFA of the combined rule set (per thread); the default 2 MiB thrashes on
-/// base64-heavy text.
+/// Lazy DFA cache sizes (per thread): the combined set of ~60 patterns needs more room than
+/// the 2 MiB default before it starts clearing its cache.
 const SET_DFA_BYTES: usize = 16 << 20;
 const RULE_DFA_BYTES: usize = 4 << 20;
 
-/// One match: `rule` indexes [`Scanner::rule_ids`]; `start..end` is a byte range of the text
-/// (or a char range, for the `*_chars` methods).
+/// One match: `rule` indexes [`Scanner::rule_ids`]; `start..end` is a byte range of the text,
+/// or a char range when asked for with [`Offsets::Chars`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Finding {
     pub start: usize,
