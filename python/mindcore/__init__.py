@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from mindcore._core import __version__
+from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:
     from mindcore.working import WorkingMemory
@@ -19,7 +20,7 @@ _LAZY: dict[str, str] = {
     "WorkingMemory": "mindcore.working",
 }
 
-__all__ = ["__version__", *sorted(_LAZY)]
+__all__ = ["__version__", "looks_like_secret", *sorted(_LAZY)]
 
 
 def __getattr__(name: str) -> Any:

@@ -28,6 +28,14 @@ from mindcore.kernels.tokens import estimate_message_tokens as estimate_message_
 from mindcore.kernels.tokens import estimate_tokens as estimate_tokens
 
 # --- secrets ---
+# isort: split
+from mindcore.kernels.secrets import Finding as Finding
+from mindcore.kernels.secrets import SecretRule as SecretRule
+from mindcore.kernels.secrets import SecretScanner as SecretScanner
+from mindcore.kernels.secrets import find_secrets as find_secrets
+from mindcore.kernels.secrets import looks_like_secret as looks_like_secret
+from mindcore.kernels.secrets import redact_secrets as redact_secrets
+
 # --- packing ---
 # isort: split
 from mindcore.kernels.packing import PackMode as PackMode

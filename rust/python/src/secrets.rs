@@ -1,5 +1,134 @@
-use pyo3::prelude::*;
+//! `_core.SecretScanner` and `_core.secret_builtin_rules`.
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use std::sync::Arc;
+
+use mindcore_kernels::secrets::{Finding, Offsets, Scanner, BUILTIN};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::pybacked::PyBackedStr;
+use pyo3::types::PyString;
+
+use crate::convert::kernel_err;
+
+/// `texts` (any iterable of str, not a str itself) as borrowed UTF-8, with errors that name
+/// the offending item. Lone surrogates raise `UnicodeEncodeError` (the wrapper retries).
+fn str_items(texts: &Bound<'_, PyAny>) -> PyResult<Vec<PyBackedStr>> {
+    if texts.is_instance_of::<PyString>() {
+        return Err(PyTypeError::new_err(
+            "texts: expected a sequence of str, got str (wrap it in a list)",
+        ));
+    }
+    let mut out = Vec::with_capacity(texts.len().unwrap_or(0));
+    for (i, item) in texts.try_iter()?.enumerate() {
+        let item = item?;
+        let s = item.cast::<PyString>().map_err(|_| {
+            PyTypeError::new_err(format!(
+                "texts[{i}]: expected str, got {}",
+                item.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|_| "?".into())
+            ))
+        })?;
+        out.push(PyBackedStr::try_from(s.clone())?);
+    }
+    Ok(out)
+}
+
+/// A compiled rule set; findings cross as `(rule_id, start, end)` tuples with `str` offsets.
+#[pyclass(name = "SecretScanner", module = "mindcore._core", frozen)]
+pub struct PySecretScanner {
+    inner: Arc<Scanner>,
+    ids: Vec<Py<PyString>>,
+}
+
+/// One finding as Python sees it: `(rule_id, start, end)`.
+type PyFinding = (Py<PyString>, usize, usize);
+
+impl PySecretScanner {
+    fn tuples(&self, py: Python<'_>, found: &[Finding]) -> Vec<PyFinding> {
+        found
+            .iter()
+            .map(|f| (self.ids[f.rule].clone_ref(py), f.start, f.end))
+            .collect()
+    }
+}
+
+#[pymethods]
+impl PySecretScanner {
+    /// `rules` are `(id, pattern)` pairs appended after the built-in rules (when `builtin`).
+    #[new]
+    #[pyo3(signature = (rules, builtin))]
+    fn new(py: Python<'_>, rules: Vec<(String, String)>, builtin: bool) -> PyResult<Self> {
+        let inner = py.detach(|| Scanner::new(&rules, builtin)).map_err(kernel_err)?;
+        let ids = inner.rule_ids().map(|id| PyString::intern(py, id).unbind()).collect();
+        Ok(Self {
+            inner: Arc::new(inner),
+            ids,
+        })
+    }
+
+    #[getter]
+    fn rule_ids(&self, py: Python<'_>) -> Vec<Py<PyString>> {
+        self.ids.iter().map(|s| s.clone_ref(py)).collect()
+    }
+
+    fn scan(&self, py: Python<'_>, text: PyBackedStr) -> Vec<PyFinding> {
+        let found = py.detach(|| self.inner.scan(&text, Offsets::Chars));
+        self.tuples(py, &found)
+    }
+
+    fn scan_batch(&self, py: Python<'_>, texts: &Bound<'_, PyAny>) -> PyResult<Vec<Vec<PyFinding>>> {
+        let texts = str_items(texts)?;
+        let found = py.detach(|| self.inner.scan_batch(&texts, Offsets::Chars));
+        Ok(found.iter().map(|f| self.tuples(py, f)).collect())
+    }
+
+    fn contains(&self, py: Python<'_>, text: PyBackedStr) -> bool {
+        py.detach(|| self.inner.contains(&text))
+    }
+
+    fn contains_batch(&self, py: Python<'_>, texts: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
+        let texts = str_items(texts)?;
+        Ok(py.detach(|| self.inner.contains_batch(&texts)))
+    }
+
+    fn redact(&self, py: Python<'_>, text: PyBackedStr, placeholder: PyBackedStr) -> String {
+        py.detach(|| self.inner.redact(&text, &placeholder))
+    }
+
+    fn redact_batch(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        placeholder: PyBackedStr,
+    ) -> PyResult<Vec<String>> {
+        let texts = str_items(texts)?;
+        Ok(py.detach(|| self.inner.redact_batch(&texts, &placeholder)))
+    }
+}
+
+/// The built-in rules as `(id, pattern, description, kind, min_classes, min_distinct)`, in
+/// scan order (for documentation and for the Python reference implementation in the tests).
+#[pyfunction]
+fn secret_builtin_rules() -> Vec<(&'static str, &'static str, &'static str, &'static str, u8, u8)> {
+    BUILTIN
+        .iter()
+        .map(|r| {
+            (
+                r.id,
+                r.pattern,
+                r.description,
+                r.check.kind.name(),
+                r.check.min_classes,
+                r.check.min_distinct,
+            )
+        })
+        .collect()
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<PySecretScanner>()?;
+    m.add_function(wrap_pyfunction!(secret_builtin_rules, m)?)?;
     Ok(())
 }

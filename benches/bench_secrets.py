@@ -1,0 +1,304 @@
+"""Secret scanning speed: ~10 MB of ordinary chat (LoCoMo turns, repeated) with secrets sprinkled
+in, scanned by mindcore and by Python ``re`` running the same rule set (patterns translated,
+compiled once, the same post-match checks in Python). detect-secrets (its in-process file scan)
+takes over two minutes on 10 MB, so it is compared, with the other two, on the first 2 MB of the
+same text (all three are linear in the text; the ratios carry over). Also the per-message filter
+(``contains`` on each chat turn, batched and one by one).
+
+mindcore and the Python ``re`` version must report the same findings; detect-secrets has its own
+rules, so only its count is recorded. Quality figures (precision, recall, F1, false-positive
+rate on the gitleaks and secretlint rule tests) are attached to the mindcore rows.
+
+Run: ``pytest benches/bench_secrets.py --benchmark-only -q`` (``MINDCORE_BENCH_QUICK=1`` for a
+quick check).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import random
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from functools import cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+from mindcore.kernels import SecretScanner
+
+QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
+TEXT_BYTES = 512 * 1024 if QUICK else 10 * 1024 * 1024
+DETECT_SECRETS_BYTES = 128 * 1024 if QUICK else 2 * 1024 * 1024
+TURNS_REPEAT = 1 if QUICK else 4
+SECRET_EVERY_BYTES = 10_000  # one secret per ~10 kB of chat
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def data_dir() -> Path:
+    for path in (ROOT.parent / "shared" / "data", Path("/work/shared/data")):
+        if (path / "locomo" / "locomo10.json").is_file():
+            return path
+    pytest.skip("shared evaluation data (locomo, secrets) not found")
+
+
+@cache
+def reference_module() -> ModuleType:
+    """The Python reference implementation lives with the tests (one copy of it)."""
+    path = ROOT / "tests" / "test_secrets.py"
+    spec = importlib.util.spec_from_file_location("mindcore_secrets_reference", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+@cache
+def chat_turns() -> list[str]:
+    conversations = json.loads((data_dir() / "locomo" / "locomo10.json").read_text(encoding="utf-8"))
+    return [
+        turn["text"]
+        for conv in conversations
+        for key, session in conv["conversation"].items()
+        if key.startswith("session_") and isinstance(session, list)
+        for turn in session
+    ]
+
+
+@cache
+def chat_text(nbytes: int = TEXT_BYTES) -> str:
+    """LoCoMo turns, one per line, repeated to `nbytes`, with a secret every ~10 kB."""
+    rng = random.Random(0)
+    secrets = [text for _rule, text, _secret in reference_module().POSITIVES]
+    lines: list[str] = []
+    size = since_secret = 0
+    turns = chat_turns()
+    while size < nbytes:
+        line = turns[len(lines) % len(turns)]
+        if since_secret >= SECRET_EVERY_BYTES:
+            line = f"{line} {rng.choice(secrets)}"
+            since_secret = 0
+        lines.append(line)
+        size += len(line) + 1
+        since_secret += len(line) + 1
+    return "\n".join(lines)
+
+
+@cache
+def scanner() -> SecretScanner:
+    return SecretScanner()
+
+
+def detect_secrets_scan(path: str) -> int:
+    from detect_secrets.core.scan import scan_file
+    from detect_secrets.settings import default_settings
+
+    with default_settings():
+        return sum(1 for _ in scan_file(path))
+
+
+def quality_sets() -> list[tuple[str, list[dict[str, Any]]]]:
+    tests = reference_module()
+    gitleaks = list(tests.load_jsonl(data_dir() / "secrets" / "gitleaks" / "gitleaks_rule_cases.jsonl"))
+    secretlint = [
+        r
+        for r in tests.load_jsonl(data_dir() / "secrets" / "secretlint" / "secretlint_snapshots.jsonl")
+        if not r["has_custom_config"]
+    ]
+    return [("gitleaks", gitleaks), ("secretlint", secretlint)]
+
+
+@cache
+def quality_figures() -> dict[str, float]:
+    """mindcore's precision, recall, F1 and false-positive rate per set (as in the tests)."""
+    out: dict[str, float] = {}
+    for name, rows in quality_sets():
+        q = reference_module().quality(rows)
+        for key in ("precision", "recall", "f1", "fpr"):
+            out[f"{name}_{key}"] = round(q[key], 4)
+    return out
+
+
+def detect_secrets_quality() -> dict[str, float]:
+    """The same figures for detect-secrets (default plugins, one file per record)."""
+    from detect_secrets.core.scan import scan_file
+    from detect_secrets.settings import default_settings
+
+    out: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as tmp, default_settings():
+        for name, rows in quality_sets():
+            tp = fp = fn = tn = 0
+            for i, r in enumerate(rows):
+                path = Path(tmp) / f"{name}-{i}.txt"
+                path.write_text(r["text"], encoding="utf-8")
+                flagged = any(True for _ in scan_file(str(path)))
+                positive = r["label"] == "positive"
+                tp += flagged and positive
+                fp += flagged and not positive
+                fn += not flagged and positive
+                tn += not flagged and not positive
+            precision = tp / (tp + fp) if tp + fp else 0.0
+            recall = tp / (tp + fn)
+            f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+            for key, value in (
+                ("precision", precision),
+                ("recall", recall),
+                ("f1", f1),
+                ("fpr", fp / (fp + tn)),
+            ):
+                out[f"{name}_{key}"] = round(value, 4)
+    return out
+
+
+def run(
+    benchmark: Any, group: str, impl: str, fn: Callable[[], Any], *, nbytes: int, items: int, rounds: int
+) -> Any:
+    benchmark.group = group
+    benchmark.extra_info["impl"] = impl
+    benchmark.extra_info["bytes"] = nbytes
+    benchmark.extra_info["items"] = items
+    return benchmark.pedantic(fn, rounds=rounds, iterations=1, warmup_rounds=1 if impl == "mindcore" else 0)
+
+
+TEXT_GROUP = f"secrets: scan {TEXT_BYTES / 2**20:.1f} MiB chat with secrets"
+DS_GROUP = f"secrets: scan {DETECT_SECRETS_BYTES / 2**20:.2f} MiB chat with secrets (vs detect-secrets)"
+
+
+@pytest.fixture(scope="module")
+def text_file() -> Iterator[str]:
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", encoding="utf-8", delete=False) as fh:
+        fh.write(chat_text(DETECT_SECRETS_BYTES))
+    yield fh.name
+    os.unlink(fh.name)
+
+
+@pytest.mark.parametrize(
+    "nbytes",
+    [TEXT_BYTES, DETECT_SECRETS_BYTES],
+    ids=[f"{TEXT_BYTES >> 10}KiB", f"{DETECT_SECRETS_BYTES >> 10}KiB"],
+)
+def test_scan_text_mindcore(benchmark: Any, nbytes: int) -> None:
+    text = chat_text(nbytes)
+    group = TEXT_GROUP if nbytes == TEXT_BYTES else DS_GROUP
+    found = run(
+        benchmark,
+        group,
+        "mindcore",
+        lambda: scanner().scan(text),
+        nbytes=len(text.encode()),
+        items=1,
+        rounds=10,
+    )
+    assert found == reference_module().reference().scan(text)
+    benchmark.extra_info["findings"] = len(found)
+    benchmark.extra_info.update(quality_figures())
+
+
+@pytest.mark.parametrize(
+    "nbytes",
+    [TEXT_BYTES, DETECT_SECRETS_BYTES],
+    ids=[f"{TEXT_BYTES >> 10}KiB", f"{DETECT_SECRETS_BYTES >> 10}KiB"],
+)
+def test_scan_text_python_re(benchmark: Any, nbytes: int) -> None:
+    text = chat_text(nbytes)
+    group = TEXT_GROUP if nbytes == TEXT_BYTES else DS_GROUP
+    ref = reference_module().reference()
+    found = run(
+        benchmark,
+        group,
+        "python-re",
+        lambda: ref.scan(text),
+        nbytes=len(text.encode()),
+        items=1,
+        rounds=1 if not QUICK else 2,
+    )
+    assert len(found) == len(scanner().scan(text))
+    benchmark.extra_info["findings"] = len(found)
+
+
+def test_scan_text_detect_secrets(benchmark: Any, text_file: str) -> None:
+    pytest.importorskip("detect_secrets")
+    text = chat_text(DETECT_SECRETS_BYTES)
+    count = run(
+        benchmark,
+        DS_GROUP,
+        "detect-secrets",
+        lambda: detect_secrets_scan(text_file),
+        nbytes=len(text.encode()),
+        items=1,
+        rounds=1,
+    )
+    benchmark.extra_info["findings"] = count
+    benchmark.extra_info.update(detect_secrets_quality())
+
+
+TURNS_GROUP = "secrets: contains on every chat turn (batch)"
+
+
+def turns() -> list[str]:
+    return chat_turns() * TURNS_REPEAT
+
+
+def test_contains_turns_mindcore(benchmark: Any) -> None:
+    texts = turns()
+    flags = run(
+        benchmark,
+        TURNS_GROUP,
+        "mindcore",
+        lambda: scanner().contains_batch(texts),
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=10,
+    )
+    ref = reference_module().reference()
+    assert flags == [ref.contains(t) for t in texts]
+
+
+def test_contains_turns_python_re(benchmark: Any) -> None:
+    texts = turns()
+    ref = reference_module().reference()
+    run(
+        benchmark,
+        TURNS_GROUP,
+        "python-re",
+        lambda: [ref.contains(t) for t in texts],
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=1 if not QUICK else 2,
+    )
+
+
+SINGLE_GROUP = "secrets: looks_like_secret one turn at a time"
+
+
+def test_contains_each_turn_mindcore(benchmark: Any) -> None:
+    texts = chat_turns()
+    s = scanner()
+    run(
+        benchmark,
+        SINGLE_GROUP,
+        "mindcore",
+        lambda: [s.contains(t) for t in texts],
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=10,
+    )
+
+
+def test_contains_each_turn_python_re(benchmark: Any) -> None:
+    texts = chat_turns()
+    ref = reference_module().reference()
+    run(
+        benchmark,
+        SINGLE_GROUP,
+        "python-re",
+        lambda: [ref.contains(t) for t in texts],
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=1 if not QUICK else 2,
+    )

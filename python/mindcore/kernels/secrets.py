@@ -1,0 +1,269 @@
+"""Secret scanning: find, flag and redact credentials in text before it is persisted.
+
+Every capability runs text through :func:`looks_like_secret` (or a :class:`SecretScanner`)
+before storing it. Rules are Rust ``regex`` patterns (finite automata: no backtracking, no
+look-around), so a scan is linear in the length of the text whatever it contains.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from mindcore import _core
+
+__all__ = [
+    "DEFAULT_PLACEHOLDER",
+    "Finding",
+    "SecretRule",
+    "SecretScanner",
+    "find_secrets",
+    "looks_like_secret",
+    "redact_secrets",
+]
+
+DEFAULT_PLACEHOLDER = "[REDACTED:{rule_id}]"
+
+
+@dataclass(frozen=True, slots=True)
+class SecretRule:
+    """A user rule: `pattern` in Rust ``regex`` syntax (no look-around, no backreferences).
+
+    A named group ``secret`` narrows the reported span to that group; otherwise the whole
+    match is the secret. User rules are reported exactly as matched (the placeholder checks of
+    the built-in rules do not apply).
+
+    Examples
+    --------
+    >>> rule = SecretRule("acme-key", r"acme_(?P<secret>[0-9a-f]{16})", "ACME deploy key")
+    >>> SecretScanner([rule], builtin=False).scan("key acme_0123456789abcdef")
+    [Finding(rule_id='acme-key', start=9, end=25)]
+    """
+
+    id: str
+    pattern: str
+    description: str = ""
+
+
+class Finding(NamedTuple):
+    """One secret in a text: the rule that found it and its span as ``str`` indices
+    (``text[start:end]`` is the secret)."""
+
+    rule_id: str
+    start: int
+    end: int
+
+
+@functools.cache
+def _builtin_rules() -> tuple[SecretRule, ...]:
+    return tuple(SecretRule(rid, pattern, desc) for rid, pattern, desc, *_ in _core.secret_builtin_rules())
+
+
+def _check_str(value: object, arg: str) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"{arg}: expected str, got {type(value).__name__}")
+    return value
+
+
+def _texts(texts: Iterable[str]) -> list[str]:
+    if isinstance(texts, str | bytes):
+        raise TypeError(f"texts: expected a sequence of str, got {type(texts).__name__} (wrap it in a list)")
+    return texts if isinstance(texts, list) else list(texts)
+
+
+def _without_surrogates(text: str) -> str:
+    """`text` with each lone surrogate (not encodable as UTF-8) replaced by ``?``: one code
+    point for one, so offsets are unchanged, and ``?`` continues no secret."""
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
+def _splice(text: str, spans: list[tuple[str, int, int]], placeholder: str) -> str:
+    """Redaction done in Python over findings (only for texts holding lone surrogates)."""
+    out: list[str] = []
+    pos = 0
+    i = 0
+    while i < len(spans):
+        rule_id, start, end = spans[i]
+        i += 1
+        while i < len(spans) and spans[i][1] < end:
+            end = max(end, spans[i][2])
+            i += 1
+        out.append(text[pos:start])
+        out.append(placeholder.replace("{rule_id}", rule_id))
+        pos = end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class SecretScanner:
+    """A compiled set of secret rules: built-in credential shapes plus your own.
+
+    The built-in rules cover API keys and tokens (OpenAI, Anthropic, GitHub, GitLab, Stripe,
+    AWS, Google, Slack, npm, PyPI, Twilio, SendGrid, Azure and two dozen more), Authorization
+    and Bearer headers, JWTs, PEM/OpenSSH/PGP private keys, connection strings and URLs with
+    embedded passwords, and ``api_key|token|password|secret = value`` assignments (also ``:``,
+    JSON and YAML forms). Look-alike placeholders (``AKIAIOSFODNN7EXAMPLE``, ``xxxx``,
+    ``<your-key>``, ``${VAR}``, ``changeme``) are dropped after matching. A missed key is worse
+    than a false alarm, so the rules lean towards reporting.
+
+    Compile once and reuse: construction costs milliseconds, a scan of clean text is one pass.
+    Batch methods run in parallel with the GIL released.
+
+    Parameters
+    ----------
+    extra_rules
+        :class:`SecretRule` s appended after the built-in rules.
+    builtin
+        Include the built-in rules.
+
+    Raises
+    ------
+    ValueError
+        A rule pattern does not compile (the message names the rule id), a rule id is empty or
+        used twice.
+
+    Examples
+    --------
+    >>> scanner = SecretScanner()
+    >>> scanner.scan("my key is AKIAHDU6GDPMRCG4BE4U")
+    [Finding(rule_id='aws-access-key-id', start=10, end=30)]
+    >>> scanner.redact("password: Summer2024!")
+    'password: [REDACTED:generic-secret-assignment]'
+    >>> scanner.contains("the token of my appreciation")
+    False
+    """
+
+    __slots__ = ("_native", "_rules")
+
+    def __init__(self, extra_rules: Iterable[SecretRule] = (), *, builtin: bool = True) -> None:
+        if isinstance(extra_rules, SecretRule):
+            raise TypeError(
+                "extra_rules: expected an iterable of SecretRule, got a SecretRule (wrap it in a list)"
+            )
+        pairs: list[tuple[str, str]] = []
+        extra: list[SecretRule] = []
+        for i, rule in enumerate(extra_rules):
+            if not isinstance(rule, SecretRule):
+                raise TypeError(f"extra_rules[{i}]: expected SecretRule, got {type(rule).__name__}")
+            _check_str(rule.id, f"extra_rules[{i}].id")
+            _check_str(rule.pattern, f"extra_rules[{i}].pattern")
+            _check_str(rule.description, f"extra_rules[{i}].description")
+            pairs.append((rule.id, rule.pattern))
+            extra.append(rule)
+        if not isinstance(builtin, bool):
+            raise TypeError(f"builtin: expected bool, got {type(builtin).__name__}")
+        self._native = _core.SecretScanner(pairs, builtin)
+        self._rules = (_builtin_rules() if builtin else ()) + tuple(extra)
+
+    @property
+    def rules(self) -> list[SecretRule]:
+        """The rules in scan order, with their descriptions (built-in rules first)."""
+        return list(self._rules)
+
+    @property
+    def rule_ids(self) -> list[str]:
+        """Rule ids in scan order: built-in rules first, then the extra rules."""
+        return self._native.rule_ids
+
+    def scan(self, text: str) -> list[Finding]:
+        """Every secret in `text`, sorted by position.
+
+        Spans from different rules may overlap; of two findings with the same span only the
+        earlier rule (in :attr:`rule_ids` order) is reported.
+        """
+        _check_str(text, "text")
+        try:
+            raw = self._native.scan(text)
+        except UnicodeEncodeError:
+            raw = self._native.scan(_without_surrogates(text))
+        return [Finding(*f) for f in raw]
+
+    def scan_batch(self, texts: Iterable[str]) -> list[list[Finding]]:
+        """:meth:`scan` of each text, in parallel."""
+        items = _texts(texts)
+        try:
+            raw = self._native.scan_batch(items)
+        except UnicodeEncodeError:
+            raw = self._native.scan_batch([_without_surrogates(t) for t in items])
+        return [[Finding(*f) for f in fs] for fs in raw]
+
+    def contains(self, text: str) -> bool:
+        """Whether `text` holds at least one secret (stops at the first)."""
+        _check_str(text, "text")
+        try:
+            return self._native.contains(text)
+        except UnicodeEncodeError:
+            return self._native.contains(_without_surrogates(text))
+
+    def contains_batch(self, texts: Iterable[str]) -> list[bool]:
+        """:meth:`contains` of each text, in parallel."""
+        items = _texts(texts)
+        try:
+            return self._native.contains_batch(items)
+        except UnicodeEncodeError:
+            return self._native.contains_batch([_without_surrogates(t) for t in items])
+
+    def redact(self, text: str, placeholder: str = DEFAULT_PLACEHOLDER) -> str:
+        """`text` with each secret replaced by `placeholder`, where ``{rule_id}`` becomes the id
+        of the rule that found it. Overlapping findings become one placeholder (labelled with
+        the first of them in scan order: earliest start, then shortest)."""
+        _check_str(text, "text")
+        _check_str(placeholder, "placeholder")
+        try:
+            return self._native.redact(text, placeholder)
+        except UnicodeEncodeError:
+            return _splice(text, self._native.scan(_without_surrogates(text)), placeholder)
+
+    def redact_batch(self, texts: Iterable[str], placeholder: str = DEFAULT_PLACEHOLDER) -> list[str]:
+        """:meth:`redact` of each text, in parallel."""
+        items = _texts(texts)
+        _check_str(placeholder, "placeholder")
+        try:
+            return self._native.redact_batch(items, placeholder)
+        except UnicodeEncodeError:
+            return [self.redact(t, placeholder) for t in items]
+
+    def __repr__(self) -> str:
+        return f"SecretScanner({len(self.rule_ids)} rules)"
+
+
+@functools.cache
+def _default() -> SecretScanner:
+    return SecretScanner()
+
+
+def looks_like_secret(text: str) -> bool:
+    """Whether `text` holds a credential by the built-in rules: the filter every write runs.
+
+    Examples
+    --------
+    >>> looks_like_secret("remember that my dog is called Rex")
+    False
+    >>> looks_like_secret("use postgres://app:Zq9x!pL2@db.internal:5432/app")
+    True
+    """
+    return _default().contains(text)
+
+
+def find_secrets(text: str) -> list[Finding]:
+    """:meth:`SecretScanner.scan` with the built-in rules.
+
+    Examples
+    --------
+    >>> find_secrets("token ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS")
+    [Finding(rule_id='github-token', start=6, end=46)]
+    """
+    return _default().scan(text)
+
+
+def redact_secrets(text: str, placeholder: str = DEFAULT_PLACEHOLDER) -> str:
+    """:meth:`SecretScanner.redact` with the built-in rules.
+
+    Examples
+    --------
+    >>> redact_secrets("Authorization: Bearer ywhjpU05mc4J1WRcQ7wjJJ")
+    'Authorization: Bearer [REDACTED:authorization-header]'
+    """
+    return _default().redact(text, placeholder)

@@ -1,0 +1,272 @@
+use std::time::Instant;
+
+use super::*;
+
+fn ids(s: &Scanner, text: &str) -> Vec<String> {
+    s.scan(text, Offsets::Bytes)
+        .iter()
+        .map(|f| s.rules[f.rule].id.clone())
+        .collect()
+}
+
+/// `(rule id, text, the exact secret the rule must report)`; the checks and the dataset tests
+/// in Python go further, these pin one shape per rule.
+const POSITIVES: &[(&str, &str, &str)] = &[
+    ("private-key", "key:\n-----BEGIN RSA PRIVATE KEY-----\nO6UkzYuF0ie9Pu2njHkAm1/5wDr16EpLLJIVGHz4FxFEtKyPiYGFDm7ena8D5VfL\nZU6uqbgsYlVvsSKuvinX+zMqf9OgXluCZz8xBfZu==\n-----END RSA PRIVATE KEY-----\nthanks",
+        "-----BEGIN RSA PRIVATE KEY-----\nO6UkzYuF0ie9Pu2njHkAm1/5wDr16EpLLJIVGHz4FxFEtKyPiYGFDm7ena8D5VfL\nZU6uqbgsYlVvsSKuvinX+zMqf9OgXluCZz8xBfZu==\n-----END RSA PRIVATE KEY-----"),
+    ("private-key", "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\nO6UkzYuF0ie9Pu2njHkAm1/5wDr16EpLLJIVGHz4FxFEtKyPiYGFDm7ena8D5VfL\n-----END RSA PRIVATE KEY-----",
+        "-----BEGIN RSA PRIVATE KEY-----\nProc-Type: 4,ENCRYPTED\nDEK-Info: AES-128-CBC,3F17F5316E2BAC89\n\nO6UkzYuF0ie9Pu2njHkAm1/5wDr16EpLLJIVGHz4FxFEtKyPiYGFDm7ena8D5VfL\n-----END RSA PRIVATE KEY-----"),
+    ("anthropic-api-key", "ANTHROPIC_API_KEY sk-ant-api03-ORS-6ilI8ihN5KXSc7Tvo-hBKqFYY-kv5ZJr3J1TWDtkwtDDb_xHKas1VOqg6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8poAA ok",
+        "sk-ant-api03-ORS-6ilI8ihN5KXSc7Tvo-hBKqFYY-kv5ZJr3J1TWDtkwtDDb_xHKas1VOqg6YYZYn9ZhyiA4uoRgnatmUdjAWtGSU8poAA"),
+    ("openai-api-key", "my key is sk-proj-u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dKLzdocJ2isAjT3BlbkFJIhKtJ0RlgLKOmxgJTeKd.",
+        "sk-proj-u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dKLzdocJ2isAjT3BlbkFJIhKtJ0RlgLKOmxgJTeKd"),
+    ("github-token", "use ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS now", "ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS"),
+    ("github-fine-grained-pat", "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",
+        "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"),
+    ("gitlab-token", "CI token glpat-F_Ha6ili8GjHEAD6-Wj9 set", "glpat-F_Ha6ili8GjHEAD6-Wj9"),
+    ("stripe-key", "stripe: pk_live_qnsGpWLuqIA1id6Vw5DQL05H", "pk_live_qnsGpWLuqIA1id6Vw5DQL05H"),
+    ("aws-access-key-id", "id AKIAHDU6GDPMRCG4BE4U here", "AKIAHDU6GDPMRCG4BE4U"),
+    ("aws-secret-access-key", "aws_secret_access_key = 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\n", "2jBMptUsGr7CmY+uCu3ZR1zTOlUcR64cXQLioDnk"),
+    ("authorization-header", "Authorization: Basic YWxhZGRpbjpvcGVuc2VzYW1l", "YWxhZGRpbjpvcGVuc2VzYW1l"),
+    ("bearer-token", "send it with bearer ywhjpU05mc4J1WRcQ7wjJJ", "ywhjpU05mc4J1WRcQ7wjJJ"),
+    ("jwt", "t=eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3In0.HIfxIq2HZt-PlJhx2jIclHkCiHp6bR1IqfEouHgxzNN end",
+        "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3In0.HIfxIq2HZt-PlJhx2jIclHkCiHp6bR1IqfEouHgxzNN"),
+    ("slack-token", "xoxb-834782450400-0883873716786-GtSnovm14TUOizwd1iaeOV4q", "xoxb-834782450400-0883873716786-GtSnovm14TUOizwd1iaeOV4q"),
+    ("slack-webhook", "post to https://hooks.slack.com/services/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",
+        "https://hooks.slack.com/services/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"),
+    ("google-api-key", "maps AIzaalHlsZfYcMMDktXP-tKsf2rcDkdfrUnW5gc", "AIzaalHlsZfYcMMDktXP-tKsf2rcDkdfrUnW5gc"),
+    ("npm-token", "npm_6RsXcNOPmeMjvqPVStNKiaEdFrRgSnRFsTHs", "npm_6RsXcNOPmeMjvqPVStNKiaEdFrRgSnRFsTHs"),
+    ("pypi-token", "pypi-AgEIcHlwaS5vcmc777pzNk8cL6j5IXAAjlsHUqJoUD-_Ydua_5ZMs1SWOpQaPRYpzbLGViYXjU2JgJngKtFI3",
+        "pypi-AgEIcHlwaS5vcmc777pzNk8cL6j5IXAAjlsHUqJoUD-_Ydua_5ZMs1SWOpQaPRYpzbLGViYXjU2JgJngKtFI3"),
+    ("twilio-key", "sid SKa6bd0c621de49f145fda9988c79fc355.", "SKa6bd0c621de49f145fda9988c79fc355"),
+    ("sendgrid-api-key", "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", "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"),
+    ("azure-connection-string", "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=GD2VD/eR1UYzaLiA/zNyD7CHLn/xC+1hsYgBds1ghxY5OokvQyx7eNWVQ4vnakJkS1pAWTN3lg8zV5yPU8d0FZ==;EndpointSuffix=core.windows.net",
+        "GD2VD/eR1UYzaLiA/zNyD7CHLn/xC+1hsYgBds1ghxY5OokvQyx7eNWVQ4vnakJkS1pAWTN3lg8zV5yPU8d0FZ=="),
+    ("azure-ad-client-secret", "secret: cyc8Q~7ihGyiRUIQfHOJMaidDn87XG3~q~xbMtEP)", "cyc8Q~7ihGyiRUIQfHOJMaidDn87XG3~q~xbMtEP"),
+    ("connection-string", "DATABASE_URL=postgres://app:Zq9x!pL2@db.internal:5432/app", "Zq9x!pL2"),
+    ("connection-string", "mongodb+srv://svc:myR3alP@ssw0rd@cluster0.mongodb.net/db", "myR3alP@ssw0rd"),
+    ("url-credentials", "see https://deploy:Xk82jdLq@example.org/x", "Xk82jdLq"),
+    ("url-credentials", "git+https://a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0:x-oauth-basic@github.com/o/r.git",
+        "a1b2c3d4e5f6a7b8c9d0e1f2a3b4c5d6e7f8a9b0"),
+    ("cli-user-password", "curl -u admin:Pa55w0rd! https://x", "Pa55w0rd!"),
+    ("generic-secret-assignment", "db_password = \"hunter22X\"", "hunter22X"),
+    ("generic-secret-assignment", "{\"api_key\": \"a8f3kD9s0ZZ\"}", "a8f3kD9s0ZZ"),
+    ("generic-secret-assignment", "password: Summer2024!.", "Summer2024!"),
+    ("huggingface-token", "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", "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"),
+    ("hashicorp-vault-token", "VAULT_TOKEN hvs.HWVsUQk4DwgLGNOaeCtL31Ugq_DfcgaTMnTC0MrAU8ur", "hvs.HWVsUQk4DwgLGNOaeCtL31Ugq_DfcgaTMnTC0MrAU8ur"),
+    ("telegram-bot-token", "bot 3331001471:AAqmALOR2HcSGKgVP8Kd0d3mS8gBlKv3azK", "3331001471:AAqmALOR2HcSGKgVP8Kd0d3mS8gBlKv3azK"),
+];
+
+const NEGATIVES: &[&str] = &[
+    "",
+    "Just a normal sentence about my weekend in Paris; the token of appreciation was lovely.",
+    "aws_access_key_id = AKIAIOSFODNN7EXAMPLE",
+    "ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
+    "api_key = <your-key>",
+    "token = ${GITHUB_TOKEN}",
+    "password: changeme",
+    "password = os.environ",
+    "password=$DB_PASSWORD",
+    "postgres://user:${PASSWORD}@localhost/db",
+    "postgres://postgres:postgres@localhost/db",
+    "https://username:password@example.com",
+    "sk_live_AAAAAAAAAAAAAAAAAAAAAAAA",
+    "-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----",
+    "-----BEGIN OPENSSH PRIVATE KEY----------END OPENSSH PRIVATE KEY-----",
+    "Authorization: Bearer <token>",
+    "Authorization: Bearer $API_KEY",
+    "task-oriented-dialogue-systems-are-fun",
+    "the secret: surprise-party",
+    "passwordVariable: 'PASSWORD'",
+];
+
+#[test]
+fn every_builtin_rule_compiles_and_ids_are_unique() {
+    let s = Scanner::builtin();
+    let mut seen: Vec<&str> = s.rule_ids().collect();
+    assert_eq!(seen.len(), BUILTIN.len());
+    seen.sort_unstable();
+    seen.dedup();
+    assert_eq!(seen.len(), BUILTIN.len());
+}
+
+#[test]
+fn positives_report_the_exact_secret() {
+    let s = Scanner::builtin();
+    for &(rule, text, secret) in POSITIVES {
+        let found = s.scan(text, Offsets::Bytes);
+        let hit = found.iter().find(|f| s.rules[f.rule].id == rule);
+        let f = hit.unwrap_or_else(|| panic!("{rule} missed {text:?}; got {:?}", ids(s, text)));
+        assert_eq!(&text[f.start..f.end], secret, "{rule}");
+        let redacted = s.redact(text, "[REDACTED:{rule_id}]");
+        assert!(!redacted.contains(secret), "{rule}: {redacted}");
+        assert!(s.contains(text));
+    }
+}
+
+#[test]
+fn negatives_report_nothing() {
+    let s = Scanner::builtin();
+    for text in NEGATIVES {
+        assert_eq!(ids(s, text), Vec::<String>::new(), "{text:?}");
+        assert!(!s.contains(text));
+        assert_eq!(s.redact(text, "X"), *text);
+    }
+}
+
+#[test]
+fn char_offsets_after_multibyte_text() {
+    let s = Scanner::builtin();
+    let text = "héllo 🙂 wörld AKIAHDU6GDPMRCG4BE4U ü";
+    let bytes = s.scan(text, Offsets::Bytes);
+    let chars = s.scan(text, Offsets::Chars);
+    assert_eq!(bytes.len(), 1);
+    let start = text.find("AKIA").unwrap();
+    assert_eq!((bytes[0].start, bytes[0].end), (start, start + 20));
+    let cstart = text[..start].chars().count();
+    assert_eq!((chars[0].start, chars[0].end), (cstart, cstart + 20));
+}
+
+#[test]
+fn overlapping_findings_merge_when_redacting() {
+    let s = Scanner::builtin();
+    // The header rule and the bearer rule report the same token: one finding, one placeholder.
+    let text = "Authorization: Bearer ywhjpU05mc4J1WRcQ7wjJJ";
+    let found = s.scan(text, Offsets::Bytes);
+    assert_eq!(found.len(), 1);
+    assert_eq!(s.rules[found[0].rule].id, "authorization-header");
+    assert_eq!(
+        s.redact(text, "[{rule_id}]"),
+        "Authorization: Bearer [authorization-header]"
+    );
+    // A password assignment whose value is itself a GitHub token: overlapping spans, one region.
+    let text = "token=ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS#x1 end";
+    assert!(s.scan(text, Offsets::Bytes).len() >= 2);
+    assert_eq!(s.redact(text, "#"), "token=# end");
+}
+
+#[test]
+fn user_rules() {
+    let extra = vec![
+        ("acme".to_owned(), r"acme_[0-9a-f]{8}".to_owned()),
+        ("pin".to_owned(), r"PIN (?P<secret>[0-9]{4})".to_owned()),
+    ];
+    let s = Scanner::new(&extra, false).unwrap();
+    assert_eq!(s.rule_ids().collect::<Vec<_>>(), ["acme", "pin"]);
+    let text = "acme_deadbeef and PIN 1234";
+    let found = s.scan(text, Offsets::Bytes);
+    assert_eq!(found.len(), 2);
+    assert_eq!(&text[found[0].start..found[0].end], "acme_deadbeef");
+    assert_eq!(&text[found[1].start..found[1].end], "1234");
+    assert_eq!(s.redact(text, "<{rule_id}>"), "<acme> and PIN <pin>");
+    // With the built-ins too, the user rules come last.
+    let both = Scanner::new(&extra, true).unwrap();
+    assert_eq!(both.len(), BUILTIN.len() + 2);
+    assert!(both.contains("acme_deadbeef"));
+    // A single user rule (no set) still works.
+    let one = Scanner::new(&extra[..1], false).unwrap();
+    assert!(one.contains("x acme_0123abcd"));
+    assert!(!one.contains("x acme_0123"));
+}
+
+#[test]
+fn bad_user_rules_are_errors_naming_the_rule() {
+    let err = |rules: &[(&str, &str)]| {
+        let rules: Vec<(String, String)> = rules.iter().map(|(a, b)| (a.to_string(), b.to_string())).collect();
+        match Scanner::new(&rules, true) {
+            Err(e) => e.to_string(),
+            Ok(_) => panic!("accepted {rules:?}"),
+        }
+    };
+    assert!(err(&[("mine", "a(b")]).contains("rule \"mine\": invalid pattern"));
+    assert!(err(&[("mine", "(?<=x)y")]).contains("rule \"mine\""));
+    assert!(err(&[("jwt", "x")]).contains("duplicate rule id \"jwt\""));
+    assert!(err(&[("", "x")]).contains("non-empty"));
+    assert!(err(&[("e", "")]).contains("pattern is empty"));
+}
+
+#[test]
+fn empty_rule_set_and_empty_text() {
+    let s = Scanner::new(&[], false).unwrap();
+    assert!(s.is_empty());
+    assert!(s
+        .scan("sk-proj-u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dKLzdocJ2", Offsets::Chars)
+        .is_empty());
+    assert!(Scanner::builtin().scan("", Offsets::Chars).is_empty());
+}
+
+#[test]
+fn batch_equals_single() {
+    let s = Scanner::builtin();
+    let texts: Vec<&str> = POSITIVES.iter().map(|p| p.1).chain(NEGATIVES.iter().copied()).collect();
+    let batch = s.scan_batch(&texts, Offsets::Chars);
+    let flags = s.contains_batch(&texts);
+    let red = s.redact_batch(&texts, "[{rule_id}]");
+    for (i, t) in texts.iter().enumerate() {
+        assert_eq!(batch[i], s.scan(t, Offsets::Chars));
+        assert_eq!(flags[i], s.contains(t));
+        assert_eq!(red[i], s.redact(t, "[{rule_id}]"));
+    }
+}
+
+#[test]
+fn large_text_scans_rules_in_parallel_with_the_same_result() {
+    let s = Scanner::builtin();
+    let mut text = String::new();
+    for (i, p) in POSITIVES.iter().enumerate() {
+        text.push_str(&"ordinary words and more words. ".repeat(400 + i));
+        text.push_str(p.1);
+        text.push('\n');
+    }
+    assert!(text.len() >= PARALLEL_RULES_MIN_BYTES);
+    let found = s.scan(&text, Offsets::Bytes);
+    // The same findings as scanning each piece on its own, shifted.
+    let mut expected = Vec::new();
+    let mut offset = 0;
+    for (i, p) in POSITIVES.iter().enumerate() {
+        offset += "ordinary words and more words. ".len() * (400 + i);
+        for f in s.scan(p.1, Offsets::Bytes) {
+            expected.push(Finding {
+                start: f.start + offset,
+                end: f.end + offset,
+                rule: f.rule,
+            });
+        }
+        offset += p.1.len() + 1;
+    }
+    expected.sort_unstable();
+    assert_eq!(found, expected);
+}
+
+/// Inputs built to make a backtracking engine (or a quadratic iterator) blow up. The bound is
+/// generous; the point is that none of them is quadratic (1 MiB squared would take minutes).
+#[test]
+fn adversarial_inputs_scan_in_linear_time() {
+    let s = Scanner::builtin();
+    let mib = 1 << 20;
+    let fill = |unit: &str| unit.repeat(mib / unit.len());
+    let inputs = [
+        fill("a"),
+        fill("sk-"),
+        fill("="),
+        fill("aB3+/x9Z"),
+        fill("-----BEGIN RSA PRIVATE KEY-----\n"),
+        fill("password="),
+        fill("token: a"),
+        fill("eyJa."),
+        fill("postgres://u:p@"),
+        fill("https://a:"),
+        fill("xoxb-1"),
+        fill("Q~"),
+        fill("Authorization: Bearer "),
+    ];
+    for text in &inputs {
+        let t0 = Instant::now();
+        let _ = s.scan(text, Offsets::Chars);
+        let _ = s.redact(text, "#");
+        let dt = t0.elapsed().as_secs_f64();
+        // Debug builds are ~20x slower than release; still far from quadratic.
+        let bound = if cfg!(debug_assertions) { 60.0 } else { 2.0 };
+        assert!(dt < bound, "{:?}… took {dt:.2}s", &text[..20]);
+    }
+}
