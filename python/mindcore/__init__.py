@@ -12,11 +12,13 @@ from typing import TYPE_CHECKING, Any
 from mindcore._core import __version__
 
 if TYPE_CHECKING:
+    from mindcore.store import open as open
     from mindcore.working import WorkingMemory
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
     "WorkingMemory": "mindcore.working",
+    "open": "mindcore.store",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
