@@ -288,16 +288,30 @@ class Table:
 
     # -- reads ----------------------------------------------------------------------------------
 
+    def _refresh_schema(self) -> bool:
+        """Re-read the stored schema (another process may have added columns); True if it moved."""
+        fresh = self._tbl.schema
+        if fresh.equals(self._schema):
+            return False
+        self._schema = fresh
+        return True
+
     def _where(self, namespace: str | AllNamespaces, where: Filter | None) -> str:
-        if isinstance(namespace, AllNamespaces):
-            return to_where(None, where, self._schema)
-        return to_where(_check_namespace(namespace), where, self._schema)
+        ns = None if isinstance(namespace, AllNamespaces) else _check_namespace(namespace)
+        try:
+            return to_where(ns, where, self._schema)
+        except ValueError:
+            if not self._refresh_schema():
+                raise
+            return to_where(ns, where, self._schema)
 
     def _columns(self, columns: Sequence[str] | None) -> list[str] | None:
         if columns is None:
             return None
         cols = list(columns)
         unknown = [c for c in cols if c not in self._schema.names]
+        if unknown and self._refresh_schema():
+            unknown = [c for c in cols if c not in self._schema.names]
         if unknown:
             raise ValueError(f"unknown columns {unknown} (table columns: {self._schema.names})")
         return cols
@@ -677,7 +691,7 @@ class Table:
             if not self._tbl.schema.equals(self._schema):
                 self._schema = self._tbl.schema
                 source = rows_to_arrow(rows_from_arrow(source), self._schema, namespace)
-            r = self._tbl.merge_insert(["namespace", "id"]).when_not_matched_insert_all().execute(source)
+            r = self._tbl.merge_insert(["namespace", "id"]).when_not_matched_insert_all().execute(source, on_bad_vectors="null")
             res = WriteResult(int(r.version), inserted=int(r.num_inserted_rows))
             self._after_commit(old, res.version, {namespace})
         self._note_write()
@@ -703,7 +717,7 @@ class Table:
                 )
                 if cond is not None:
                     b = b.when_not_matched_by_source_delete(cond)
-                r = b.execute(source)
+                r = b.execute(source, on_bad_vectors="null")
                 res = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
                                   int(r.num_deleted_rows))
             else:
