@@ -493,3 +493,30 @@ def test_metadata_is_json(notes: Table) -> None:
     raw = notes.scan_arrow("u", columns=["metadata"]).column("metadata")[0].as_py()
     assert json.loads(raw) == [1, {"b": None}]
     assert os.fspath(notes.store.uri)
+
+
+def test_arrow_input_is_validated_like_dicts(store: Store) -> None:
+    t = store.table("arrow", {"n": pa.int64()}, vectors=True, embedder=FakeEmbedder(2))
+    vec = pa.FixedSizeListArray.from_arrays(pa.array([1, 0, 0, 1, 1, 1], pa.float32()), 2)
+    data = pa.table({"id": ["a", "b", "a"], "n": [1, 2, 3], "vector": vec, "tags": [["x"], None, []]})
+    r = t.upsert("u", data)
+    assert r.inserted == 2
+    rows = {x["id"]: x for x in t.scan("u")}
+    assert rows["a"]["n"] == 3 and rows["b"]["tags"] == [] and rows["a"]["created_at"] > 0
+    np.testing.assert_array_equal(rows["a"]["vector"], [1, 1])
+    with pytest.raises(ValueError, match="non-empty"):
+        t.upsert("u", pa.table({"id": ["a", ""]}))
+    with pytest.raises(ValueError, match="unknown columns"):
+        t.upsert("u", pa.table({"id": ["a"], "zzz": [1]}))
+    with pytest.raises(ValueError, match="namespace"):
+        t.upsert("u", pa.table({"id": ["a"], "namespace": ["v"]}))
+    with pytest.raises(TypeError, match="'n'"):
+        t.upsert("u", pa.table({"id": ["a"], "n": ["x"]}))
+    bad = pa.FixedSizeListArray.from_arrays(pa.array([1, float("nan")], pa.float32()), 2)
+    with pytest.raises(ValueError, match="NaN"):
+        t.upsert("u", pa.table({"id": ["a"], "vector": bad}))
+    with pytest.raises(TypeError, match="'vector'"):
+        t.upsert("u", pa.table({"id": ["a"], "vector": pa.array([[1.0, 2.0, 3.0]])}))
+    with pytest.raises(TypeError, match="JSON"):
+        t.upsert("u", pa.table({"id": ["a"], "metadata": ["{not json"]}))
+    assert t.count("u") == 2

@@ -26,6 +26,7 @@ from typing import Any, TypeAlias
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mindcore.store.errors import SchemaError
 
@@ -101,6 +102,7 @@ def build_schema(columns: ColumnsSpec | None, dim: int | None) -> pa.Schema:
     """The full schema of a table: standard columns, then ``columns`` (which must be nullable).
 
     >>> import pyarrow as pa
+import pyarrow.compute as pc
     >>> build_schema({"content": pa.string()}, 3).names
     ['id', 'namespace', 'created_at', 'updated_at', 'tags', 'metadata', 'vector', 'content']
     """
@@ -152,11 +154,11 @@ def rows_to_arrow(
     """
     if isinstance(rows, pa.Table | pa.RecordBatch):
         rows = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
-        records: Sequence[Mapping[str, Any]] = rows.to_pylist()
+        return _arrow_rows(rows, schema, namespace, now_ms() if now is None else now)
     else:
         if isinstance(rows, Mapping):
             raise TypeError("rows: expected a list of dicts (or a pyarrow Table), got a single dict")
-        records = list(rows)
+        records: Sequence[Mapping[str, Any]] = list(rows)
     ts = now_ms() if now is None else now
     names = set(schema.names)
     by_id: dict[str, Mapping[str, Any]] = {}
@@ -191,6 +193,87 @@ def rows_to_arrow(
         else:
             arrays.append(_array([r.get(name) for r in uniq], field))
     return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _arrow_rows(data: pa.Table, schema: pa.Schema, namespace: str, ts: int) -> pa.Table:
+    """:func:`rows_to_arrow` for Arrow input, column by column (no per-row Python)."""
+    names = set(schema.names)
+    unknown = [c for c in data.column_names if c not in names]
+    if unknown:
+        raise ValueError(f"rows: unknown columns {sorted(unknown)} (table columns: {schema.names})")
+    n = data.num_rows
+    if "id" not in data.column_names:
+        raise ValueError("rows: an 'id' column is required")
+    ids: Any = data.column("id").combine_chunks()
+    if not (pa.types.is_string(ids.type) or pa.types.is_large_string(ids.type)):
+        raise TypeError(f"rows: 'id' must be a string column, got {ids.type}")
+    if ids.null_count or (n and pc.min(pc.utf8_length(ids)).as_py() == 0):
+        raise ValueError("rows: every 'id' must be a non-empty str")
+    if "namespace" in data.column_names:
+        ns: Any = data.column("namespace")
+        if ns.null_count or (n and not pc.all(pc.equal(ns, pa.scalar(namespace))).as_py()):
+            raise ValueError(f"rows: 'namespace' differs from the namespace written to ({namespace!r})")
+    # Later rows with the same id replace earlier ones: keep each id's last occurrence.
+    id_np = ids.to_numpy(zero_copy_only=False)
+    _, last_rev = np.unique(id_np[::-1], return_index=True)
+    if len(last_rev) != n:
+        keep = np.sort(n - 1 - last_rev)
+        data = data.take(keep)
+    n = data.num_rows
+    arrays: list[Any] = []
+    for field in schema:
+        name = field.name
+        have = name in data.column_names
+        col: Any = data.column(name).combine_chunks() if have else None
+        if name == "namespace":
+            arrays.append(pa.array([namespace] * n, type=field.type))
+        elif not have:
+            if name in ("created_at", "updated_at"):
+                arrays.append(pa.array(np.full(n, ts, dtype=np.int64)))
+            elif name == "tags":
+                arrays.append(pa.array([[]] * n, type=field.type))
+            else:
+                arrays.append(pa.nulls(n, field.type))
+        elif name in ("created_at", "updated_at"):
+            if not pa.types.is_integer(col.type):
+                raise TypeError(f"rows: {name!r} must be unix milliseconds (int), got {col.type}")
+            arrays.append(pc.fill_null(col.cast(pa.int64()), pa.scalar(ts, pa.int64())))
+        elif name == "tags":
+            arrays.append(_cast(col, field))
+            if pc.list_flatten(arrays[-1]).null_count:
+                raise TypeError("rows: every tag must be a str")
+            if arrays[-1].null_count:
+                arrays[-1] = pa.array([t if t is not None else [] for t in arrays[-1].to_pylist()], type=field.type)
+        elif name == "metadata":
+            if not pa.types.is_string(col.type):
+                raise TypeError(f"rows: 'metadata' must be a column of JSON strings, got {col.type}")
+            for i, m in enumerate(col.to_pylist()):
+                if m is not None:
+                    try:
+                        json.loads(m)
+                    except ValueError as e:
+                        raise TypeError(f"rows[{i}]: 'metadata' is not valid JSON: {e}") from None
+            arrays.append(col)
+        elif name == VECTOR:
+            arr = _cast(col, field)
+            vals = arr.values.slice(arr.offset * field.type.list_size, n * field.type.list_size)
+            flat = vals.to_numpy(zero_copy_only=False)
+            rows_ok = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+            if field.type.list_size and rows_ok.any():
+                mat = np.asarray(flat, dtype=np.float32).reshape(n, field.type.list_size)[rows_ok]
+                if not np.isfinite(mat).all():
+                    raise ValueError("rows: 'vector' contains NaN or infinity")
+            arrays.append(arr)
+        else:
+            arrays.append(_cast(col, field))
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _cast(col: Any, field: pa.Field[Any]) -> Any:
+    try:
+        return col.cast(field.type)
+    except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError) as e:
+        raise TypeError(f"column {field.name!r}: cannot store {col.type} as {field.type}: {e}") from None
 
 
 def _array(values: list[Any], field: pa.Field[Any]) -> pa.Array[Any]:
