@@ -226,13 +226,13 @@ def test_cache_sees_other_processes(tmp_path: Path) -> None:
 
 
 def test_cache_memory_is_bounded(tmp_path: Path) -> None:
-    s = mindcore.open(tmp_path, embedder=VecEmbedder(), config=StoreConfig(cache_bytes=200_000))
+    s = mindcore.open(tmp_path, embedder=VecEmbedder(), config=StoreConfig(cache_bytes=150_000))
     t = s.table("mem", vectors=True)
     vecs = _unit(np.random.default_rng(0), 400)
     for ns in ("a", "b", "c"):
         t.upsert(ns, [{"id": str(i), "vector": v} for i, v in enumerate(vecs)])
         t.search(ns, vecs[0], k=1)
-    assert s._cache.nbytes <= 200_000
+    assert s._cache.nbytes <= 150_000
     assert s._cache.get("mem", "a", t.version) is None  # least recently used went first
     assert s._cache.get("mem", "c", t.version) is not None
 
@@ -279,7 +279,8 @@ def _real_texts(limit: int) -> list[str]:
 def test_vector_index_recall_on_real_text(tmp_path: Path) -> None:
     from mindcore.kernels import hash_embed
 
-    texts = _real_texts(20_000)
+    corpus = _real_texts(20_060)
+    texts, held_out = corpus[:20_000], corpus[20_000:]  # queries are texts the table does not hold
     vecs = hash_embed(texts, dim=384)
 
     class HashEmb:
@@ -298,19 +299,23 @@ def test_vector_index_recall_on_real_text(tmp_path: Path) -> None:
     t.upsert("small", pa.table({"id": ids[:50], "text": texts[:50], "vector": vec_arr[:50]}))
     t.compact()  # builds the index: the table has >= index_min_rows rows
     assert any("vector" in ix.columns for ix in t._tbl.list_indices())
-    rng = np.random.default_rng(0)
-    queries = [texts[i] for i in rng.choice(len(texts), 60, replace=False)]
+    queries = held_out
     with mock.patch.object(TableImpl, "_search_ann", autospec=True, side_effect=TableImpl._search_ann) as ann:
-        recalls = []
+        recalls: list[float] = []
+        raw_recalls: list[float] = []  # the index alone, top-10 without re-scoring
         for qt in queries:
-            q = hash_embed([qt + " please"], dim=384)[0]
+            q = hash_embed([qt], dim=384)[0]
             exact = _ids(t.search("u", q, k=10, exact=True))
             approx = _ids(t.search("u", q, k=10))
             recalls.append(len(set(exact) & set(approx)) / 10)
+            raw = t._tbl.search(q, vector_column_name="vector").where("`namespace` = 'u'").limit(10).to_arrow()
+            raw_recalls.append(len(set(exact) & set(raw.column("id").to_pylist())) / 10)
         assert ann.call_count == len(queries)  # the large namespace went through the index
         t.search("small", vecs[0], k=3)
         assert ann.call_count == len(queries)  # the small one did not
-    assert float(np.mean(recalls)) >= 0.9, np.mean(recalls)
+    # Measured: index alone ~0.86, through the store (256 candidates re-scored exactly) ~1.0.
+    assert float(np.mean(raw_recalls)) >= 0.8, np.mean(raw_recalls)
+    assert float(np.mean(recalls)) >= 0.95, np.mean(recalls)
     # Hybrid scoring and filters still apply on the index path.
     hits = t.search("u", vecs[5], k=5, where=col("id").is_in(["t5", "t6", "t7"]))
     assert _ids(hits)[0] == "t5" and set(_ids(hits)) <= {"t5", "t6", "t7"}

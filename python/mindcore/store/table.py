@@ -404,9 +404,9 @@ class Table:
 
     # -- the vector cache -----------------------------------------------------------------------
 
-    def _entry(self, namespace: str) -> CacheEntry:
+    def _entry(self, namespace: str, version: int | None = None) -> CacheEntry:
         cache = self.store._cache
-        v = self._version()
+        v = self._version() if version is None else version
         e = cache.get(self.name, namespace, v)
         if e is not None:
             return e
@@ -492,7 +492,8 @@ class Table:
             if c is not None:
                 self._columns([c])
         cfg = self.store.config
-        use_ann = exact is not True and self._ann_eligible(namespace)
+        version = self._version()  # one check per search (it costs a LanceDB round trip)
+        use_ann = exact is not True and self._ann_eligible(namespace, version)
         if use_ann:
             return self._search_ann(
                 namespace, q, k=k, metric=metric, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
@@ -500,7 +501,7 @@ class Table:
                 extra_column=extra_column, where=where, min_score=min_score, cols=cols,
                 with_vector=with_vector, candidates=max(cfg.ann_candidates, 4 * k),
             )
-        e = self._entry(namespace)
+        e = self._entry(namespace, version)
         if e.n == 0:
             return []
         mask = e.has_vector & to_mask(where, e.scalars)
@@ -586,17 +587,16 @@ class Table:
 
     # -- ANN --------------------------------------------------------------------------------------
 
-    def _has_vector_index(self) -> bool:
-        v = self._version()
+    def _has_vector_index(self, version: int | None = None) -> bool:
+        v = self._version() if version is None else version
         if self._index_cache is not None and self._index_cache[0] == v:
             return self._index_cache[1]
         has = any(VECTOR in ix.columns for ix in self._tbl.list_indices())
         self._index_cache = (v, has)
         return has
 
-    def _ann_eligible(self, namespace: str) -> bool:
+    def _ann_eligible(self, namespace: str, v: int) -> bool:
         threshold = self.store.config.ann_threshold
-        v = self._version()
         e = self.store._cache.get(self.name, namespace, v)
         if e is not None:
             n = e.n
@@ -607,7 +607,7 @@ class Table:
             else:
                 n = self.count(namespace)
                 self._count_cache[namespace] = (v, n)
-        return n >= threshold and self._has_vector_index()
+        return n >= threshold and self._has_vector_index(v)
 
     def _search_ann(
         self, namespace: str, q: np.ndarray, *, k: int, metric: str, where: Filter | None, candidates: int,
