@@ -520,3 +520,32 @@ def test_arrow_input_is_validated_like_dicts(store: Store) -> None:
     with pytest.raises(TypeError, match="JSON"):
         t.upsert("u", pa.table({"id": ["a"], "metadata": ["{not json"]}))
     assert t.count("u") == 2
+
+
+def _write_elsewhere(path: Path, rows: str) -> None:
+    code = f"import mindcore; mindcore.open({str(path)!r}).table('t').upsert('u', {rows})"
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
+
+
+@pytest.mark.parametrize("v2_paths", [True, False])
+def test_version_probe_sees_other_writers(tmp_path: Path, v2_paths: bool) -> None:
+    schema = mindcore.store.schema.build_schema(None, None)
+    opts = {"new_table_enable_v2_manifest_paths": str(v2_paths).lower()}
+    lancedb.connect(str(tmp_path), storage_options=opts).create_table("t", schema=schema)
+    t = mindcore.open(tmp_path).table("t")
+    assert t._versions._v2 is v2_paths  # the manifest layout was recognised
+    t.upsert("u", [{"id": "a"}])
+    v = t.version
+    _write_elsewhere(tmp_path, "[{'id': 'b'}]")
+    assert t.version == v + 1 and t.count("u") == 2
+    _write_elsewhere(tmp_path, "[{'id': 'c'}]")
+    _write_elsewhere(tmp_path, "[{'id': 'd'}]")
+    assert [r["id"] for r in t.scan("u", order_by="id")] == ["a", "b", "c", "d"]
+
+
+def test_version_tracking_without_a_recognised_layout(tmp_path: Path) -> None:
+    t = mindcore.open(tmp_path).table("t")
+    t._versions._v2 = None  # as if LanceDB changed its file layout: fall back to its own check
+    t.upsert("u", [{"id": "a"}])
+    _write_elsewhere(tmp_path, "[{'id': 'b'}]")
+    assert t.count("u") == 2

@@ -125,7 +125,7 @@ def test_hostile_namespaces_are_isolated(tmp_path: Path) -> None:
     assert t.count(VICTIM) == 1
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(value=st.text(min_size=1, max_size=40))
 def test_any_text_matches_only_itself(table: Table, value: str) -> None:
     t = table

@@ -43,9 +43,14 @@ column names are checked against the schema and values are type-checked and esca
 and/or filter), ``clear``, ``insert_new`` (insert-if-absent), and ``unit_of_work(ns)`` for
 several of them in one commit (one LanceDB ``merge_insert``: a crash leaves all or none). Each
 commit holds the table's write lock (``flock`` locally, a lease object on object storage), so two
-processes can never insert the same id twice. Every ``StoreConfig.compact_every`` writes the
-table is compacted (in the background by default), keeping old versions for
-``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
+processes can never insert the same id twice. After ``StoreConfig.compact_every`` writes (more
+on big tables, see ``compact_amplification``) the table is compacted in the background, keeping
+old versions for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
+
+**Consistency.** Every read of a local store sees every committed write, from any process: the
+table's latest version is probed from its version files (two ``stat`` calls) and the table
+reloaded only when it moved. Object storage checks at most every
+``StoreConfig.read_consistency`` (default 1 s).
 
 **Search.** ``Table.search(namespace, query, *, k, metric, w_sim, w_rec, w_extra, time_column,
 half_life_ms | tau_ms, now_ms, extra_column, where, min_score)`` scores

@@ -9,6 +9,7 @@ LRU over all tables of a store.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -34,6 +35,7 @@ class CacheEntry:
     has_vector: np.ndarray  # (n,) bool
     nbytes: int
     _numeric: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    _lists: dict[str, list[Any]] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -61,6 +63,32 @@ class CacheEntry:
             scalars = table
         scalars = scalars.combine_chunks()
         return cls(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
+
+    def rows(self, idx: np.ndarray, columns: list[str] | None = None) -> list[dict[str, Any]]:
+        """Rows ``idx`` as fresh dicts (like ``schema.rows_from_arrow``, without the vector).
+
+        Columns are converted to Python lists once per entry, so materialising the hits of a
+        search costs a few dict inserts per row instead of an Arrow take and conversion.
+        """
+        names = self.scalars.column_names if columns is None else columns
+        lists = [self._pylist(c) for c in names]
+        out: list[dict[str, Any]] = []
+        for i in idx.tolist():
+            row = {c: vals[i] for c, vals in zip(names, lists, strict=True)}
+            if "tags" in row and row["tags"] is not None:
+                row["tags"] = list(row["tags"])  # never hand out the cache's own list
+            if "metadata" in row:
+                m = row["metadata"]
+                row["metadata"] = json.loads(m) if m is not None else None
+            out.append(row)
+        return out
+
+    def _pylist(self, column: str) -> list[Any]:
+        got = self._lists.get(column)
+        if got is None:
+            got = self.scalars.column(column).to_pylist()
+            self._lists[column] = got
+        return got
 
     def int64(self, column: str) -> np.ndarray:
         """``column`` as int64 (nulls become 0, i.e. the epoch: very old)."""

@@ -17,16 +17,24 @@ class StoreConfig:
     10
     """
 
-    #: How stale a read may be before LanceDB checks for newer versions written by other
-    #: processes. ``None`` picks 0 (always check) for local folders and 1 s for object storage.
+    #: Object storage: how stale a read may be before the table is checked for versions written
+    #: by other processes (``None``: 1 s; each check is a listing round trip). Local folders
+    #: always read the latest version (a cheap probe of the version files, see
+    #: ``mindcore.store.versions``); ``memory://`` stores have no other writers.
     read_consistency: timedelta | None = None
-    #: Compact a table after this many writes by this process (0: never automatically).
-    compact_every: int = 64
+    #: Compact a table after this many writes by this process (0: never automatically)...
+    compact_every: int = 16
+    #: ...or, on larger tables, once the writes since the last compaction reach
+    #: ``rows / compact_amplification`` (LanceDB's compaction rewrites every fragment smaller
+    #: than a million rows, so this bounds the rewrite to ~that many rows per row written)...
+    compact_amplification: int = 64
+    #: ...but never later than after this many writes (bounds the small fragments reads pay for).
+    compact_max_writes: int = 256
     #: Run scheduled compaction on a background thread (``False``: inline, after the write).
     compact_in_background: bool = True
     #: Old versions stay readable this long after compaction; readers in other processes may
     #: still be using them (deleting them at once breaks those readers).
-    cleanup_grace: timedelta = timedelta(minutes=10)
+    cleanup_grace: timedelta = timedelta(seconds=60)
     #: A namespace with at least this many rows is searched through the table's vector index
     #: (when one exists); smaller ones through the in-memory cache and the Rust kernel.
     ann_threshold: int = 200_000
@@ -42,7 +50,8 @@ class StoreConfig:
     lease_ttl: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("compact_every", "ann_threshold", "ann_candidates", "index_min_rows", "cache_bytes"):
+        for name in ("compact_every", "compact_amplification", "compact_max_writes", "ann_threshold",
+                     "ann_candidates", "index_min_rows", "cache_bytes"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{name}: expected a non-negative int, got {v!r}")

@@ -148,11 +148,8 @@ class Store:
         if rc is None:
             rc = timedelta(seconds=1) if kind == "remote" else timedelta(0)
         self._read_consistency: timedelta | None = None if kind == "memory" else rc
-        self._db = lancedb.connect(
-            uri,
-            storage_options=storage_options or None,
-            read_consistency_interval=self._read_consistency,
-        )
+        # Tables track their latest version themselves (see mindcore.store.versions).
+        self._db = lancedb.connect(uri, storage_options=storage_options or None, read_consistency_interval=None)
         self._cache = VectorCache(config.cache_bytes)
         self._tables: dict[str, Table] = {}
         self._locks: dict[str, TableLock] = {}
@@ -270,7 +267,7 @@ class Store:
                     t = Table(self, name, lance, self._table_lock(name), None)
                     self._tables[name] = t
                 else:
-                    t._schema = lance.schema
+                    t._reset(lance)
             if info is not None and not bind and vector_dim(lance.schema) == info.dim:
                 bind = self._embedding_ok(name, lance.schema, info, explicit)
             if bind and emb is not None and info is not None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
@@ -17,6 +17,7 @@ import pyarrow as pa
 from mindcore.store.cache import CacheEntry
 from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
 from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, rows_to_arrow, vector_dim
+from mindcore.store.versions import VersionTracker
 
 if TYPE_CHECKING:
     from mindcore.store.locks import TableLock
@@ -243,9 +244,8 @@ class Table:
         self._schema: pa.Schema = lance.schema
         self._writes = 0
         rc = store._read_consistency
-        self._rc: float | None = None if rc is None else rc.total_seconds()
-        self._seen_version = int(lance.version)
-        self._seen_at = time.monotonic()
+        table_dir = os.path.join(store.uri, f"{name}.lance") if store.kind == "local" else None
+        self._versions = VersionTracker(lance, store.kind, table_dir, None if rc is None else rc.total_seconds())
         self._state_lock = threading.Lock()
         self._index_cache: tuple[int, bool] | None = None
         self._count_cache: dict[str, tuple[int, int]] = {}
@@ -272,19 +272,22 @@ class Table:
 
     @property
     def version(self) -> int:
-        """The latest table version this process knows of (honours the read-consistency interval)."""
+        """The table's latest version (on object storage: as of the read-consistency interval)."""
         return self._version()
 
-    def _version(self, *, fresh: bool = False) -> int:
-        with self._state_lock:
-            now = time.monotonic()
-            if not fresh and self._rc is not None and self._rc > 0 and now - self._seen_at < self._rc:
-                return self._seen_version
-            v = int(self._tbl.version)
-            if v != self._seen_version:
-                self._schema = self._tbl.schema
-            self._seen_version, self._seen_at = v, now
-            return v
+    def _version(self) -> int:
+        """Bring the LanceDB table object up to the latest version; every read starts here."""
+        before = self._versions.loaded
+        v = self._versions.current()
+        if v != before:
+            self._schema = self._tbl.schema
+        return v
+
+    def _reset(self, lance: Any) -> None:
+        """Use a new LanceDB object for this table (after the store altered its schema)."""
+        self._tbl = lance
+        self._versions.reset(lance)
+        self._schema = lance.schema
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -329,6 +332,7 @@ class Table:
         """Rows of ``namespace`` matching ``where`` as an Arrow table (see :meth:`scan`)."""
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise ValueError(f"limit: expected a non-negative int or None, got {limit!r}")
+        self._version()
         cols = self._columns(columns)
         w = self._where(namespace, where)
         if order_by is not None:
@@ -395,6 +399,7 @@ class Table:
 
     def count(self, namespace: str | AllNamespaces, where: Filter | None = None) -> int:
         """Number of rows of ``namespace`` matching ``where``."""
+        self._version()
         return int(self._tbl.count_rows(self._where(namespace, where)))
 
     def namespaces(self) -> list[str]:
@@ -571,10 +576,8 @@ class Table:
         sims = np.asarray(top.similarities)[keep]
         if len(idx) == 0:
             return []
-        sub = e.scalars.take(idx)
-        if cols is not None:
-            sub = sub.select([c for c in dict.fromkeys(["id", *cols]) if c != VECTOR])
-        out_rows = rows_from_arrow(sub)
+        names = None if cols is None else [c for c in dict.fromkeys(["id", *cols]) if c != VECTOR]
+        out_rows = e.rows(idx, names)
         want_vec = with_vector or (cols is not None and VECTOR in cols)
         hits = []
         for j, r in enumerate(out_rows):
@@ -686,8 +689,7 @@ class Table:
         if source.num_rows == 0:
             return WriteResult(self._version())
         with self._lock.hold(self.store.config.lock_timeout):
-            self._tbl.checkout_latest()
-            old = int(self._tbl.version)
+            old = self._versions.exact()
             if not self._tbl.schema.equals(self._schema):
                 self._schema = self._tbl.schema
                 source = rows_to_arrow(rows_from_arrow(source), self._schema, namespace)
@@ -702,8 +704,7 @@ class Table:
             return WriteResult(self._version())
         cfg = self.store.config
         with self._lock.hold(cfg.lock_timeout):
-            self._tbl.checkout_latest()
-            old = int(self._tbl.version)
+            old = self._versions.exact()
             self._schema = self._tbl.schema
             source, deletes = self._replay(namespace, ops)
             if source is None and deletes is None:
@@ -723,16 +724,16 @@ class Table:
             else:
                 assert cond is not None
                 d = self._tbl.delete(cond)
-                new_version = int(getattr(d, "version", self._tbl.version))
+                new_version = int(d.version)
                 res = WriteResult(new_version, deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
             self._after_commit(old, res.version, {namespace})
         self._note_write()
         return res
 
     def _after_commit(self, old: int, new: int, touched: set[str] | None) -> None:
+        self._versions.committed(new)
         self.store._cache.committed(self.name, touched, old, new)
         with self._state_lock:
-            self._seen_version, self._seen_at = new, time.monotonic()
             self._count_cache = {k: (new, n) for k, (v, n) in self._count_cache.items()
                                  if v == old and (touched is not None and k not in touched)}
 
@@ -791,7 +792,14 @@ class Table:
     def _note_write(self) -> None:
         cfg = self.store.config
         self._writes += 1
-        if cfg.compact_every and self._writes >= cfg.compact_every:
+        if not cfg.compact_every or self._writes < cfg.compact_every:
+            return
+        due = cfg.compact_every
+        if cfg.compact_amplification and self._writes < cfg.compact_max_writes:
+            # Compaction rewrites the table: on big tables wait for more writes (count_rows
+            # without a filter reads only metadata).
+            due = max(due, int(self._tbl.count_rows()) // cfg.compact_amplification)
+        if self._writes >= min(due, max(cfg.compact_max_writes, cfg.compact_every)):
             self._writes = 0
             self.store._schedule_maintenance(self)
 
@@ -802,8 +810,7 @@ class Table:
         cfg = self.store.config
         grace = cfg.cleanup_grace if cleanup_grace is None else cleanup_grace
         with self._lock.hold(cfg.lock_timeout):
-            self._tbl.checkout_latest()
-            old = int(self._tbl.version)
+            old = self._versions.exact()
             self._tbl.optimize(cleanup_older_than=grace)
             new = int(self._tbl.version)
             self._after_commit(old, new, set())
