@@ -13,11 +13,13 @@ from mindcore._core import __version__
 from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:
+    from mindcore.store import open as open
     from mindcore.working import WorkingMemory
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
     "WorkingMemory": "mindcore.working",
+    "open": "mindcore.store",
 }
 
 __all__ = ["__version__", "looks_like_secret", *sorted(_LAZY)]

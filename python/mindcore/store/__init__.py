@@ -1,0 +1,108 @@
+"""mindcore.store: the storage layer every capability stores and recalls through (LanceDB).
+
+Open a store, get a table per record kind, and read and write rows of one namespace at a time::
+
+    import mindcore, pyarrow as pa
+    from mindcore.embed import HashEmbedder
+    from mindcore.store import col
+
+    store = mindcore.open()                       # $MINDCORE_HOME or ./.mindcore
+    store = mindcore.open("memory://scratch")     # throwaway, this process only
+    store = mindcore.open("s3://bucket/memory", storage_options={...})   # shared by many machines
+    store = mindcore.open(embedder=HashEmbedder())   # bind the store to an embedding model
+
+    beliefs = store.table("mind_entries", {"type": pa.string(), "content": pa.string(),
+                                           "confidence": pa.float32()}, vectors=True)
+    ns = "mind/research-agent"
+    beliefs.upsert(ns, [{"id": "b1", "type": "belief", "content": "...", "vector": v, "tags": ["ops"]}])
+    beliefs.get(ns, ["b1"])                                   # -> [row dict]
+    beliefs.scan(ns, col("type").eq("goal"), order_by="created_at")
+    beliefs.count(ns, col("tags").contains_all(["ops"]))
+    hits = beliefs.search(ns, "query text", k=5, w_sim=0.6, w_rec=0.2, w_extra=0.2,
+                          tau_ms=30 * 86_400_000, extra_column="confidence",
+                          where=col("type").is_in(["belief", "reflection"]))
+    with beliefs.unit_of_work(ns) as uow:                     # one commit: all or nothing
+        uow.upsert([...]); uow.update(["g1"], {"status": "completed"}); uow.delete(ids=["b7"])
+
+**Tables.** ``Store.table(name, columns, *, vectors=False, embedder=None) -> Table`` creates or
+opens a table with the standard columns ``id`` (string), ``namespace`` (string, BTree-indexed),
+``created_at``/``updated_at`` (int64 unix ms, default now), ``tags`` (list<string>, default
+``[]``), ``metadata`` (any JSON value) and, with ``vectors=True``, ``vector``
+(fixed_size_list<float32>[dim]); then the kind's own ``columns`` (name -> pyarrow type, all
+nullable). Opening a stored table adds the columns it lacks as nullable columns and keeps the
+ones it has, so old stores keep opening. Rows are plain dicts; ``(namespace, id)`` is the key.
+
+**Namespaces.** Every read and write names one namespace (reads may pass ``ALL_NAMESPACES``).
+
+**Filters.** :func:`col` builds conditions (``eq ne lt le gt ge between is_in is_null
+is_not_null starts_with contains_all contains_any``) combined with ``& | ~``, :func:`all_of`,
+:func:`any_of`. No method takes a where string: :func:`to_where` is the single place where
+column names are checked against the schema and values are type-checked and escaped.
+
+**Writes.** ``upsert`` (whole rows), ``update`` (set columns on existing rows), ``delete`` (ids
+and/or filter), ``clear``, ``insert_new`` (insert-if-absent), and ``unit_of_work(ns)`` for
+several of them in one commit (one LanceDB ``merge_insert``: a crash leaves all or none). Each
+commit holds the table's write lock (``flock`` locally, a lease object on object storage), so two
+processes can never insert the same id twice. After ``StoreConfig.compact_every`` writes (more
+on big tables, see ``compact_amplification``) the table is compacted in the background, keeping
+old versions for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
+
+**Consistency.** Every read of a local store sees every committed write, from any process: the
+table's latest version is probed from its version files (two ``stat`` calls) and the table
+reloaded only when it moved. Object storage checks at most every
+``StoreConfig.read_consistency`` (default 1 s).
+
+**Search.** ``Table.search(namespace, query, *, k, metric, w_sim, w_rec, w_extra, time_column,
+half_life_ms | tau_ms, now_ms, extra_column, where, min_score)`` scores
+``w_sim*similarity + w_rec*decay(age) + w_extra*extra`` with ``mindcore.kernels.hybrid_topk`` over
+an in-memory copy of the namespace (numpy views of Arrow buffers, invalidated by table version).
+Namespaces of ``StoreConfig.ann_threshold`` rows or more use the table's IVF_HNSW_SQ index for
+candidates instead. ``Table.vectors(namespace)`` hands the cached matrix to other kernels
+(near-duplicate checks).
+
+**Embedders.** A store records the model id and dimension of its embedder, and each vector table
+its own; opening either with another model or dimension raises :class:`EmbedderMismatchError`
+naming both.
+
+**Async.** Every I/O method has an ``a``-prefixed twin (``aupsert``, ``asearch``, ...), and
+``mindcore.store.aopen``; units of work also work with ``async with``.
+"""
+
+from __future__ import annotations
+
+from mindcore.store.config import StoreConfig
+from mindcore.store.errors import EmbedderMismatchError, LockTimeoutError, SchemaError, StoreError
+from mindcore.store.filters import Col, Filter, all_of, any_of, col, to_mask, to_where
+from mindcore.store.ids import new_id
+from mindcore.store.schema import RESERVED, Row, now_ms
+from mindcore.store.store import EmbeddingInfo, Store, aopen, open
+from mindcore.store.table import ALL_NAMESPACES, EmbedderLike, Hit, Table, UnitOfWork, WriteResult
+
+__all__ = [
+    "ALL_NAMESPACES",
+    "RESERVED",
+    "Col",
+    "EmbedderLike",
+    "EmbedderMismatchError",
+    "EmbeddingInfo",
+    "Filter",
+    "Hit",
+    "LockTimeoutError",
+    "Row",
+    "SchemaError",
+    "Store",
+    "StoreConfig",
+    "StoreError",
+    "Table",
+    "UnitOfWork",
+    "WriteResult",
+    "all_of",
+    "any_of",
+    "aopen",
+    "col",
+    "new_id",
+    "now_ms",
+    "open",
+    "to_mask",
+    "to_where",
+]

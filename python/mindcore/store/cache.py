@@ -1,0 +1,164 @@
+"""The in-memory vector cache: one namespace of one table as numpy views of Arrow buffers.
+
+Exact search inside LanceDB is 10-70x slower than the same scan over memory, so a namespace is
+loaded once (one filtered scan) and searched with the Rust hybrid top-k until the table's
+version moves. Entries are labelled with the table version they were read at; a write by this
+process to another namespace relabels them instead of dropping them. Memory is bounded by an
+LRU over all tables of a store.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mindcore.store.schema import VECTOR
+
+__all__ = ["CacheEntry", "VectorCache"]
+
+
+@dataclass
+class CacheEntry:
+    """One namespace: scalar columns as Arrow, vectors as an ``(n, dim)`` float32 view."""
+
+    version: int
+    scalars: pa.Table  # every column but the vector, in table order
+    matrix: np.ndarray  # (n, dim) float32, rows with a null vector are zeros
+    has_vector: np.ndarray  # (n,) bool
+    nbytes: int
+    _numeric: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
+    _lists: dict[str, list[Any]] = field(default_factory=dict)
+
+    @property
+    def n(self) -> int:
+        return int(self.matrix.shape[0])
+
+    @classmethod
+    def from_arrow(cls, table: pa.Table, version: int, dim: int) -> CacheEntry:
+        n = table.num_rows
+        if VECTOR in table.column_names:
+            vec: Any = table.column(VECTOR).combine_chunks()
+            if len(vec) == 0:
+                matrix = np.zeros((0, dim), dtype=np.float32)
+                has = np.zeros(0, dtype=bool)
+            else:
+                # .values ignores the list array's offset and nulls: slice to our rows, zero-copy.
+                vals = vec.values.slice(vec.offset * dim, n * dim)
+                matrix = vals.to_numpy(zero_copy_only=vals.null_count == 0).reshape(n, dim)
+                has = ~np.asarray(vec.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+                if not has.all() or vals.null_count:
+                    matrix = np.where(has[:, None], np.nan_to_num(matrix), 0).astype(np.float32)
+            scalars = table.drop_columns([VECTOR])
+        else:
+            matrix = np.zeros((n, dim), dtype=np.float32)
+            has = np.zeros(n, dtype=bool)
+            scalars = table
+        scalars = scalars.combine_chunks()
+        return cls(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
+
+    def rows(self, idx: np.ndarray, columns: list[str] | None = None) -> list[dict[str, Any]]:
+        """Rows ``idx`` as fresh dicts (like ``schema.rows_from_arrow``, without the vector).
+
+        Columns are converted to Python lists once per entry, so materialising the hits of a
+        search costs a few dict inserts per row instead of an Arrow take and conversion.
+        """
+        names = self.scalars.column_names if columns is None else columns
+        lists = [self._pylist(c) for c in names]
+        out: list[dict[str, Any]] = []
+        for i in idx.tolist():
+            row = {c: vals[i] for c, vals in zip(names, lists, strict=True)}
+            if "tags" in row and row["tags"] is not None:
+                row["tags"] = list(row["tags"])  # never hand out the cache's own list
+            if "metadata" in row:
+                m = row["metadata"]
+                row["metadata"] = json.loads(m) if m is not None else None
+            out.append(row)
+        return out
+
+    def _pylist(self, column: str) -> list[Any]:
+        got = self._lists.get(column)
+        if got is None:
+            got = self.scalars.column(column).to_pylist()
+            self._lists[column] = got
+        return got
+
+    def int64(self, column: str) -> np.ndarray:
+        """``column`` as int64 (nulls become 0, i.e. the epoch: very old)."""
+        key = ("i8", column)
+        if key not in self._numeric:
+            arr: Any = pc.fill_null(pc.cast(self.scalars.column(column), pa.int64()), pa.scalar(0, pa.int64()))
+            self._numeric[key] = np.ascontiguousarray(arr.to_numpy(), dtype=np.int64)
+        return self._numeric[key]
+
+    def float32(self, column: str) -> np.ndarray:
+        """``column`` as float32 (nulls become 0)."""
+        key = ("f4", column)
+        if key not in self._numeric:
+            arr: Any = pc.fill_null(pc.cast(self.scalars.column(column), pa.float32()), pa.scalar(0.0, pa.float32()))
+            self._numeric[key] = np.ascontiguousarray(arr.to_numpy(), dtype=np.float32)
+        return self._numeric[key]
+
+
+class VectorCache:
+    """LRU of :class:`CacheEntry` keyed by ``(table, namespace)``, bounded by ``max_bytes``."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[tuple[str, str], CacheEntry] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+
+    def get(self, table: str, namespace: str, version: int) -> CacheEntry | None:
+        with self._lock:
+            e = self._entries.get((table, namespace))
+            if e is None or e.version != version:
+                return None
+            self._entries.move_to_end((table, namespace))
+            return e
+
+    def put(self, table: str, namespace: str, entry: CacheEntry) -> None:
+        if entry.nbytes > self.max_bytes:
+            return
+        with self._lock:
+            old = self._entries.pop((table, namespace), None)
+            if old is not None:
+                self._bytes -= old.nbytes
+            self._entries[(table, namespace)] = entry
+            self._bytes += entry.nbytes
+            while self._bytes > self.max_bytes and self._entries:
+                _, ev = self._entries.popitem(last=False)
+                self._bytes -= ev.nbytes
+
+    def committed(self, table: str, touched: Iterable[str] | None, old: int, new: int) -> None:
+        """This process committed versions ``old+1 .. new`` while holding the table's write lock.
+
+        Entries of namespaces in ``touched`` (``None``: all) are dropped; entries read at ``old``
+        stay valid and are relabelled ``new`` (no one else could write in between).
+        """
+        drop_all = touched is None
+        names = set() if touched is None else set(touched)
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == table]:
+                e = self._entries[key]
+                if drop_all or key[1] in names:
+                    del self._entries[key]
+                    self._bytes -= e.nbytes
+                elif e.version == old:
+                    e.version = new
+
+    def drop_table(self, table: str) -> None:
+        with self._lock:
+            for key in [k for k in self._entries if k[0] == table]:
+                self._bytes -= self._entries.pop(key).nbytes
+
+    @property
+    def nbytes(self) -> int:
+        return self._bytes

@@ -1,0 +1,66 @@
+"""Tuning knobs of a store (every one has a measured default)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+
+__all__ = ["StoreConfig"]
+
+
+@dataclass(frozen=True)
+class StoreConfig:
+    """How a store reads, writes and maintains its tables.
+
+    >>> from datetime import timedelta
+    >>> StoreConfig(compact_every=10, cleanup_grace=timedelta(minutes=1)).compact_every
+    10
+    """
+
+    #: Object storage: how stale a read may be before the table is checked for versions written
+    #: by other processes (``None``: 1 s; each check is a listing round trip). Local folders
+    #: always read the latest version (a cheap probe of the version files, see
+    #: ``mindcore.store.versions``); ``memory://`` stores have no other writers.
+    read_consistency: timedelta | None = None
+    #: Compact a table after this many writes by this process (0: never automatically)...
+    compact_every: int = 16
+    #: ...or, on larger tables, once the writes since the last compaction reach
+    #: ``rows / compact_amplification`` (LanceDB's compaction rewrites every fragment smaller
+    #: than a million rows, so this bounds the rewrite to ~that many rows per row written)...
+    compact_amplification: int = 64
+    #: ...but never later than after this many writes (bounds the small fragments reads pay for).
+    compact_max_writes: int = 256
+    #: Run scheduled compaction on a background thread (``False``: inline, after the write).
+    compact_in_background: bool = True
+    #: Old versions stay readable this long after compaction; readers in other processes may
+    #: still be using them (deleting them at once breaks those readers).
+    cleanup_grace: timedelta = timedelta(seconds=60)
+    #: A namespace with at least this many rows is searched through the table's vector index
+    #: (when one exists); smaller ones through the in-memory cache and the Rust kernel.
+    ann_threshold: int = 200_000
+    #: Candidates fetched from the vector index before hybrid re-scoring (at least ``4 * k``).
+    ann_candidates: int = 256
+    #: Maintenance builds the vector index once a table holds this many rows (0: never).
+    index_min_rows: int = 200_000
+    #: Upper bound on the memory of the vector cache, over all tables of the store.
+    cache_bytes: int = 1 << 30
+    #: Seconds to wait for a table's write lock before raising ``LockTimeoutError``.
+    lock_timeout: float = 60.0
+    #: Lease length of object-storage write locks (renewed while held).
+    lease_ttl: float = 30.0
+
+    def __post_init__(self) -> None:
+        for name in ("compact_every", "compact_amplification", "compact_max_writes", "ann_threshold",
+                     "ann_candidates", "index_min_rows", "cache_bytes"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or isinstance(v, bool) or v < 0:
+                raise ValueError(f"{name}: expected a non-negative int, got {v!r}")
+        for name in ("lock_timeout", "lease_ttl"):
+            v = getattr(self, name)
+            if not isinstance(v, int | float) or v <= 0:
+                raise ValueError(f"{name}: expected a positive number of seconds, got {v!r}")
+        if not isinstance(self.cleanup_grace, timedelta) or self.cleanup_grace < timedelta(0):
+            raise ValueError(f"cleanup_grace: expected a non-negative timedelta, got {self.cleanup_grace!r}")
+        rc = self.read_consistency
+        if rc is not None and (not isinstance(rc, timedelta) or rc < timedelta(0)):
+            raise ValueError(f"read_consistency: expected a non-negative timedelta or None, got {rc!r}")

@@ -1,0 +1,461 @@
+"""`Store`: a LanceDB database (folder, ``memory://`` or object storage) and its tables."""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import logging
+import os
+import queue
+import re
+import threading
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import timedelta
+from types import TracebackType
+from typing import Any
+
+import pyarrow as pa
+
+from mindcore.store.cache import VectorCache
+from mindcore.store.config import StoreConfig
+from mindcore.store.errors import EmbedderMismatchError
+from mindcore.store.locks import FileLock, LeaseLock, TableLock, ThreadLock
+from mindcore.store.schema import ColumnsSpec, build_schema, missing_fields, vector_dim
+from mindcore.store.table import EmbedderLike, Table
+
+__all__ = ["EmbeddingInfo", "Store", "aopen", "open"]
+
+log = logging.getLogger("mindcore.store")
+
+META_TABLE = "_mindcore_meta"
+_LOCK_DIR = "_mindcore_locks"
+_TABLE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}\Z")
+_MEMORY: weakref.WeakValueDictionary[str, Store] = weakref.WeakValueDictionary()
+_OPEN: weakref.WeakSet[Store] = weakref.WeakSet()
+_REGISTRY_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddingInfo:
+    """The embedding model a store or table was built with."""
+
+    model_id: str
+    dim: int
+
+    @classmethod
+    def of(cls, embedder: EmbedderLike) -> EmbeddingInfo:
+        dim, model = getattr(embedder, "dim", None), getattr(embedder, "model_id", None)
+        if not isinstance(dim, int) or isinstance(dim, bool) or dim <= 0:
+            raise TypeError(f"embedder: expected a positive int .dim, got {dim!r}")
+        if not isinstance(model, str) or not model:
+            raise TypeError(f"embedder: expected a non-empty str .model_id, got {model!r}")
+        return cls(model, dim)
+
+    def __str__(self) -> str:
+        return f"{self.model_id!r} (dim {self.dim})"
+
+
+def _mismatch(what: str, stored: EmbeddingInfo, given: EmbeddingInfo) -> EmbedderMismatchError:
+    return EmbedderMismatchError(
+        f"{what} was built with embedding model {stored}, but the embedder given is {given}; "
+        "use the same model, or a new store (re-embedding is a separate step)"
+    )
+
+
+def _resolve(uri: str | os.PathLike[str] | None) -> tuple[str, str]:
+    """``(kind, location)`` with kind ``local`` (absolute path), ``memory`` or ``remote``."""
+    if uri is None:
+        uri = os.environ.get("MINDCORE_HOME") or ".mindcore"
+    if isinstance(uri, os.PathLike):
+        uri = os.fspath(uri)
+    if not isinstance(uri, str) or not uri:
+        raise ValueError(f"uri: expected a path or a URI, got {uri!r}")
+    if uri.startswith("memory://"):
+        return "memory", uri
+    if uri.startswith("file://"):
+        uri = uri[len("file://") :]
+    elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", uri):
+        return "remote", uri.rstrip("/")
+    path = os.path.abspath(os.path.expanduser(uri))
+    os.makedirs(path, exist_ok=True)
+    return "local", path
+
+
+def open(
+    uri: str | os.PathLike[str] | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    embedder: EmbedderLike | None = None,
+    config: StoreConfig | None = None,
+) -> Store:
+    """Open (creating if needed) the memory store at ``uri``.
+
+    ``uri`` is a folder (default: ``$MINDCORE_HOME``, else ``./.mindcore``), ``memory://name``
+    (a throwaway store shared by every ``open`` of that name in this process while it is in use;
+    plain ``memory://`` is always a new one) or an object-storage URI such as
+    ``s3://bucket/prefix`` with credentials in ``storage_options`` (LanceDB's keys:
+    ``aws_access_key_id``, ``aws_endpoint``, ``allow_http``, ...), which lets several machines
+    share one memory. ``embedder`` binds the store to that model: a store built with another
+    model or dimension refuses to open.
+
+    >>> import mindcore
+    >>> store = mindcore.open("memory://doc")
+    >>> store.table("notes", {"text": pa.string()}).upsert("me", [{"id": "n1", "text": "hi"}]).inserted
+    1
+    """
+    kind, location = _resolve(uri)
+    cfg = config or StoreConfig()
+    if kind == "memory" and location != "memory://":
+        with _REGISTRY_LOCK:
+            store = _MEMORY.get(location)
+            if store is None:
+                store = Store(location, kind, dict(storage_options or {}), cfg)
+                _MEMORY[location] = store
+    else:
+        store = Store(location, kind, dict(storage_options or {}), cfg)
+    if embedder is not None:
+        store.bind_embedder(embedder)
+    return store
+
+
+async def aopen(
+    uri: str | os.PathLike[str] | None = None,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    embedder: EmbedderLike | None = None,
+    config: StoreConfig | None = None,
+) -> Store:
+    """Async twin of :func:`open`."""
+    return await asyncio.to_thread(
+        lambda: open(uri, storage_options=storage_options, embedder=embedder, config=config)
+    )
+
+
+class Store:
+    """A LanceDB database and the tables of every capability. Make one with
+    :func:`mindcore.open`."""
+
+    def __init__(self, uri: str, kind: str, storage_options: dict[str, str], config: StoreConfig) -> None:
+        import lancedb  # ~1.5 s: imported on first open, never by `import mindcore`
+
+        self.uri = uri
+        self.kind = kind
+        self.config = config
+        self._storage_options = storage_options
+        rc = config.read_consistency
+        if rc is None:
+            rc = timedelta(seconds=1) if kind == "remote" else timedelta(0)
+        self._read_consistency: timedelta | None = None if kind == "memory" else rc
+        # Tables track their latest version themselves (see mindcore.store.versions).
+        self._db = lancedb.connect(uri, storage_options=storage_options or None, read_consistency_interval=None)
+        self._cache = VectorCache(config.cache_bytes)
+        self._tables: dict[str, Table] = {}
+        self._locks: dict[str, TableLock] = {}
+        self._lock = threading.RLock()
+        self._embedder: EmbedderLike | None = None
+        self._maint = _Maintainer(self)
+        self._closed = False
+        self._meta = self._table(META_TABLE, None, None)
+        _OPEN.add(self)
+
+    def __repr__(self) -> str:
+        return f"Store({self.uri!r})"
+
+    # -- embedding ------------------------------------------------------------------------------
+
+    @property
+    def embedder(self) -> EmbedderLike | None:
+        """The embedder bound with :func:`open` or :meth:`bind_embedder` (default of tables)."""
+        return self._embedder
+
+    @property
+    def embedding(self) -> EmbeddingInfo | None:
+        """The embedding model recorded in the store, if one was ever bound."""
+        return self._recorded("store", "embedding")
+
+    def _recorded(self, ns: str, key: str) -> EmbeddingInfo | None:
+        row = self._meta.get_one(ns, key)
+        if row is None or not isinstance(row.get("metadata"), dict):
+            return None
+        m = row["metadata"]
+        return EmbeddingInfo(str(m["model_id"]), int(m["dim"]))
+
+    def _claim(self, ns: str, key: str, info: EmbeddingInfo, what: str) -> None:
+        """Record ``info`` under ``key`` unless something is recorded; then they must agree."""
+        stored = self._recorded(ns, key)
+        if stored is None:
+            self._meta.insert_new(ns, [{"id": key, "metadata": {"model_id": info.model_id, "dim": info.dim}}])
+            stored = self._recorded(ns, key)
+        if stored is not None and stored != info:
+            raise _mismatch(what, stored, info)
+
+    def bind_embedder(self, embedder: EmbedderLike) -> None:
+        """Make ``embedder`` the store's model (recorded on first use; a different model or
+        dimension than the recorded one raises :class:`EmbedderMismatchError`)."""
+        info = EmbeddingInfo.of(embedder)
+        self._claim("store", "embedding", info, f"the store at {self.uri}")
+        self._embedder = embedder
+
+    # -- tables ---------------------------------------------------------------------------------
+
+    def _table_lock(self, name: str) -> TableLock:
+        with self._lock:
+            lock = self._locks.get(name)
+            if lock is None:
+                if self.kind == "local":
+                    lock = FileLock(os.path.join(self.uri, _LOCK_DIR, f"{name}.lock"), name)
+                elif self.kind == "memory":
+                    lock = ThreadLock(name)
+                else:
+                    lock = LeaseLock(self.uri, f"{_LOCK_DIR}/{name}.lock", name, self._storage_options,
+                                     ttl=self.config.lease_ttl)
+                self._locks[name] = lock
+            return lock
+
+    def table(
+        self,
+        name: str,
+        columns: ColumnsSpec | None = None,
+        *,
+        vectors: bool = False,
+        embedder: EmbedderLike | None = None,
+    ) -> Table:
+        """Open or create the table ``name`` with the standard columns plus ``columns`` (a dict
+        of name -> pyarrow type, all nullable). Columns missing from a stored table are added
+        (null in old rows); stored columns not asked for are kept.
+
+        ``vectors=True`` gives the table a ``vector`` column of the embedder's dimension (the
+        ``embedder`` given here, else the store's). A table built with another embedding model
+        or dimension raises :class:`EmbedderMismatchError` naming both.
+
+        >>> import mindcore, pyarrow as pa
+        >>> store = mindcore.open("memory://")
+        >>> store.table("goals", {"description": pa.string(), "priority": pa.string()}).schema.names[-2:]
+        ['description', 'priority']
+        """
+        if not isinstance(name, str) or not _TABLE_NAME.match(name):
+            raise ValueError(f"table name: expected 1-128 of [A-Za-z0-9_.-] starting alphanumeric, got {name!r}")
+        emb = embedder if embedder is not None else self._embedder
+        if vectors and emb is None:
+            raise ValueError(f"table {name!r}: vectors=True needs an embedder (pass embedder= here or to mindcore.open)")
+        explicit = vectors or embedder is not None
+        return self._table(name, columns, emb, vectors=vectors, explicit=explicit)
+
+    def _table(
+        self,
+        name: str,
+        columns: ColumnsSpec | None,
+        emb: EmbedderLike | None,
+        *,
+        vectors: bool = False,
+        explicit: bool = False,
+    ) -> Table:
+        self._check_open()
+        info = EmbeddingInfo.of(emb) if emb is not None else None
+        wanted = build_schema(columns, info.dim if vectors and info is not None else None)
+        with self._lock:
+            t = self._tables.get(name)
+            lance = t._tbl if t is not None else self._try_open(name)
+            bind = False
+            if lance is not None and info is not None:
+                bind = self._embedding_ok(name, lance.schema, info, explicit)
+            if t is None or missing_fields(lance.schema, wanted):
+                lance = self._open_or_create(name, wanted)
+                if t is None:
+                    t = Table(self, name, lance, self._table_lock(name), None)
+                    self._tables[name] = t
+                else:
+                    t._reset(lance)
+            if info is not None and not bind and vector_dim(lance.schema) == info.dim:
+                bind = self._embedding_ok(name, lance.schema, info, explicit)
+            if bind and emb is not None and info is not None:
+                if explicit:
+                    self._claim("table-embedding", name, info, f"table {name!r}")
+                t._embedder = emb
+        return t
+
+    def _embedding_ok(self, name: str, schema: pa.Schema, info: EmbeddingInfo, explicit: bool) -> bool:
+        """Whether a table with ``schema`` may be used with embedder ``info``. A mismatch raises
+        when the embedder was asked for explicitly; the store's default is simply not bound."""
+        dim = vector_dim(schema)
+        if dim is None:
+            return False
+        stored = self._recorded("table-embedding", name)
+        if stored is None and dim != info.dim:
+            stored = EmbeddingInfo("(not recorded)", dim)
+        if stored is None or stored == info:
+            return True
+        if explicit:
+            raise _mismatch(f"table {name!r}", stored, info)
+        return False
+
+    def _open_or_create(self, name: str, wanted: pa.Schema) -> Any:
+        from lancedb.index import BTree
+
+        lance = self._try_open(name)
+        if lance is not None and not missing_fields(lance.schema, wanted) and self._has_ns_index(lance):
+            return lance
+        with self._table_lock(name).hold(self.config.lock_timeout):
+            lance = self._try_open(name)
+            if lance is None:
+                lance = self._db.create_table(name, schema=wanted, exist_ok=True)
+            add = missing_fields(lance.schema, wanted)
+            if add:
+                lance.add_columns(add)
+            if not self._has_ns_index(lance):
+                lance.create_index("namespace", config=BTree(), replace=False)
+            return lance
+
+    def _try_open(self, name: str) -> Any:
+        try:
+            return self._db.open_table(name)
+        except (ValueError, FileNotFoundError):
+            return None
+
+    @staticmethod
+    def _has_ns_index(lance: Any) -> bool:
+        return any(list(ix.columns) == ["namespace"] for ix in lance.list_indices())
+
+    def table_names(self) -> list[str]:
+        """Names of the tables in the store (internal ones excluded)."""
+        return sorted(n for n in self._all_tables() if not n.startswith("_mindcore"))
+
+    def _all_tables(self) -> list[str]:
+        names: list[str] = []
+        token: str | None = None
+        while True:
+            resp = self._db.list_tables(page_token=token)
+            names.extend(resp.tables)
+            token = resp.page_token
+            if not token:
+                break
+        return names
+
+    def drop_table(self, name: str) -> None:
+        """Delete a table and everything in it."""
+        with self._lock, self._table_lock(name).hold(self.config.lock_timeout):
+            if name in self._all_tables():
+                self._db.drop_table(name)
+            self._tables.pop(name, None)
+            self._cache.drop_table(name)
+            self._meta.delete("table-embedding", ids=[name])
+
+    # -- maintenance ----------------------------------------------------------------------------
+
+    def _schedule_maintenance(self, table: Table) -> None:
+        self._maint.schedule(table)
+
+    def compact(self) -> None:
+        """Compact every table now (see :meth:`Table.compact`)."""
+        for name in [*self.table_names(), META_TABLE]:
+            t = self._tables.get(name) or self._table(name, None, None)
+            t.compact()
+
+    def wait_for_maintenance(self, timeout: float | None = None) -> None:
+        """Block until scheduled background compactions have finished."""
+        self._maint.join(timeout)
+
+    def close(self) -> None:
+        """Finish background maintenance and release the store (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._maint.close()
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError(f"store {self.uri} is closed")
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    # -- async twins ----------------------------------------------------------------------------
+
+    async def atable(
+        self, name: str, columns: ColumnsSpec | None = None, *, vectors: bool = False,
+        embedder: EmbedderLike | None = None,
+    ) -> Table:
+        return await asyncio.to_thread(lambda: self.table(name, columns, vectors=vectors, embedder=embedder))
+
+    async def acompact(self) -> None:
+        await asyncio.to_thread(self.compact)
+
+
+class _Maintainer:
+    """Runs scheduled compactions, on one background thread per store (or inline)."""
+
+    def __init__(self, store: Store) -> None:
+        self._store = weakref.ref(store)
+        self._queue: queue.Queue[Table | None] = queue.Queue()
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, table: Table) -> None:
+        store = self._store()
+        if store is None:
+            return
+        if not store.config.compact_in_background:
+            self._run_one(table)
+            return
+        with self._lock:
+            if table.name in self._pending:
+                return
+            self._pending.add(table.name)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name=f"mindcore-compact-{store.uri}", daemon=True)
+                self._thread.start()
+        self._queue.put(table)
+
+    @staticmethod
+    def _run_one(table: Table) -> None:
+        try:
+            table.compact()
+        except Exception:  # maintenance must never break the writer; the next schedule retries
+            log.warning("compaction of table %r failed", table.name, exc_info=True)
+
+    def _loop(self) -> None:
+        while True:
+            table = self._queue.get()
+            try:
+                if table is None:
+                    return
+                with self._lock:
+                    self._pending.discard(table.name)
+                self._run_one(table)
+            finally:
+                self._queue.task_done()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is None:
+            return
+        if timeout is None:
+            self._queue.join()
+            return
+        done = threading.Event()
+
+        def wait() -> None:
+            self._queue.join()
+            done.set()
+
+        threading.Thread(target=wait, daemon=True).start()
+        done.wait(timeout)
+
+    def close(self) -> None:
+        if self._thread is not None and self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
+
+
+@atexit.register
+def _close_all() -> None:
+    for store in list(_OPEN):
+        try:
+            store.close()
+        except Exception:  # pragma: no cover - best effort at exit
+            log.debug("closing %r at exit failed", store, exc_info=True)
