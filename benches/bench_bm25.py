@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from mindcore.kernels import BM25Index, bm25_tokenize
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+
 from mindcore.kernels import bm25_tokenize, hash_embed
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"

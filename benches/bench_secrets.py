@@ -28,6 +28,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+
 from mindcore.kernels import SecretScanner
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"

@@ -24,10 +24,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import mindcore
 import numpy as np
 import pyarrow as pa
 import pytest
+
+import mindcore
 from mindcore.store import StoreConfig, Table
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"

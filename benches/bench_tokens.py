@@ -27,6 +27,7 @@ from unittest import mock
 import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
+
 from mindcore import _core
 from mindcore.kernels import count_tokens, encode, estimate_message_tokens, estimate_tokens
 

@@ -25,8 +25,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mindcore.kernels import hybrid_topk
 from numpy.typing import NDArray
+
+from mindcore.kernels import hybrid_topk
 
 faiss = pytest.importorskip("faiss", reason="faiss-cpu is the baseline: pip install faiss-cpu")
 

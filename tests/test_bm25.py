@@ -11,11 +11,12 @@ from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 
-import mindcore.kernels.bm25
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import mindcore.kernels.bm25
 from mindcore.kernels import BM25Index, bm25_tokenize
 
 

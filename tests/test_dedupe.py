@@ -8,8 +8,9 @@ import numpy as np
 import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
-from mindcore.kernels import dedupe_within, near_duplicates
 from numpy.typing import NDArray
+
+from mindcore.kernels import dedupe_within, near_duplicates
 
 F32 = np.float32
 

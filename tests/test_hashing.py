@@ -7,11 +7,12 @@ import doctest
 import subprocess
 import sys
 
-import mindcore.kernels.hashing
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import mindcore.kernels.hashing
 from mindcore.kernels import bm25_tokenize, hash_embed
 
 _M64 = (1 << 64) - 1

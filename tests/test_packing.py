@@ -7,11 +7,12 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import mindcore.kernels.packing
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import mindcore.kernels.packing
 from mindcore.kernels import pack_budget
 
 

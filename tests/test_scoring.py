@@ -9,8 +9,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from mindcore.kernels import TopK, hybrid_topk
 from numpy.typing import NDArray
+
+from mindcore.kernels import TopK, hybrid_topk
 
 F32 = np.float32
 DAY = 86_400_000

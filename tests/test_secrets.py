@@ -19,11 +19,12 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import mindcore
-import mindcore.kernels.secrets
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import mindcore
+import mindcore.kernels.secrets
 from mindcore import _core
 from mindcore.kernels import (
     Finding,

@@ -13,12 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import lancedb
-import mindcore
 import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import mindcore
 from mindcore.store import (
     ALL_NAMESPACES,
     EmbedderMismatchError,

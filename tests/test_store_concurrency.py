@@ -16,9 +16,10 @@ import sys
 import time
 from pathlib import Path
 
-import mindcore
 import pyarrow as pa
 import pytest
+
+import mindcore
 from mindcore.store import StoreConfig, col
 
 TRIALS = int(os.environ.get("MINDCORE_STORE_KILL_TRIALS", "16"))

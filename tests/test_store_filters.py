@@ -8,11 +8,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import mindcore
 import pyarrow as pa
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
+import mindcore
 from mindcore.store import ALL_NAMESPACES, Filter, StoreConfig, Table, all_of, any_of, col, to_mask, to_where
 
 HOSTILE = [

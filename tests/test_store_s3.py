@@ -14,10 +14,11 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-import mindcore
 import numpy as np
 import pyarrow as pa
 import pytest
+
+import mindcore
 from mindcore.store import LockTimeoutError, StoreConfig, col
 from mindcore.store.locks import LeaseLock
 

@@ -11,10 +11,11 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import mindcore
 import numpy as np
 import pyarrow as pa
 import pytest
+
+import mindcore
 from mindcore.store import Store, StoreConfig, Table, col
 from mindcore.store.table import Table as TableImpl
 

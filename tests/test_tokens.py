@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any
 from unittest import mock
 
-import mindcore.kernels.tokens
 import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+import mindcore.kernels.tokens
 from mindcore import _core
 from mindcore.kernels import (
     ENCODINGS,

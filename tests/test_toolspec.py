@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+
 from mindcore.toolspec import ToolError, Toolset, ToolSpec, parse_arguments
 
 SPEC = ToolSpec(

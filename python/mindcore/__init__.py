@@ -12,9 +12,12 @@ from typing import TYPE_CHECKING, Any
 from mindcore._core import __version__
 from mindcore.kernels import looks_like_secret
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from mindcore.store import Store as Store
+    from mindcore.store import StoreConfig as StoreConfig
+    from mindcore.store import aopen as aopen
     from mindcore.store import open as open
-    from mindcore.working import WorkingMemory
+    from mindcore.working import WorkingMemory as WorkingMemory
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, Protocol, final
@@ -20,6 +20,7 @@ from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, rows_to_
 from mindcore.store.versions import VersionTracker
 
 if TYPE_CHECKING:
+    from mindcore.kernels import Metric
     from mindcore.store.locks import TableLock
     from mindcore.store.store import Store
 
@@ -538,7 +539,7 @@ class Table:
         mask: np.ndarray,
         *,
         k: int,
-        metric: str,
+        metric: Metric,
         w_sim: float,
         w_rec: float,
         w_extra: float,
@@ -551,7 +552,7 @@ class Table:
         cols: list[str] | None,
         with_vector: bool,
     ) -> list[Hit]:
-        from mindcore.kernels import hybrid_topk  # type: ignore[attr-defined,unused-ignore]
+        from mindcore.kernels import hybrid_topk
 
         kwargs: dict[str, Any] = {}
         if w_rec != 0.0:
@@ -613,7 +614,7 @@ class Table:
         return n >= threshold and self._has_vector_index(v)
 
     def _search_ann(
-        self, namespace: str, q: np.ndarray, *, k: int, metric: str, where: Filter | None, candidates: int,
+        self, namespace: str, q: np.ndarray, *, k: int, metric: Metric, where: Filter | None, candidates: int,
         time_column: str, half_life_ms: float | None, tau_ms: float | None, now_ms: int | None,
         extra_column: str | None, w_sim: float, w_rec: float, w_extra: float, min_score: float | None,
         cols: list[str] | None, with_vector: bool,
@@ -699,35 +700,69 @@ class Table:
         self._note_write()
         return res
 
+    def modify(
+        self, namespace: str, id: str, fn: Callable[[Row | None], Mapping[str, Any] | None]
+    ) -> WriteResult:
+        """Read-modify-write one row atomically across threads and processes.
+
+        Under the table's write lock, reads the latest stored row (``None`` if absent), calls
+        ``fn(row)`` and writes what it returns: a row (``id`` is set for you) replaces the stored
+        one, ``None`` deletes it. An exception from ``fn`` propagates and nothing is written.
+
+        >>> import mindcore
+        >>> t = mindcore.open("memory://").table("counters", {"n": pa.int64()})
+        >>> _ = t.modify("ns", "c", lambda row: {"n": (row["n"] if row else 0) + 1})
+        >>> _ = t.modify("ns", "c", lambda row: {"n": (row["n"] if row else 0) + 1})
+        >>> t.get_one("ns", "c")["n"]
+        2
+        """
+        _check_namespace(namespace)
+        (id,) = _ids([id])
+        with self._lock.hold(self.store.config.lock_timeout):
+            self._versions.exact()
+            new = fn(self.get_one(namespace, id))
+            if new is None:
+                ops: list[_Op] = [("delete_ids", [id])]
+            else:
+                if not isinstance(new, Mapping):
+                    raise TypeError(f"modify: fn must return a row dict or None, got {type(new).__name__}")
+                ops = [("upsert", rows_to_arrow([{**new, "id": id}], self._schema, namespace))]
+            res = self._commit_locked(namespace, ops)
+        self._note_write()
+        return res
+
     def _commit(self, namespace: str, ops: list[_Op]) -> WriteResult:
         if not ops:
             return WriteResult(self._version())
-        cfg = self.store.config
-        with self._lock.hold(cfg.lock_timeout):
-            old = self._versions.exact()
-            self._schema = self._tbl.schema
-            source, deletes = self._replay(namespace, ops)
-            if source is None and deletes is None:
-                return WriteResult(old)
-            cond = None if deletes is None else to_where(namespace, deletes, self._schema)
-            if source is not None:
-                b = (
-                    self._tbl.merge_insert(["namespace", "id"])
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                )
-                if cond is not None:
-                    b = b.when_not_matched_by_source_delete(cond)
-                r = b.execute(source, on_bad_vectors="null")
-                res = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
-                                  int(r.num_deleted_rows))
-            else:
-                assert cond is not None
-                d = self._tbl.delete(cond)
-                new_version = int(d.version)
-                res = WriteResult(new_version, deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
-            self._after_commit(old, res.version, {namespace})
+        with self._lock.hold(self.store.config.lock_timeout):
+            res = self._commit_locked(namespace, ops)
         self._note_write()
+        return res
+
+    def _commit_locked(self, namespace: str, ops: list[_Op]) -> WriteResult:
+        old = self._versions.exact()
+        self._schema = self._tbl.schema
+        source, deletes = self._replay(namespace, ops)
+        if source is None and deletes is None:
+            return WriteResult(old)
+        cond = None if deletes is None else to_where(namespace, deletes, self._schema)
+        if source is not None:
+            b = (
+                self._tbl.merge_insert(["namespace", "id"])
+                .when_matched_update_all()
+                .when_not_matched_insert_all()
+            )
+            if cond is not None:
+                b = b.when_not_matched_by_source_delete(cond)
+            r = b.execute(source, on_bad_vectors="null")
+            res = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
+                              int(r.num_deleted_rows))
+        else:
+            assert cond is not None
+            d = self._tbl.delete(cond)
+            new_version = int(d.version)
+            res = WriteResult(new_version, deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
+        self._after_commit(old, res.version, {namespace})
         return res
 
     def _after_commit(self, old: int, new: int, touched: set[str] | None) -> None:
@@ -830,6 +865,11 @@ class Table:
 
     async def aupdate(self, namespace: str, ids: Iterable[str], values: Mapping[str, Any]) -> WriteResult:
         return await asyncio.to_thread(self.update, namespace, ids, values)
+
+    async def amodify(
+        self, namespace: str, id: str, fn: Callable[[Row | None], Mapping[str, Any] | None]
+    ) -> WriteResult:
+        return await asyncio.to_thread(self.modify, namespace, id, fn)
 
     async def adelete(
         self, namespace: str, *, ids: Iterable[str] | None = None, where: Filter | None = None

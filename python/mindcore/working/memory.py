@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from mindcore.kernels import estimate_tokens
-from mindcore.toolspec import ToolError, ToolSpec, Toolset, parse_arguments
+from mindcore.toolspec import ToolError, Toolset, ToolSpec, parse_arguments
 from mindcore.working._repo import StateRepo
 from mindcore.working.merge import MergeError, deep_merge
 from mindcore.working.schema import StateSchema

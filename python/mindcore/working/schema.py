@@ -62,7 +62,7 @@ class StateSchema:
     def tool_parameters(self) -> dict[str, Any]:
         """The schema with every ``required`` list emptied, at every depth: updates are partial, and the
         merged state (not the patch) is what must validate."""
-        params = _relax(copy.deepcopy(self.json_schema))
+        params: dict[str, Any] = _relax(copy.deepcopy(self.json_schema))
         params["type"] = "object"
         params.setdefault("properties", {})
         params.pop("title", None)
