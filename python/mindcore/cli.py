@@ -1,0 +1,98 @@
+"""The ``mindcore`` command: ``mindcore demo`` runs every part on the embedded defaults (no API key,
+no network) in a throwaway folder and prints what each one did."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+import mindcore
+from mindcore import kernels
+
+
+def _step(title: str) -> Callable[[Callable[[Path], None]], Callable[[Path], None]]:
+    def wrap(fn: Callable[[Path], None]) -> Callable[[Path], None]:
+        def run(home: Path) -> None:
+            print(f"\n== {title}")
+            t0 = time.perf_counter()
+            fn(home)
+            print(f"   ({(time.perf_counter() - t0) * 1000:.0f} ms)")
+
+        return run
+
+    return wrap
+
+
+@_step("kernels (Rust)")
+def _kernels(home: Path) -> None:
+    text = "Deploy with OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD tomorrow."
+    print(f"   o200k tokens in {text[:30]!r}...: {kernels.count_tokens(text)}")
+    print(f"   secret found: {kernels.looks_like_secret(text)}; redacted: {kernels.redact_secrets(text)!r}")
+    docs = ["the cat sat on the mat", "dogs chase cats", "stock prices fell sharply today"]
+    idx, scores = kernels.BM25Index(docs).top_k("cat on a mat", 2)
+    print(f"   BM25 best for 'cat on a mat': {docs[int(idx[0])]!r} ({float(scores[0]):.2f})")
+    rng = np.random.default_rng(0)
+    matrix = rng.standard_normal((100_000, 384), dtype=np.float32)
+    top = kernels.hybrid_topk(matrix[42] + 0.1, matrix, k=3)
+    print(f"   hybrid top-3 over 100,000 x 384: rows {top.indices.tolist()}")
+
+
+@_step("store (LanceDB, embedded)")
+def _store(home: Path) -> None:
+    import pyarrow as pa
+
+    from mindcore.store import col
+
+    store = mindcore.open(home / "store")
+    notes = store.table("demo_notes", {"text": pa.string()}, vectors=True)
+    texts = ["Paris is the capital of France", "The user prefers tea over coffee", "Rust has no GC"]
+    vecs = kernels.hash_embed(texts, dim=64)
+    notes.upsert("user-7", [{"id": f"n{i}", "text": t, "vector": v, "tags": ["demo"]}
+                            for i, (t, v) in enumerate(zip(texts, vecs, strict=True))])
+    hits = notes.search("user-7", kernels.hash_embed(["what does the user drink"], dim=64)[0], k=1)
+    print(f"   {notes.count('user-7', col('tags').contains_all(['demo']))} rows; nearest to "
+          f"'what does the user drink': {notes.get_one('user-7', hits[0].id)['text']!r}")  # type: ignore[index]
+
+
+@_step("working memory")
+def _working(home: Path) -> None:
+    store = mindcore.open(home / "store")
+    schema = {"type": "object", "properties": {"goal": {"type": "string"},
+                                               "done": {"type": "array", "items": {"type": "string"}}}}
+    wm = mindcore.WorkingMemory(store, thread_id="t1", resource_id="user-7", scope="resource", schema=schema)
+    wm.update({"goal": "book a flight"})
+    result = wm.call("working_memory_update", '{"done": ["picked dates"]}')
+    print(f"   tool call -> {result['status']}; a bad one -> "
+          f"{wm.call('working_memory_update', '{not json')['status']}")
+    print("   " + wm.render().replace("\n", "\n   "))
+
+
+DEMO_STEPS: list[Callable[[Path], None]] = [_kernels, _store, _working]
+
+
+def demo() -> None:
+    print(f"mindcore {mindcore.__version__}: offline demo on the embedded defaults")
+    with tempfile.TemporaryDirectory(prefix="mindcore-demo-") as tmp:
+        for step in DEMO_STEPS:
+            step(Path(tmp))
+    print("\nok")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mindcore", description="memory and context for LLM agents")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("demo", help="run every part offline on the embedded defaults")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        demo()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
