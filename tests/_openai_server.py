@@ -219,7 +219,7 @@ class FakeOpenAI:
                     body = json.loads(raw or b"null")
                 except ValueError:
                     body = raw.decode(errors="replace")
-                server.requests.append(Request(self.path, body, dict(self.headers.items())))
+                server.requests.append(Request(self.path, body, {k.lower(): v for k, v in self.headers.items()}))
                 fault = server._next_fault()
                 if fault is not None and fault.kind == "hang":
                     server._closing.wait(fault.seconds)

@@ -64,11 +64,11 @@ class HashEmbedder:
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed `texts`: float32 ``(len(texts), dim)``, C-contiguous (the kernel releases the GIL)."""
-        from mindcore.kernels import hash_embed
-
         items = check_texts(texts)
         if not items:
             return empty(self.dim)
+        from mindcore.kernels import hash_embed
+
         out = hash_embed(items, dim=self.dim, ngram_min=self.ngram_min, ngram_max=self.ngram_max, seed=self.seed)
         return np.ascontiguousarray(out, dtype=np.float32)
 

@@ -29,7 +29,8 @@ def _int_arg(value: int | None, arg: str, lo: int, hi: int | None = None) -> Non
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{arg}: expected int, got {type(value).__name__}")
     if value < lo or (hi is not None and value > hi):
-        raise ValueError(f"{arg}: must be in [{lo}, {hi if hi is not None else 'inf'}), got {value}")
+        bound = f"in [{lo}, {hi}]" if hi is not None else f">= {lo}"
+        raise ValueError(f"{arg}: must be {bound}, got {value}")
 
 
 class OpenAIEmbedder:
