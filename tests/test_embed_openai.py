@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from _openai_server import FakeOpenAI, Fault, fake_vector
-from mindcore.embed import EmbeddingCache, EmbeddingError, OpenAIEmbedder
+from mindcore.embed import CachedEmbedder, Embedder, EmbeddingCache, EmbeddingError, OpenAIEmbedder
 
 FAST_RETRY = {"retry-after-ms": "5"}  # the SDK honours it: retries without the default 0.5 s backoff
 
@@ -70,6 +70,14 @@ def test_dim_is_learnt_from_the_first_response(server: FakeOpenAI) -> None:
     assert len(server.requests) == 1
     fresh = make(server)
     assert asyncio.run(fresh.aembed([])).shape == (0, 8)
+
+
+def test_protocol_checks_do_not_send_requests(server: FakeOpenAI) -> None:
+    emb = make(server)  # dim unknown: reading it would probe the server
+    assert isinstance(emb, Embedder)
+    wrapped = CachedEmbedder(emb, cache=EmbeddingCache())
+    assert server.requests == []
+    assert wrapped.dim == 8 and len(server.requests) == 1
 
 
 def test_given_dim_is_checked(server: FakeOpenAI) -> None:

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
+
+# typing_extensions' Protocol checks isinstance() without evaluating attributes (as Python 3.12+
+# does): reading OpenAIEmbedder.dim may send a request, and isinstance must never do that.
+from typing_extensions import Protocol, runtime_checkable
 
 __all__ = ["Embedder", "EmbeddingError"]
 

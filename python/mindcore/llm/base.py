@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Protocol, TypedDict, runtime_checkable
+from typing import TypedDict
+
+from typing_extensions import Protocol, runtime_checkable  # isinstance() never evaluates attributes
 
 __all__ = ["LLM", "ROLES", "LLMError", "Message", "check_messages"]
 
