@@ -1,0 +1,91 @@
+"""The `Embedder` protocol and the input/output checks every embedder shares."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+# typing_extensions' Protocol checks isinstance() without evaluating attributes (as Python 3.12+
+# does): reading OpenAIEmbedder.dim may send a request, and isinstance must never do that.
+from typing_extensions import Protocol, runtime_checkable
+
+__all__ = ["Embedder", "EmbeddingError"]
+
+
+class EmbeddingError(RuntimeError):
+    """An embedding model or endpoint failed, or returned vectors that cannot be used.
+
+    The message names the model or endpoint and the cause; the original exception, if any, is
+    chained as ``__cause__``.
+    """
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into unit vectors.
+
+    Implementations return float32 arrays of shape ``(len(texts), dim)``, C-contiguous, each row of
+    L2 norm 1. `model_id` names the model *and* every setting that changes its vectors, so vectors
+    stored under one id are comparable with new ones of the same id.
+
+    Examples
+    --------
+    >>> from mindcore.embed import Embedder, HashEmbedder
+    >>> isinstance(HashEmbedder(), Embedder)
+    True
+    """
+
+    dim: int
+    model_id: str
+
+    def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed `texts`: float32 ``(len(texts), dim)``."""
+        ...
+
+    async def aembed(self, texts: Sequence[str]) -> NDArray[np.float32]:
+        """Embed `texts` without blocking the event loop."""
+        ...
+
+
+def check_texts(texts: Sequence[str]) -> list[str]:
+    """`texts` as a list of str; a bare str (a common slip for ``[text]``) or a non-str item is refused."""
+    if isinstance(texts, str | bytes):
+        raise TypeError(f"texts: expected a sequence of str, got {type(texts).__name__} (wrap it in a list)")
+    try:
+        items = list(texts)
+    except TypeError:
+        raise TypeError(f"texts: expected a sequence of str, got {type(texts).__name__}") from None
+    for i, text in enumerate(items):
+        if not isinstance(text, str):
+            raise TypeError(f"texts[{i}]: expected str, got {type(text).__name__}")
+    return items
+
+
+def empty(dim: int) -> NDArray[np.float32]:
+    """The result for zero texts."""
+    return np.zeros((0, dim), dtype=np.float32)
+
+
+def normalize_rows(vectors: NDArray[np.floating], source: str, *, allow_zero: bool = False) -> NDArray[np.float32]:
+    """Rows of `vectors` scaled to L2 norm 1, as a C-contiguous float32 array.
+
+    A NaN/inf anywhere, or an all-zero row (unless `allow_zero`), is a broken model output:
+    raise :class:`EmbeddingError` naming `source` and the first bad row.
+    """
+    out = np.ascontiguousarray(vectors, dtype=np.float32)
+    if out.ndim != 2:
+        raise EmbeddingError(f"{source}: expected a 2-d array of vectors, got shape {out.shape}")
+    finite = np.isfinite(out).all(axis=1)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise EmbeddingError(f"{source}: the vector for text {row} contains NaN or inf")
+    # float64 norms: float32 squares of large components would overflow to inf.
+    norms = np.linalg.norm(out.astype(np.float64), axis=1)
+    zero = norms == 0.0
+    if zero.any() and not allow_zero:
+        raise EmbeddingError(f"{source}: the vector for text {int(np.argmax(zero))} is all zeros")
+    norms[zero] = 1.0
+    out = (out / norms[:, None]).astype(np.float32, copy=False)
+    return np.ascontiguousarray(out)
