@@ -47,15 +47,18 @@ def _kernels(home: Path) -> None:
 def _store(home: Path) -> None:
     import pyarrow as pa
 
+    from mindcore.embed import default_embedder
     from mindcore.store import col
 
-    store = mindcore.open(home / "store")
+    embedder = default_embedder()
+    store = mindcore.open(home / "store", embedder=embedder)
     notes = store.table("demo_notes", {"text": pa.string()}, vectors=True)
     texts = ["Paris is the capital of France", "The user prefers tea over coffee", "Rust has no GC"]
-    vecs = kernels.hash_embed(texts, dim=64)
+    vecs = embedder.embed(texts)
     notes.upsert("user-7", [{"id": f"n{i}", "text": t, "vector": v, "tags": ["demo"]}
                             for i, (t, v) in enumerate(zip(texts, vecs, strict=True))])
-    hits = notes.search("user-7", kernels.hash_embed(["what does the user drink"], dim=64)[0], k=1)
+    print(f"   embedder: {embedder.model_id} (offline, {embedder.dim}-d)")
+    hits = notes.search("user-7", "what does the user drink", k=1)
     print(f"   {notes.count('user-7', col('tags').contains_all(['demo']))} rows; nearest to "
           f"'what does the user drink': {notes.get_one('user-7', hits[0].id)['text']!r}")  # type: ignore[index]
 
