@@ -16,8 +16,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from mindcore.embed import HashEmbedder, MiniLMEmbedder
 from numpy.typing import NDArray
+
+from mindcore.embed import HashEmbedder, MiniLMEmbedder
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 N_SENTENCES = 64 if QUICK else 512

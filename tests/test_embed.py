@@ -16,6 +16,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
+
 from mindcore.embed import (
     CachedEmbedder,
     Embedder,
@@ -28,7 +30,6 @@ from mindcore.embed import (
 )
 from mindcore.embed import minilm as minilm_mod
 from mindcore.embed.base import normalize_rows
-from numpy.typing import NDArray
 
 # Hand-made (anchor, paraphrase) pairs; every other pair's second text is unrelated to an anchor.
 PAIRS = [

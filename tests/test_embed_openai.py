@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 from _openai_server import FakeOpenAI, Fault, fake_vector
+
 from mindcore.embed import CachedEmbedder, Embedder, EmbeddingCache, EmbeddingError, OpenAIEmbedder
 
 FAST_RETRY = {"retry-after-ms": "5"}  # the SDK honours it: retries without the default 0.5 s backoff

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from _openai_server import FakeOpenAI, Fault
+
 from mindcore.llm import (
     LLM,
     LLMError,
