@@ -1,0 +1,158 @@
+"""Persistence of long-term memories: one table, one store namespace per (user, namespace, workspace).
+
+Everything goes through :mod:`mindcore.store` (filters, units of work, the vector cache and its
+``hybrid_topk`` search); nothing here builds a where string or scores rows itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from mindcore.kernels import looks_like_secret
+from mindcore.ltm.types import Memory
+
+__all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
+
+TABLE = "ltm_memories"
+COLUMNS: dict[str, pa.DataType] = {
+    "text": pa.string(),
+    "kind": pa.string(),
+    "importance": pa.float32(),
+    "source": pa.string(),
+    "last_accessed_at": pa.int64(),
+    # max(created_at, last_accessed_at): the one time column recall's recency decays from.
+    "recency_at": pa.int64(),
+}
+_READ_COLUMNS = ["id", "created_at", *COLUMNS]
+
+
+def scope_key(user_id: str, namespace: str, workspace_id: str | None) -> str:
+    """The store namespace of one (user, namespace, workspace) scope.
+
+    JSON-encoding the triple makes the mapping injective: no choice of ids (slashes, colons,
+    quotes, NULs) can make two scopes share a namespace.
+
+    >>> scope_key("u1", "chat", "thread-9")
+    'ltm:["u1","chat","thread-9"]'
+    """
+    return "ltm:" + json.dumps([user_id, namespace, workspace_id], ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    text: str
+    kind: str
+    importance: float
+    created_at: int
+    source: str
+
+
+def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: float | None = None) -> Memory:
+    created = int(row.get("created_at") or 0)
+    return Memory(
+        id=str(row["id"]),
+        text=str(row.get("text") or ""),
+        kind=str(row.get("kind") or "fact"),
+        importance=float(row.get("importance") or 0.0),
+        created_at=created,
+        last_accessed_at=int(row.get("last_accessed_at") or created),
+        source=str(row.get("source") or "manual"),
+        score=score,
+        similarity=similarity,
+    )
+
+
+class MemoryRepo:
+    """The rows of one scope in the ``ltm_memories`` table."""
+
+    def __init__(self, store: Any, *, user_id: str, namespace: str, workspace_id: str | None, embedder: Any) -> None:
+        self.table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
+        self.ns = scope_key(user_id, namespace, workspace_id)
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def search(self, vector: np.ndarray, *, k: int, w_sim: float, w_rec: float, w_extra: float,
+               half_life_ms: float, now_ms: int) -> list[Memory]:
+        """Hybrid top-k over the scope (the store's vector cache and ``hybrid_topk``)."""
+        hits = self.table.search(
+            self.ns, vector, k=k, metric="cosine", w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
+            time_column="recency_at", half_life_ms=half_life_ms, now_ms=now_ms, extra_column="importance",
+            columns=_READ_COLUMNS,
+        )
+        return [_memory(h.row | {"id": h.id}, score=h.score, similarity=h.similarity) for h in hits]
+
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        """Ids and vectors of every memory of the scope (read-only view of the cache)."""
+        ids, matrix = self.table.vectors(self.ns)
+        return list(ids), matrix
+
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_READ_COLUMNS)]
+
+    def all(self) -> list[Memory]:
+        return [_memory(r) for r in self.table.scan(self.ns, columns=_READ_COLUMNS, order_by="created_at")]
+
+    def count(self) -> int:
+        return int(self.table.count(self.ns))
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def insert(self, rows: Sequence[NewMemory], vectors: np.ndarray) -> list[Memory | None]:
+        """Insert ``rows`` in one commit; each result is the stored memory, or ``None`` for a row
+        refused because it looks like a secret (checked here too, whoever the caller is)."""
+        from mindcore.store import new_id
+
+        if len(rows) != len(vectors):
+            raise ValueError(f"{len(rows)} rows but {len(vectors)} vectors")
+        out: list[Memory | None] = []
+        keep: list[int] = []
+        for i, row in enumerate(rows):
+            if looks_like_secret(row.text):
+                out.append(None)
+            else:
+                keep.append(i)
+                out.append(Memory(id=new_id(), text=row.text, kind=row.kind, importance=row.importance,
+                                  created_at=row.created_at, last_accessed_at=row.created_at, source=row.source))
+        if not keep:
+            return out
+        stored = [m for m in out if m is not None]
+        matrix = np.ascontiguousarray(vectors[keep], dtype=np.float32)
+        created = pa.array([m.created_at for m in stored], pa.int64())
+        data = pa.table({
+            "id": pa.array([m.id for m in stored], pa.string()),
+            "created_at": created,
+            "updated_at": created,
+            "text": pa.array([m.text for m in stored], pa.string()),
+            "kind": pa.array([m.kind for m in stored], pa.string()),
+            "importance": pa.array([m.importance for m in stored], pa.float32()),
+            "source": pa.array([m.source for m in stored], pa.string()),
+            "last_accessed_at": created,
+            "recency_at": created,
+            "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1]),
+        })
+        self.table.upsert(self.ns, data)
+        return out
+
+    def touch(self, pending: Mapping[str, tuple[int, int]]) -> None:
+        """Record last access: ``id -> (last_accessed_at, recency_at)``, all in one commit."""
+        groups: dict[tuple[int, int], list[str]] = defaultdict(list)
+        for memory_id, stamps in pending.items():
+            groups[stamps].append(memory_id)
+        with self.table.unit_of_work(self.ns) as uow:
+            for (accessed, recency), ids in groups.items():
+                uow.update(ids, {"last_accessed_at": accessed, "recency_at": recency})
+
+    def delete(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return int(self.table.delete(self.ns, ids=list(ids)).deleted)
+
+    def clear(self) -> int:
+        return int(self.table.clear(self.ns).deleted)
