@@ -12,10 +12,13 @@ from typing import TYPE_CHECKING, Any
 from mindcore._core import __version__
 
 if TYPE_CHECKING:
+    from mindcore.ltm import LongTermMemory, Memory
     from mindcore.working import WorkingMemory
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
+    "LongTermMemory": "mindcore.ltm",
+    "Memory": "mindcore.ltm",
     "WorkingMemory": "mindcore.working",
 }
 
