@@ -60,7 +60,8 @@ def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: f
         id=str(row["id"]),
         text=str(row.get("text") or ""),
         kind=str(row.get("kind") or "fact"),
-        importance=float(row.get("importance") or 0.0),
+        # float32 in the table: round so 0.8 reads back as 0.8, not 0.800000011920929.
+        importance=round(float(row.get("importance") or 0.0), 6),
         created_at=created,
         last_accessed_at=int(row.get("last_accessed_at") or created),
         source=str(row.get("source") or "manual"),
