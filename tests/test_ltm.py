@@ -10,10 +10,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+import mindcore
 import numpy as np
 import pytest
-
-import mindcore
 from mindcore.embed import HashEmbedder
 from mindcore.llm import LLMError, ScriptedLLM
 from mindcore.ltm import LongTermMemory, Memory, RecallWeights
@@ -112,7 +111,7 @@ def test_remember_and_recall(store: Any, emb: Any, clock: Clock) -> None:
     ltm.remember("Lives in Lyon, France", kind="identity", importance=0.9)
     ltm.remember("Is building a Rust compiler", kind="project")
     hits = ltm.recall("does the user like green tea?", k=2)
-    assert [m.text for m in hits][0] == "Prefers green tea"
+    assert hits[0].text == "Prefers green tea"
     assert len(hits) == 2 and hits[0].score is not None and hits[0].score >= hits[1].score  # type: ignore[operator]
     assert ltm.recall("   ") == []
     assert len(ltm.recall("anything", k=50)) == 3
@@ -486,7 +485,6 @@ def test_max_items_from_env_and_zero_disables(
 def _raw_texts(store: Any) -> str:
     """Every row of the LTM table at its current version, read with LanceDB itself (no cache)."""
     import lancedb
-
     from mindcore.ltm._repo import TABLE
 
     table = lancedb.connect(store.uri).open_table(TABLE)

@@ -14,11 +14,7 @@ import mindcore
 from mindcore.embed import HashEmbedder
 from mindcore.ltm import LongTermMemory
 
-WORDS = (
-    "amber basil cedar delta ember fjord garnet harbor indigo juniper kelp lantern meadow nectar orchid "
-    "pebble quartz raven saffron tundra umber velvet willow xenon yarrow zephyr anchor bramble cobalt "
-    "dune falcon glacier hazel iris jasper kiln lotus marble nutmeg onyx prairie quill ripple sequoia"
-).split()
+WORDS = ["amber", "basil", "cedar", "delta", "ember", "fjord", "garnet", "harbor", "indigo", "juniper", "kelp", "lantern", "meadow", "nectar", "orchid", "pebble", "quartz", "raven", "saffron", "tundra", "umber", "velvet", "willow", "xenon", "yarrow", "zephyr", "anchor", "bramble", "cobalt", "dune", "falcon", "glacier", "hazel", "iris", "jasper", "kiln", "lotus", "marble", "nutmeg", "onyx", "prairie", "quill", "ripple", "sequoia"]
 
 WRITER = textwrap.dedent(
     """

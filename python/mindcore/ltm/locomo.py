@@ -76,6 +76,10 @@ def _turn_text(turn: dict[str, Any]) -> str:
     return text
 
 
+def _fixed(now_ms: int) -> Callable[[], int]:
+    return lambda: now_ms
+
+
 def load_locomo(path: str | Path) -> list[Conversation]:
     """The conversations of ``locomo10.json`` as turns (with session dates) and resolvable questions."""
     raw = json.loads(Path(path).read_text(encoding="utf-8"))
@@ -148,9 +152,8 @@ def evaluate_locomo(
     with tempfile.TemporaryDirectory(prefix="mindcore-locomo-") as tmp:
         for conv in convs:
             uri = store_uri(conv.sample_id) if store_uri else str(Path(tmp) / conv.sample_id)
-            now_ms = conv.now_ms
             ltm = LongTermMemory(mindcore.open(uri), user_id=conv.sample_id, namespace="locomo",
-                                 embedder=embedder, max_items=0, weights=weights, clock=lambda t=now_ms: t)
+                                 embedder=embedder, max_items=0, weights=weights, clock=_fixed(conv.now_ms))
             results = ltm.remember_many(
                 [{"text": t.text, "created_at": t.timestamp_ms} for t in conv.turns], dedupe=False
             )

@@ -46,7 +46,7 @@ def _now_ms() -> int:
 
 @dataclass(frozen=True, slots=True)
 class RecallWeights:
-    """How recall ranks: ``similarity·cosine + recency·2^(−age/half_life) + importance·importance``.
+    """How recall ranks: ``similarity·cosine + recency·2^(-age/half_life) + importance·importance``.
 
     The defaults are the seed's (0.7 / 0.2 / 0.1, 30-day half-life); age runs from the later of a
     memory's creation and its last recall.
@@ -303,12 +303,11 @@ class LongTermMemory:
                     existing[candidates] = near_duplicates(vectors[candidates], stored_vectors,
                                                            threshold=DUPLICATE_THRESHOLD)[0]
                 fresh = [int(j) for j in candidates if existing[j] < 0]
-                new_rows = [
-                    NewMemory(text=rows[clean[j]][0], kind=rows[clean[j]][1], importance=rows[clean[j]][2],
-                              created_at=now if rows[clean[j]][3] is None else int(rows[clean[j]][3]),
-                              source=source)
-                    for j in fresh
-                ]
+                new_rows = []
+                for j in fresh:
+                    text, kind, importance, created_at = rows[clean[j]]
+                    new_rows.append(NewMemory(text=text, kind=kind, importance=importance,
+                                              created_at=now if created_at is None else created_at, source=source))
                 inserted = dict(zip(fresh, self._repo.insert(new_rows, vectors[fresh]), strict=True))
                 evicted = self._evict()
             matched = {ids[int(e)] for e in existing if e >= 0}
