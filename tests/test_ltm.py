@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -193,13 +195,13 @@ def test_recency_runs_from_the_later_of_created_and_last_access(store: Any, emb:
 def test_last_access_bump_is_durable_and_off_the_critical_path(
     store: Any, emb: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ltm = make(store, emb, clock)
+    ltm = make(store, emb, clock, touch_delay=0)
     m = ltm.remember("Prefers green tea")
     assert m is not None
     release = threading.Event()
     real_touch = ltm._repo.touch
 
-    def slow_touch(pending: dict[str, int]) -> None:
+    def slow_touch(pending: dict[str, tuple[int, int]]) -> None:
         release.wait(10)
         real_touch(pending)
 
@@ -215,26 +217,64 @@ def test_last_access_bump_is_durable_and_off_the_critical_path(
     assert fresh is not None and fresh.last_accessed_at == T0 + 5 * DAY and fresh.created_at == T0
 
 
-def test_bumps_are_coalesced(store: Any, emb: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
-    ltm = make(store, emb, clock)
+def test_bumps_are_coalesced_and_delayed(
+    store: Any, emb: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ltm = make(store, emb, clock, touch_delay=60)
     ltm.remember_many(["Prefers green tea", "Lives in Lyon"])
-    calls: list[dict[str, int]] = []
-    gate = threading.Event()
+    calls: list[dict[str, tuple[int, int]]] = []
     real_touch = ltm._repo.touch
 
-    def touch(pending: dict[str, int]) -> None:
-        gate.wait(10)
+    def touch(pending: dict[str, tuple[int, int]]) -> None:
         calls.append(dict(pending))
         real_touch(pending)
 
     monkeypatch.setattr(ltm._repo, "touch", touch)
-    ltm.recall("tea", k=1)  # first write starts and blocks
-    time.sleep(0.05)
-    for _ in range(20):
+    for i in range(20):
+        clock.now = T0 + i
         ltm.recall("tea lyon", k=2)
-    gate.set()
+    time.sleep(0.05)
+    assert calls == []  # nothing written yet: the delay has not passed
     ltm.flush()
-    assert len(calls) <= 2 and sum(len(c) for c in calls) <= 3
+    assert len(calls) == 1 and len(calls[0]) == 2
+    assert {v for v in calls[0].values()} == {(T0 + 19, T0 + 19)}
+    ltm.flush()
+    assert len(calls) == 1  # nothing pending, nothing written
+
+
+def test_bump_timer_writes_without_flush(store: Any, emb: Any, clock: Clock) -> None:
+    ltm = make(store, emb, clock, touch_delay=0.05)
+    m = ltm.remember("Prefers green tea")
+    assert m is not None
+    clock.now = T0 + DAY
+    ltm.recall("green tea")
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        fresh = make(store, emb, clock).get(m.id)
+        if fresh is not None and fresh.last_accessed_at == T0 + DAY:
+            break
+        time.sleep(0.05)
+    else:
+        pytest.fail("the delayed bump was never written")
+
+
+def test_pending_bumps_are_written_at_interpreter_exit(tmp_path: Path) -> None:
+    uri = str(tmp_path / "store")
+    ltm = make(mindcore.open(uri), HashEmbedder())
+    m = ltm.remember("Prefers green tea")
+    assert m is not None
+    script = (
+        "import mindcore\n"
+        "from mindcore.embed import HashEmbedder\n"
+        "from mindcore.ltm import LongTermMemory\n"
+        f"ltm = LongTermMemory(mindcore.open({uri!r}), user_id='u1', namespace='chat', embedder=HashEmbedder(),\n"
+        f"                     clock=lambda: {T0 + 7 * DAY}, touch_delay=3600)\n"
+        "assert [h.text for h in ltm.recall('green tea')] == ['Prefers green tea']\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    fresh = make(mindcore.open(uri), HashEmbedder()).get(m.id)
+    assert fresh is not None and fresh.last_accessed_at == T0 + 7 * DAY
 
 
 # -- isolation -------------------------------------------------------------------------------------

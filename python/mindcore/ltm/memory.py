@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -66,6 +68,27 @@ class RecallWeights:
             raise ValueError(f"half_life_days: expected a positive number, got {self.half_life_days!r}")
 
 
+# Memories with bumps that may still be pending; written out when the interpreter exits.
+_LIVE: weakref.WeakSet[LongTermMemory] = weakref.WeakSet()
+_EXIT_HOOK = threading.Lock()
+_exit_hook_registered = False
+
+
+def _register_exit_hook() -> None:
+    # Registered on first use, after the store module's own exit hook: atexit runs hooks in
+    # reverse order, so pending bumps are written while the store is still open.
+    global _exit_hook_registered
+    with _EXIT_HOOK:
+        if not _exit_hook_registered:
+            atexit.register(_flush_all_at_exit)
+            _exit_hook_registered = True
+
+
+def _flush_all_at_exit() -> None:
+    for ltm in list(_LIVE):
+        ltm._write_touches()
+
+
 def _require_id(name: str, value: Any, *, optional: bool = False) -> None:
     if optional and value is None:
         return
@@ -104,6 +127,7 @@ class LongTermMemory:
         max_items: int | None = None,
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
+        touch_delay: float = 2.0,
     ) -> None:
         _require_id("user_id", user_id)
         _require_id("namespace", namespace)
@@ -124,9 +148,15 @@ class LongTermMemory:
                                 embedder=embedder)
         self._write_lock = threading.Lock()
         # Last-access bumps are coalesced and written by one background thread, off recall's path.
-        self._touch_lock = threading.Lock()
+        if not isinstance(touch_delay, int | float) or isinstance(touch_delay, bool) or touch_delay < 0:
+            raise ValueError(f"touch_delay: expected seconds >= 0, got {touch_delay!r}")
+        self.touch_delay = float(touch_delay)
+        self._touch_lock = threading.Lock()  # guards the pending bumps and the timer
+        self._touch_io = threading.Lock()  # one bump write at a time
         self._pending_touch: dict[str, tuple[int, int]] = {}
-        self._touch_scheduled = False
+        self._touch_timer: threading.Timer | None = None
+        _LIVE.add(self)
+        _register_exit_hook()
         self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mindcore-ltm")
         self._toolset = build_toolset(self)
 
@@ -144,6 +174,7 @@ class LongTermMemory:
         max_items: int | None = None,
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
+        touch_delay: float = 2.0,
     ) -> LongTermMemory | None:
         """A long-term memory for ``user_id``, or ``None`` when memory is off for this session.
 
@@ -152,6 +183,8 @@ class LongTermMemory:
         ``embedder=None`` uses :func:`mindcore.embed.default_embedder` (``None`` is returned, with a
         warning, if it cannot be loaded). ``max_items=None`` reads ``MINDCORE_MEMORY_MAX_ITEMS``
         (default 500; 0 disables eviction). ``clock`` returns "now" in unix ms (tests, replays).
+        Last-access bumps are written in the background ``touch_delay`` seconds after a recall (one
+        write for a burst of recalls), or at :meth:`flush`, :meth:`close` or interpreter exit.
         """
         if not resolve_enabled(enabled):
             return None
@@ -164,7 +197,7 @@ class LongTermMemory:
                 log.warning("long-term memory disabled: no embedder could be loaded (%s)", exc)
                 return None
         return cls(store, user_id=user_id, namespace=namespace, workspace_id=workspace_id, embedder=embedder,
-                   extractor=extractor, max_items=max_items, weights=weights, clock=clock)
+                   extractor=extractor, max_items=max_items, weights=weights, clock=clock, touch_delay=touch_delay)
 
     # -- recall ---------------------------------------------------------------------------------
 
@@ -449,33 +482,45 @@ class LongTermMemory:
     # -- background work ------------------------------------------------------------------------
 
     def _schedule_touch(self, memories: Sequence[Memory], now: int) -> None:
+        """Queue last-access bumps; they are written together ``touch_delay`` seconds later (or at
+        :meth:`flush`, :meth:`close` or interpreter exit), so a burst of recalls costs one write."""
         with self._touch_lock:
             for m in memories:
                 accessed, recency = self._pending_touch.get(m.id, (0, 0))
                 self._pending_touch[m.id] = (max(accessed, now), max(recency, now, m.created_at))
-            if self._touch_scheduled:
+            if self._touch_timer is not None:
                 return
-            self._touch_scheduled = True
-        self._background.submit(self._write_touches)
+            timer = threading.Timer(self.touch_delay, self._write_touches)
+            timer.daemon = True  # pending bumps are written by the exit hook instead
+            self._touch_timer = timer
+        timer.start()
 
     def _write_touches(self) -> None:
-        with self._touch_lock:
-            pending, self._pending_touch = self._pending_touch, {}
-            self._touch_scheduled = False
-        if not pending:
-            return
-        try:
-            self._repo.touch(pending)
-        except Exception:  # a failed bump only makes memories age a little faster
-            log.exception("long-term memory: could not record last access of %d memories", len(pending))
+        with self._touch_io:
+            with self._touch_lock:
+                pending, self._pending_touch = self._pending_touch, {}
+                self._touch_timer = None
+            if not pending:
+                return
+            try:
+                self._repo.touch(pending)
+            except Exception:  # a failed bump only makes memories age a little faster
+                log.exception("long-term memory: could not record last access of %d memories", len(pending))
 
     def flush(self) -> None:
-        """Wait until background work (last-access bumps, background extractions) is written."""
+        """Write pending last-access bumps now and wait for background extractions to finish."""
+        with self._touch_lock:
+            timer, self._touch_timer = self._touch_timer, None
+        if timer is not None:
+            timer.cancel()
+        self._write_touches()
         self._background.submit(lambda: None).result()
 
     def close(self) -> None:
-        """Finish background work and release the worker thread."""
+        """Finish background work (pending bumps, queued extractions) and release the worker thread."""
+        self.flush()
         self._background.shutdown(wait=True)
+        _LIVE.discard(self)
 
     def __enter__(self) -> LongTermMemory:
         return self
