@@ -149,30 +149,50 @@ def test_remember_validates_and_stores_nothing_on_error(store: Any, emb: Any) ->
     assert len(ltm) == 0
 
 
-def _reference_scores(ltm: LongTermMemory, emb: Any, query: str, now: int) -> dict[str, float]:
+def _reference_scores(ltm: LongTermMemory, emb: Any, query: str, now: int, lexical: float = 0.0) -> dict[str, float]:
+    from mindcore.kernels import BM25Index
+
     q = emb.embed([query])[0]
+    memories = ltm.memories()
+    bm25 = BM25Index([m.text for m in memories]).scores(query).astype(np.float64)
+    best = bm25.max()
     out = {}
-    for m in ltm.memories():
+    for m, lex in zip(memories, bm25, strict=True):
         v = emb.embed([m.text])[0]
         cos = float(q @ v / (np.linalg.norm(q) * np.linalg.norm(v)))
         age_days = (now - max(m.created_at, m.last_accessed_at)) / DAY
         out[m.id] = 0.7 * cos + 0.2 * 2 ** (-age_days / 30) + 0.1 * m.importance
+        if best > 0:
+            out[m.id] += lexical * lex / best
     return out
 
 
-def test_recall_ranks_by_the_seed_hybrid_score(store: Any, emb: Any, clock: Clock) -> None:
-    ltm = make(store, emb, clock)
+@pytest.mark.parametrize("lexical", [0.0, 0.6])
+def test_recall_ranks_by_the_seed_hybrid_score(store: Any, emb: Any, clock: Clock, lexical: float) -> None:
+    ltm = make(store, emb, clock, weights=RecallWeights(lexical=lexical))
     texts = ["Prefers green tea", "Prefers black coffee", "Drinks green smoothies", "Likes tea ceremonies",
-             "Works night shifts", "Has a cat named Miso"]
+             "Works night shifts", "Has a cat named Miso", "Visited Kyoto tea houses", "Drinks water"]
     for i, text in enumerate(texts):
-        ltm.remember_many([{"text": text, "importance": i / 5, "created_at": T0 - i * 20 * DAY}], dedupe=False)
+        ltm.remember_many([{"text": text, "importance": i / 7, "created_at": T0 - i * 20 * DAY}], dedupe=False)
     clock.now = T0 + 3 * DAY
-    query = "what tea does the user drink"
-    ref = _reference_scores(ltm, emb, query, clock.now)
-    hits = ltm.recall(query, k=len(texts), touch=False)
-    assert [m.id for m in hits] == sorted(ref, key=lambda i: -ref[i])
-    for m in hits:
-        assert m.score == pytest.approx(ref[m.id], abs=1e-5)
+    for query in ("what tea does the user drink", "cat", "kyoto", "nothing in common"):
+        ref = _reference_scores(ltm, emb, query, clock.now, lexical)
+        hits = ltm.recall(query, k=len(texts), touch=False)
+        assert [m.id for m in hits] == sorted(ref, key=lambda i: -ref[i])
+        for m in hits:
+            assert m.score == pytest.approx(ref[m.id], abs=1e-5)
+        assert [m.id for m in ltm.recall(query, k=3, touch=False)] == [m.id for m in hits[:3]]
+
+
+def test_lexical_view_follows_writes(store: Any, emb: Any) -> None:
+    ltm = make(store, emb, weights=RecallWeights(lexical=1.0))
+    ltm.remember("Has a cat named Miso")
+    assert [m.text for m in ltm.recall("Miso", k=5)] == ["Has a cat named Miso"]
+    other = make(store, emb, weights=RecallWeights(lexical=1.0))  # a second writer on the same scope
+    other.remember("Adopted a dog named Biscuit")
+    assert ltm.recall("Biscuit", k=1)[0].text == "Adopted a dog named Biscuit"
+    other.clear()
+    assert ltm.recall("Biscuit", k=5) == []
 
 
 def test_recency_runs_from_the_later_of_created_and_last_access(store: Any, emb: Any, clock: Clock) -> None:

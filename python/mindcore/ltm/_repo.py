@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from mindcore.kernels import looks_like_secret
+from mindcore.kernels import BM25Index, hybrid_topk, looks_like_secret
 from mindcore.ltm.types import Memory
 
 __all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
@@ -70,12 +70,26 @@ def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: f
     )
 
 
+@dataclass(frozen=True, slots=True)
+class _LexicalView:
+    """One version of a scope, aligned row by row: the cached vectors (shared with the store's
+    cache, not copied), the columns recall scores on, and a BM25 index over the texts."""
+
+    version: int
+    matrix: np.ndarray
+    rows: pa.Table
+    recency_ms: np.ndarray
+    importance: np.ndarray
+    bm25: BM25Index
+
+
 class MemoryRepo:
     """The rows of one scope in the ``ltm_memories`` table."""
 
     def __init__(self, store: Any, *, user_id: str, namespace: str, workspace_id: str | None, embedder: Any) -> None:
         self.table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
         self.ns = scope_key(user_id, namespace, workspace_id)
+        self._lexical: _LexicalView | None = None
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -88,6 +102,60 @@ class MemoryRepo:
             columns=_READ_COLUMNS,
         )
         return [_memory(h.row | {"id": h.id}, score=h.score, similarity=h.similarity) for h in hits]
+
+    def search_lexical(self, vector: np.ndarray, query: str, *, k: int, w_sim: float, w_rec: float,
+                       w_importance: float, w_lexical: float, half_life_ms: float, now_ms: int) -> list[Memory]:
+        """Hybrid top-k with lexical fusion: the extra term is ``w_importance·importance +
+        w_lexical·bm25/max(bm25)`` (BM25 over the scope's texts, scaled so the query's best match
+        is 1), scored in one ``hybrid_topk`` call over the cached vectors."""
+        view = self._lexical_view()
+        n = view.matrix.shape[0]
+        if n == 0:
+            return []
+        lexical = view.bm25.scores(query)
+        best = float(lexical.max())
+        extra = w_importance * view.importance
+        if best > 0:
+            extra = extra + (w_lexical / best) * lexical
+        top = hybrid_topk(
+            vector, view.matrix, k=min(k, n), metric="cosine", w_sim=w_sim, w_rec=w_rec, w_extra=1.0,
+            timestamps=view.recency_ms, now_ms=now_ms, half_life_ms=half_life_ms,
+            extra=np.ascontiguousarray(extra, dtype=np.float32),
+        )
+        keep = top.indices >= 0
+        idx = top.indices[keep]
+        rows = view.rows.take(pa.array(idx)).to_pylist()
+        return [_memory(r, score=float(sc), similarity=float(si))
+                for r, sc, si in zip(rows, top.scores[keep], top.similarities[keep], strict=True)]
+
+    def _lexical_view(self) -> _LexicalView:
+        version = int(self.table.version)
+        view = self._lexical
+        if view is not None and view.version == version:
+            return view
+        # The vectors come from the store's cache; the scalar columns from one scan. A write
+        # landing between the two reads shows up as a row missing from one side: read again.
+        for _ in range(5):
+            ids, matrix = self.table.vectors(self.ns)
+            data = self.table.scan_arrow(self.ns, columns=_READ_COLUMNS)
+            position = {str(v): i for i, v in enumerate(data.column("id").to_pylist())}
+            order = [position.get(i, -1) for i in ids]
+            if len(position) == len(ids) and -1 not in order:
+                break
+            version = int(self.table.version)
+        else:
+            raise RuntimeError("long-term memory: the table kept changing while it was being read")
+        rows = data.take(pa.array(order, pa.int64()))
+        view = _LexicalView(
+            version=version,
+            matrix=matrix,
+            rows=rows,
+            recency_ms=np.ascontiguousarray(rows.column("recency_at").to_numpy(), dtype=np.int64),
+            importance=np.ascontiguousarray(rows.column("importance").to_numpy(), dtype=np.float32),
+            bm25=BM25Index([str(t) for t in rows.column("text").to_pylist()]),
+        )
+        self._lexical = view
+        return view
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """Ids and vectors of every memory of the scope (read-only view of the cache)."""

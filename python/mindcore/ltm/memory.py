@@ -51,16 +51,18 @@ class RecallWeights:
     """How recall ranks: ``similarity·cosine + recency·2^(-age/half_life) + importance·importance``.
 
     The defaults are the seed's (0.7 / 0.2 / 0.1, 30-day half-life); age runs from the later of a
-    memory's creation and its last recall.
+    memory's creation and its last recall. ``lexical`` > 0 adds ``lexical·bm25/max(bm25)``: BM25 over
+    the stored texts (the Rust BM25 kernel), scaled so the query's best lexical match gets 1.
     """
 
     similarity: float = 0.7
     recency: float = 0.2
     importance: float = 0.1
     half_life_days: float = 30.0
+    lexical: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("similarity", "recency", "importance"):
+        for name in ("similarity", "recency", "importance", "lexical"):
             value = getattr(self, name)
             if not isinstance(value, int | float) or not np.isfinite(value) or value < 0:
                 raise ValueError(f"{name}: expected a finite weight >= 0, got {value!r}")
@@ -226,10 +228,16 @@ class LongTermMemory:
         now = self._clock()
         w = self.weights
         for i, vector in zip(asked, vectors, strict=True):
-            out[i] = self._repo.search(
-                vector, k=k, w_sim=w.similarity, w_rec=w.recency, w_extra=w.importance,
-                half_life_ms=w.half_life_days * DAY_MS, now_ms=now,
-            )
+            if w.lexical > 0:
+                out[i] = self._repo.search_lexical(
+                    vector, queries[i], k=k, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance,
+                    w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS, now_ms=now,
+                )
+            else:
+                out[i] = self._repo.search(
+                    vector, k=k, w_sim=w.similarity, w_rec=w.recency, w_extra=w.importance,
+                    half_life_ms=w.half_life_days * DAY_MS, now_ms=now,
+                )
         if touch:
             self._schedule_touch([m for hits in out for m in hits], now)
         return out
