@@ -155,19 +155,18 @@ def _reference_scores(ltm: LongTermMemory, emb: Any, query: str, now: int, lexic
     q = emb.embed([query])[0]
     memories = ltm.memories()
     bm25 = BM25Index([m.text for m in memories]).scores(query).astype(np.float64)
-    best = bm25.max()
+    scale = max(bm25.max(), 2.0)
     out = {}
     for m, lex in zip(memories, bm25, strict=True):
         v = emb.embed([m.text])[0]
         cos = float(q @ v / (np.linalg.norm(q) * np.linalg.norm(v)))
         age_days = (now - max(m.created_at, m.last_accessed_at)) / DAY
         out[m.id] = 0.7 * cos + 0.2 * 2 ** (-age_days / 30) + 0.1 * m.importance
-        if best > 0:
-            out[m.id] += lexical * lex / best
+        out[m.id] += lexical * lex / scale
     return out
 
 
-@pytest.mark.parametrize("lexical", [0.0, 0.6])
+@pytest.mark.parametrize("lexical", [0.0, 0.6, 1.0])
 def test_recall_ranks_by_the_seed_hybrid_score(store: Any, emb: Any, clock: Clock, lexical: float) -> None:
     ltm = make(store, emb, clock, weights=RecallWeights(lexical=lexical))
     texts = ["Prefers green tea", "Prefers black coffee", "Drinks green smoothies", "Likes tea ceremonies",

@@ -31,6 +31,11 @@ COLUMNS: dict[str, pa.DataType] = {
     "recency_at": pa.int64(),
 }
 _READ_COLUMNS = ["id", "created_at", *COLUMNS]
+# Raw BM25 below which the best lexical match is not scaled up to 1: a query whose only overlap
+# with the memories is a common word ("the", "like") must not hand some memory the full lexical
+# weight. One distinctive word shared with a memory scores above this in any collection of more
+# than a handful of memories.
+LEXICAL_FLOOR = 2.0
 
 
 def scope_key(user_id: str, namespace: str, workspace_id: str | None) -> str:
@@ -106,17 +111,16 @@ class MemoryRepo:
     def search_lexical(self, vector: np.ndarray, query: str, *, k: int, w_sim: float, w_rec: float,
                        w_importance: float, w_lexical: float, half_life_ms: float, now_ms: int) -> list[Memory]:
         """Hybrid top-k with lexical fusion: the extra term is ``w_importance·importance +
-        w_lexical·bm25/max(bm25)`` (BM25 over the scope's texts, scaled so the query's best match
-        is 1), scored in one ``hybrid_topk`` call over the cached vectors."""
+        w_lexical·bm25/max(max(bm25), LEXICAL_FLOOR)`` (BM25 over the scope's texts, scaled so the
+        query's best match gets 1 unless even that match is weak), scored in one ``hybrid_topk``
+        call over the cached vectors."""
         view = self._lexical_view()
         n = view.matrix.shape[0]
         if n == 0:
             return []
         lexical = view.bm25.scores(query)
-        best = float(lexical.max())
-        extra = w_importance * view.importance
-        if best > 0:
-            extra = extra + (w_lexical / best) * lexical
+        scale = max(float(lexical.max()), LEXICAL_FLOOR)
+        extra = w_importance * view.importance + (w_lexical / scale) * lexical
         top = hybrid_topk(
             vector, view.matrix, k=min(k, n), metric="cosine", w_sim=w_sim, w_rec=w_rec, w_extra=1.0,
             timestamps=view.recency_ms, now_ms=now_ms, half_life_ms=half_life_ms,

@@ -51,15 +51,17 @@ class RecallWeights:
     """How recall ranks: ``similarity·cosine + recency·2^(-age/half_life) + importance·importance``.
 
     The defaults are the seed's (0.7 / 0.2 / 0.1, 30-day half-life); age runs from the later of a
-    memory's creation and its last recall. ``lexical`` > 0 adds ``lexical·bm25/max(bm25)``: BM25 over
-    the stored texts (the Rust BM25 kernel), scaled so the query's best lexical match gets 1.
+    memory's creation and its last recall. ``lexical`` adds ``lexical·bm25/max(bm25)``: BM25 over the
+    stored texts (the Rust BM25 kernel), scaled so the query's best lexical match gets 1 (unless that
+    match is weak, raw BM25 < 2). On LoCoMo it lifts recall@5 from 16% to 49% with the default
+    embedder (see ``benches/bench_locomo.py``); ``lexical=0`` is the seed's pure hybrid score.
     """
 
     similarity: float = 0.7
     recency: float = 0.2
     importance: float = 0.1
     half_life_days: float = 30.0
-    lexical: float = 0.0
+    lexical: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("similarity", "recency", "importance", "lexical"):
