@@ -128,7 +128,7 @@ class MemoryRepo:
         )
         keep = top.indices >= 0
         idx = top.indices[keep]
-        rows = view.rows.take(pa.array(idx)).to_pylist()
+        rows = view.rows.take(np.asarray(idx, dtype=np.int64)).to_pylist()
         return [_memory(r, score=float(sc), similarity=float(si))
                 for r, sc, si in zip(rows, top.scores[keep], top.similarities[keep], strict=True)]
 
