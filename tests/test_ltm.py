@@ -500,27 +500,34 @@ def test_eviction_drops_lowest_recency_and_importance_in_one_pass(
     store: Any, emb: Any, clock: Clock, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     ltm = make(store, emb, clock, max_items=5)
-    deletes: list[list[str]] = []
-    real_delete = ltm._repo.delete
+    writes: list[tuple[int, list[str]]] = []
+    real_write = ltm._repo.write
 
-    def spy(ids: list[str]) -> int:
-        deletes.append(list(ids))
-        return real_delete(ids)
+    def spy(memories: Any, vectors: Any, *, delete: Any = ()) -> set[str]:
+        writes.append((len(memories), list(delete)))
+        return real_write(memories, vectors, delete=delete)
 
-    monkeypatch.setattr(ltm._repo, "delete", spy)
+    monkeypatch.setattr(ltm._repo, "write", spy)
     items = [  # (text, importance, age days)
         ("Old and unimportant", 0.0, 300), ("Old but vital", 1.0, 300), ("Fresh and minor", 0.1, 0),
         ("Fresh and vital", 0.9, 0), ("Middling", 0.5, 30), ("Ancient trivia", 0.0, 900),
         ("Recent", 0.2, 2), ("Lukewarm", 0.3, 60),
     ]
+    first, second = items[:4], items[4:]
+    ltm.remember_many([{"text": t, "importance": i, "created_at": T0 - d * DAY} for t, i, d in first], dedupe=False)
     results = ltm.remember_many(
-        [{"text": t, "importance": i, "created_at": T0 - d * DAY} for t, i, d in items], dedupe=False
+        [{"text": t, "importance": i, "created_at": T0 - d * DAY} for t, i, d in second], dedupe=False
     )
-    assert all(r.status == "stored" for r in results)
-    assert len(deletes) == 1 and len(deletes[0]) == 3  # one pass, one delete
     score = {t: 0.2 * 2 ** (-d / 30) + 0.1 * i for t, i, d in items}
     expected = sorted(score, key=lambda t: -score[t])[:5]
     assert sorted(m.text for m in ltm.memories()) == sorted(expected)
+    # One commit for the second batch: its inserts and the evictions of stored memories together.
+    assert len(writes) == 2 and writes[0] == (4, [])
+    inserted, deleted = writes[1]
+    assert inserted + 4 - len(deleted) == 5
+    # New memories ranking below the cap are not written and say so.
+    for (text, _, _), result in zip(second, results, strict=True):
+        assert result.status == ("stored" if text in expected else "evicted"), text
     assert len(make(store, emb, clock, max_items=0)) == 5
 
 
@@ -596,3 +603,37 @@ def test_tools(store: Any, emb: Any) -> None:
         assert result["status"] == "error", (name, args)
     assert len(ltm) == 1
     assert {m.source for m in ltm.memories()} == {"tool"}
+
+
+def test_backfill_many_conversations_in_one_commit(store: Any, emb: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    def reply(messages: Any) -> str:
+        text = messages[-1]["content"]
+        if "fail" in text:
+            raise LLMError("timeout")
+        if "Lyon" in text:
+            return _reply({"text": "Lives in Lyon", "kind": "identity"}, {"text": "Plays the cello"})
+        return _reply({"text": "Lives in Lyon."}, {"text": "Keeps bees on the roof"})
+
+    ltm = make(store, emb, extractor=ScriptedLLM(reply))
+    writes: list[int] = []
+    real_write = ltm._repo.write
+
+    def spy(memories: Any, vectors: Any, *, delete: Any = ()) -> set[str]:
+        writes.append(len(memories))
+        return real_write(memories, vectors, delete=delete)
+
+    monkeypatch.setattr(ltm._repo, "write", spy)
+    reports = ltm.remember_conversations([
+        [{"role": "user", "content": "I live in Lyon"}],
+        [{"role": "user", "content": "please fail"}],
+        [{"role": "tool", "content": "nothing for the LLM"}],
+        [{"role": "user", "content": "I keep bees"}],
+    ], concurrency=2)
+    assert [m.text for m in reports[0].stored] == ["Lives in Lyon", "Plays the cello"]
+    assert reports[1].error is not None and "timeout" in reports[1].error
+    assert reports[2].ok and reports[2].stored == []
+    assert [m.text for m in reports[3].stored] == ["Keeps bees on the roof"] and reports[3].duplicates == 1
+    assert writes == [3]  # one commit for every conversation's candidates
+    assert len(ltm) == 3
+    with pytest.raises(ValueError, match="concurrency"):
+        ltm.remember_conversations([], concurrency=0)

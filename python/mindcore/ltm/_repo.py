@@ -59,6 +59,23 @@ class NewMemory:
     source: str
 
 
+def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    created = pa.array([m.created_at for m in memories], pa.int64())
+    return pa.table({
+        "id": pa.array([m.id for m in memories], pa.string()),
+        "created_at": created,
+        "updated_at": created,
+        "text": pa.array([m.text for m in memories], pa.string()),
+        "kind": pa.array([m.kind for m in memories], pa.string()),
+        "importance": pa.array([m.importance for m in memories], pa.float32()),
+        "source": pa.array([m.source for m in memories], pa.string()),
+        "last_accessed_at": pa.array([m.last_accessed_at for m in memories], pa.int64()),
+        "recency_at": pa.array([max(m.created_at, m.last_accessed_at) for m in memories], pa.int64()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1]),
+    })
+
+
 def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: float | None = None) -> Memory:
     created = int(row.get("created_at") or 0)
     return Memory(
@@ -177,41 +194,50 @@ class MemoryRepo:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def insert(self, rows: Sequence[NewMemory], vectors: np.ndarray) -> list[Memory | None]:
-        """Insert ``rows`` in one commit; each result is the stored memory, or ``None`` for a row
-        refused because it looks like a secret (checked here too, whoever the caller is)."""
+    def retention_scores(self, *, w_rec: float, w_importance: float, half_life_ms: float,
+                         now_ms: int) -> dict[str, float]:
+        """``w_rec·recency + w_importance·importance`` of every memory of the scope (one ranking pass
+        of the store's cached ``hybrid_topk`` with the similarity weight at 0)."""
+        n = self.count()
+        if n == 0:
+            return {}
+        dim = int(self.table.dim or 0)
+        hits = self.table.search(
+            self.ns, np.zeros(dim, dtype=np.float32), k=n, metric="dot", w_sim=0.0, w_rec=w_rec,
+            w_extra=w_importance, time_column="recency_at", half_life_ms=half_life_ms, now_ms=now_ms,
+            extra_column="importance", columns=["id"],
+        )
+        return {h.id: h.score for h in hits}
+
+    @staticmethod
+    def new_memory(row: NewMemory) -> Memory:
+        """The memory ``row`` becomes when written (a fresh, time-ordered, collision-free id)."""
         from mindcore.store import new_id
 
-        if len(rows) != len(vectors):
-            raise ValueError(f"{len(rows)} rows but {len(vectors)} vectors")
-        out: list[Memory | None] = []
-        keep: list[int] = []
-        for i, row in enumerate(rows):
-            if looks_like_secret(row.text):
-                out.append(None)
-            else:
-                keep.append(i)
-                out.append(Memory(id=new_id(), text=row.text, kind=row.kind, importance=row.importance,
-                                  created_at=row.created_at, last_accessed_at=row.created_at, source=row.source))
-        if not keep:
-            return out
-        stored = [m for m in out if m is not None]
-        matrix = np.ascontiguousarray(vectors[keep], dtype=np.float32)
-        created = pa.array([m.created_at for m in stored], pa.int64())
-        data = pa.table({
-            "id": pa.array([m.id for m in stored], pa.string()),
-            "created_at": created,
-            "updated_at": created,
-            "text": pa.array([m.text for m in stored], pa.string()),
-            "kind": pa.array([m.kind for m in stored], pa.string()),
-            "importance": pa.array([m.importance for m in stored], pa.float32()),
-            "source": pa.array([m.source for m in stored], pa.string()),
-            "last_accessed_at": created,
-            "recency_at": created,
-            "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1]),
-        })
-        self.table.upsert(self.ns, data)
-        return out
+        return Memory(id=new_id(), text=row.text, kind=row.kind, importance=row.importance,
+                      created_at=row.created_at, last_accessed_at=row.created_at, source=row.source)
+
+    def insert(self, rows: Sequence[NewMemory], vectors: np.ndarray) -> list[Memory | None]:
+        """Insert ``rows`` in one commit: the stored memory for each, ``None`` where refused."""
+        memories = [self.new_memory(r) for r in rows]
+        written = self.write(memories, vectors)
+        return [m if m.id in written else None for m in memories]
+
+    def write(self, memories: Sequence[Memory], vectors: np.ndarray, *, delete: Sequence[str] = ()) -> set[str]:
+        """Insert ``memories`` and delete the ids in ``delete`` as one commit; returns the ids
+        written. Every text passes the secret filter here, whoever the caller is: a memory that
+        looks like a credential is not written."""
+        if len(memories) != len(vectors):
+            raise ValueError(f"{len(memories)} memories but {len(vectors)} vectors")
+        keep = [i for i, m in enumerate(memories) if not looks_like_secret(m.text)]
+        if not keep and not delete:
+            return set()
+        with self.table.unit_of_work(self.ns) as uow:
+            if keep:
+                uow.upsert(_arrow([memories[i] for i in keep], vectors[keep]))
+            if delete:
+                uow.delete(ids=list(delete))
+        return {memories[i].id for i in keep}
 
     def touch(self, pending: Mapping[str, tuple[int, int]]) -> None:
         """Record last access: ``id -> (last_accessed_at, recency_at)``, all in one commit."""

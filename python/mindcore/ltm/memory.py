@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from mindcore.kernels import dedupe_within, looks_like_secret, near_duplicates
+from mindcore.kernels import dedupe_within, hybrid_topk, looks_like_secret, near_duplicates
 from mindcore.ltm._repo import MemoryRepo, NewMemory
 from mindcore.ltm.config import resolve_enabled, resolve_max_items
 from mindcore.ltm.extract import (
@@ -317,73 +317,93 @@ class LongTermMemory:
     def _ingest(
         self, rows: Sequence[tuple[str, str, float, int | None]], *, dedupe: bool, source: str
     ) -> tuple[list[RememberResult], int]:
-        """The write pipeline every path shares: secret filter, embed, dedupe, one insert, eviction."""
-        results: list[RememberResult | None] = [None] * len(rows)
-        clean: list[int] = []
-        for i, (text, *_rest) in enumerate(rows):
-            if looks_like_secret(text):
-                results[i] = RememberResult("secret", None)
+        """The write pipeline every path shares: secret filter, embed, near-duplicate checks (within
+        the batch and against the store), then one commit holding the inserts and the evictions."""
+        results: list[RememberResult] = [RememberResult("secret", None)] * len(rows)
+        clean = [i for i, row in enumerate(rows) if not looks_like_secret(row[0])]
+        if not clean:
+            return results, 0
+        vectors = self._embed([rows[i][0] for i in clean])
+        keep = dedupe_within(vectors, threshold=DUPLICATE_THRESHOLD) if dedupe else np.ones(len(clean), bool)
+        # Within the batch, a dropped item is a duplicate of the first kept item it matches.
+        first_of = np.arange(len(clean))
+        if not keep.all():
+            kept = np.flatnonzero(keep)
+            first_of[~keep] = kept[near_duplicates(vectors[~keep], vectors[kept], threshold=DUPLICATE_THRESHOLD)[0]]
+        # Check against the stored vectors and write under one lock: two threads of this process
+        # cannot both add the same fact.
+        with self._write_lock:
+            ids, stored_vectors = self._repo.vectors()
+            now = self._clock()
+            candidates = np.flatnonzero(keep)
+            existing = np.full(len(clean), -1, dtype=np.int64)
+            if dedupe and ids and candidates.size:
+                existing[candidates] = near_duplicates(vectors[candidates], stored_vectors,
+                                                       threshold=DUPLICATE_THRESHOLD)[0]
+            fresh = [int(j) for j in candidates if existing[j] < 0]
+            new = []
+            for j in fresh:
+                text, kind, importance, created_at = rows[clean[j]]
+                new.append(self._repo.new_memory(NewMemory(
+                    text=text, kind=kind, importance=importance,
+                    created_at=now if created_at is None else created_at, source=source)))
+            new_vectors = vectors[fresh]
+            victims, dropped = self._plan_eviction(ids, new, new_vectors, now)
+            written = self._repo.write(
+                [m for n, m in enumerate(new) if n not in dropped],
+                new_vectors[[n for n in range(len(new)) if n not in dropped]],
+                delete=victims,
+            )
+        matched = {ids[int(e)] for e in existing if e >= 0}
+        known = {m.id: m for m in self._repo.get(sorted(matched))} if matched else {}
+        outcome: dict[int, RememberResult] = {}
+        for n, j in enumerate(fresh):
+            memory = new[n]
+            if n in dropped:
+                outcome[j] = RememberResult("evicted", None)
+            elif memory.id in written:
+                outcome[j] = RememberResult("stored", memory)
+            else:  # refused by the repository's own secret check (a defence in depth)
+                outcome[j] = RememberResult("secret", None)
+        for j, i in enumerate(clean):
+            root = int(first_of[j])
+            if existing[root] >= 0:
+                # None only if the stored twin was forgotten meanwhile: nothing of this item is stored.
+                results[i] = RememberResult("duplicate", known.get(ids[int(existing[root])]))
+            elif root != j and outcome[root].status == "stored":
+                results[i] = RememberResult("duplicate", outcome[root].memory)
             else:
-                clean.append(i)
-        evicted = 0
-        if clean:
-            vectors = self._embed([rows[i][0] for i in clean])
-            keep = dedupe_within(vectors, threshold=DUPLICATE_THRESHOLD) if dedupe else np.ones(len(clean), bool)
-            # Within the batch, a dropped item is a duplicate of the first kept item it matches.
-            first_of = np.arange(len(clean))
-            if not keep.all():
-                kept = np.flatnonzero(keep)
-                first_of[~keep] = kept[near_duplicates(vectors[~keep], vectors[kept],
-                                                       threshold=DUPLICATE_THRESHOLD)[0]]
-            # Check against the stored vectors and insert under one lock: two threads of this
-            # process cannot both add the same fact.
-            with self._write_lock:
-                ids, stored_vectors = self._repo.vectors()
-                now = self._clock()
-                candidates = np.flatnonzero(keep)
-                existing = np.full(len(clean), -1, dtype=np.int64)
-                if dedupe and ids and candidates.size:
-                    existing[candidates] = near_duplicates(vectors[candidates], stored_vectors,
-                                                           threshold=DUPLICATE_THRESHOLD)[0]
-                fresh = [int(j) for j in candidates if existing[j] < 0]
-                new_rows = []
-                for j in fresh:
-                    text, kind, importance, created_at = rows[clean[j]]
-                    new_rows.append(NewMemory(text=text, kind=kind, importance=importance,
-                                              created_at=now if created_at is None else created_at, source=source))
-                inserted = dict(zip(fresh, self._repo.insert(new_rows, vectors[fresh]), strict=True))
-                evicted = self._evict()
-            matched = {ids[int(e)] for e in existing if e >= 0}
-            known = {m.id: m for m in self._repo.get(sorted(matched))} if matched else {}
-            for j, i in enumerate(clean):
-                root = int(first_of[j])
-                if existing[root] >= 0:
-                    twin = known.get(ids[int(existing[root])])
-                    # None only if the twin was forgotten meanwhile: nothing of this item was stored.
-                    results[i] = RememberResult("duplicate", twin)
-                elif root != j:
-                    first = inserted.get(root)
-                    results[i] = RememberResult("duplicate", first) if first is not None else RememberResult("secret", None)
-                else:
-                    memory = inserted.get(j)
-                    # None: refused by the repository's own secret check (defence in depth).
-                    results[i] = RememberResult("stored", memory) if memory is not None else RememberResult("secret", None)
-        return [r for r in results if r is not None], evicted
+                results[i] = outcome[root]
+        return results, len(victims) + len(dropped)
 
-    def _evict(self) -> int:
-        """Drop the memories beyond ``max_items`` with the lowest recency and importance: one ranking
-        pass (recall's score without the query: 0.2·recency + 0.1·importance) and one delete."""
-        if self.max_items == 0:
-            return 0
-        ids, vectors = self._repo.vectors()
-        if len(ids) <= self.max_items:
-            return 0
-        keep = self._repo.search(
-            vectors[0], k=self.max_items, w_sim=0.0, w_rec=EVICT_RECENCY, w_extra=EVICT_IMPORTANCE,
-            half_life_ms=self.weights.half_life_days * DAY_MS, now_ms=self._clock(),
-        )
-        kept = {m.id for m in keep}
-        return self._repo.delete([i for i in ids if i not in kept])
+    def _plan_eviction(self, ids: Sequence[str], new: Sequence[Memory], new_vectors: np.ndarray,
+                       now: int) -> tuple[list[str], set[int]]:
+        """Which stored ids to delete and which new memories not to write, so at most ``max_items``
+        remain: the lowest by recency and importance (0.2·2^(-age/half_life) + 0.1·importance) over
+        stored and new memories together, ranked by ``hybrid_topk`` with the similarity weight at 0."""
+        total = len(ids) + len(new)
+        if self.max_items == 0 or total <= self.max_items:
+            return [], set()
+        half_life = self.weights.half_life_days * DAY_MS
+        scores = np.empty(total, dtype=np.float64)
+        if ids:
+            stored = self._repo.retention_scores(w_rec=EVICT_RECENCY, w_importance=EVICT_IMPORTANCE,
+                                                 half_life_ms=half_life, now_ms=now)
+            scores[: len(ids)] = [stored.get(i, -np.inf) for i in ids]
+        if new:
+            top = hybrid_topk(
+                new_vectors[0], new_vectors, k=len(new), metric="dot", w_sim=0.0, w_rec=EVICT_RECENCY,
+                w_extra=EVICT_IMPORTANCE, timestamps=np.array([m.created_at for m in new], dtype=np.int64),
+                now_ms=now, half_life_ms=half_life,
+                extra=np.array([m.importance for m in new], dtype=np.float32),
+            )
+            scores[len(ids) + top.indices] = top.scores
+        # Keep the best max_items; on equal scores stored memories stay and newer arrivals go.
+        order = np.argsort(-scores, kind="stable")
+        cut = order[self.max_items:]
+        victims = [ids[i] for i in cut if i < len(ids)]
+        dropped = {int(i) - len(ids) for i in cut if i >= len(ids)}
+        return victims, dropped
 
     # -- extraction -----------------------------------------------------------------------------
 
@@ -426,22 +446,63 @@ class LongTermMemory:
 
     def ingest_extraction(self, reply: str) -> ExtractionReport:
         """Parse an extraction LLM's reply and store its candidates (the pipeline after the LLM call)."""
-        try:
-            parsed = parse_candidates(reply)
-        except ExtractionParseError as exc:
-            return self._failed(f"extraction reply rejected: {exc}")
-        report = ExtractionReport(candidates=len(parsed.candidates), invalid=parsed.invalid,
-                                  over_limit=parsed.over_limit)
-        rows = [(c.text, c.kind, c.importance, None) for c in parsed.candidates]
-        results, report.evicted = self._ingest(rows, dedupe=True, source="extraction")
-        for result in results:
+        return self.ingest_extractions([reply])[0]
+
+    def ingest_extractions(self, replies: Sequence[str]) -> list[ExtractionReport]:
+        """:meth:`ingest_extraction` for many replies: one embedding call, one commit.
+
+        Stored memories evicted by that commit are counted on the last report.
+        """
+        reports: list[ExtractionReport] = []
+        rows: list[tuple[str, str, float, int | None]] = []
+        owner: list[int] = []
+        for n, reply in enumerate(replies):
+            try:
+                parsed = parse_candidates(reply)
+            except ExtractionParseError as exc:
+                reports.append(self._failed(f"extraction reply rejected: {exc}"))
+                continue
+            reports.append(ExtractionReport(candidates=len(parsed.candidates), invalid=parsed.invalid,
+                                            over_limit=parsed.over_limit))
+            rows.extend((c.text, c.kind, c.importance, None) for c in parsed.candidates)
+            owner.extend([n] * len(parsed.candidates))
+        if not rows:
+            return reports
+        results, evicted = self._ingest(rows, dedupe=True, source="extraction")
+        for n, result in zip(owner, results, strict=True):
+            report = reports[n]
             if result.status == "stored" and result.memory is not None:
                 report.stored.append(result.memory)
             elif result.status == "duplicate":
                 report.duplicates += 1
-            else:
+            elif result.status == "secret":
                 report.secrets += 1
-        return report
+            else:
+                report.evicted += 1
+        reports[owner[-1]].evicted += evicted - sum(r.evicted for r in reports)
+        return reports
+
+    def remember_conversations(self, conversations: Sequence[Iterable[Any]], *,
+                               concurrency: int = 4) -> list[ExtractionReport]:
+        """Backfill: extract from many conversations (``concurrency`` LLM calls at a time), then
+        store every candidate in one pass and one commit. One report per conversation."""
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ValueError(f"concurrency: expected a positive int, got {concurrency!r}")
+        extractor = self._require_extractor()
+        rendered = [render_conversation(c) for c in conversations]
+
+        def ask(conversation: str) -> str | ExtractionReport:
+            if not conversation:
+                return ExtractionReport()
+            try:
+                return str(extractor.complete(build_extraction_messages(conversation), json=True))
+            except Exception as exc:  # one failed call loses that conversation only
+                return self._failed(f"extraction LLM failed: {type(exc).__name__}: {exc}")
+
+        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mindcore-ltm-extract") as pool:
+            replies = list(pool.map(ask, rendered))
+        ingested = iter(self.ingest_extractions([r for r in replies if isinstance(r, str)]))
+        return [r if isinstance(r, ExtractionReport) else next(ingested) for r in replies]
 
     def _require_extractor(self) -> Any:
         if self.extractor is None:

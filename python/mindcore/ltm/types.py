@@ -22,7 +22,7 @@ DEFAULT_KIND = "fact"
 # A memory is one short fact; anything longer is a document, not a memory.
 MAX_TEXT_CHARS = 2_000
 
-RememberStatus = Literal["stored", "duplicate", "secret"]
+RememberStatus = Literal["stored", "duplicate", "secret", "evicted"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,7 +67,8 @@ class RememberResult:
 
     ``stored``: ``memory`` is the new memory. ``duplicate``: a near-duplicate already exists and
     ``memory`` is that existing one (nothing was written). ``secret``: the text looks like a secret or
-    credential and was refused (``memory`` is ``None``).
+    credential and was refused (``memory`` is ``None``). ``evicted``: the memory was valid but, with
+    its ``created_at`` and importance, ranked below the ``max_items`` kept, so it was not written.
     """
 
     status: RememberStatus
@@ -79,7 +80,8 @@ class ExtractionReport:
     """The outcome of one :meth:`LongTermMemory.remember_conversation` pass.
 
     ``error`` is set (and nothing was written) when the extraction LLM failed or its reply could not
-    be parsed; memories stored before stay untouched either way.
+    be parsed; memories stored before stay untouched either way. ``evicted`` counts memories dropped
+    to stay within ``max_items`` by this write (older stored ones, or new ones that ranked lowest).
     """
 
     stored: list[Memory] = field(default_factory=list)
