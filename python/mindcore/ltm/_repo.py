@@ -194,11 +194,10 @@ class MemoryRepo:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def retention_scores(self, *, w_rec: float, w_importance: float, half_life_ms: float,
+    def retention_scores(self, n: int, *, w_rec: float, w_importance: float, half_life_ms: float,
                          now_ms: int) -> dict[str, float]:
-        """``w_rec·recency + w_importance·importance`` of every memory of the scope (one ranking pass
+        """``w_rec·recency + w_importance·importance`` of the scope's ``n`` memories (one ranking pass
         of the store's cached ``hybrid_topk`` with the similarity weight at 0)."""
-        n = self.count()
         if n == 0:
             return {}
         dim = int(self.table.dim or 0)

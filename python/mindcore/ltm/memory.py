@@ -387,7 +387,7 @@ class LongTermMemory:
         half_life = self.weights.half_life_days * DAY_MS
         scores = np.empty(total, dtype=np.float64)
         if ids:
-            stored = self._repo.retention_scores(w_rec=EVICT_RECENCY, w_importance=EVICT_IMPORTANCE,
+            stored = self._repo.retention_scores(len(ids), w_rec=EVICT_RECENCY, w_importance=EVICT_IMPORTANCE,
                                                  half_life_ms=half_life, now_ms=now)
             scores[: len(ids)] = [stored.get(i, -np.inf) for i in ids]
         if new:
