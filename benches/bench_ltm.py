@@ -179,7 +179,8 @@ def test_extraction_pipeline(benchmark: Any) -> None:
         timed = rounds + 2 - upfront - 1
         report = benchmark.pedantic(lambda: ltm.remember_conversation(conversation), rounds=timed,
                                     warmup_rounds=1)
-        assert report.ok and len(report.stored) == 8
+        # At the cap a new low-importance memory can rank below every stored one and not be written.
+        assert report.ok and report.candidates == 8 and len(report.stored) + report.evicted >= 8
         assert len(ltm) == min(500, 8 * (upfront + 1 + timed))
         benchmark.extra_info["candidates_per_s"] = round(8 / benchmark.stats.stats.median)
         ltm.close()
