@@ -7,6 +7,9 @@
   exact vector search over the same table with the same namespace prefilter (pure cosine, no
   re-ranking: less work than either mindcore row). The query embedding is a dict lookup. p50/p99
   in extra_info.
+* ``ltm: first recall after a write``: a memory is remembered (not timed), then one recall: what
+  the next turn pays after an extraction wrote (the store reloads the scope, the lexical index is
+  rebuilt).
 * ``ltm: extraction pipeline``: ``remember_conversation`` with a scripted LLM reply of 8 new
   candidates (parse, secret filter, near-duplicate checks against the store and the batch, one
   commit with the inserts and the evictions at the 500 cap); items = candidates. Per turn the
@@ -150,6 +153,24 @@ def test_recall_lancedb(benchmark: Any, corpus: dict[str, Any]) -> None:
     qs = itertools.cycle(corpus["queries"])
     _finish(benchmark, "lancedb", f"ltm: recall top-{K} n={_label(corpus['n'])}", 1)
     benchmark.pedantic(lambda: search(next(qs)), rounds=_rounds(corpus["n"]) // 2, warmup_rounds=1)
+    _percentiles(benchmark)
+
+
+def test_recall_after_write(benchmark: Any, corpus: dict[str, Any]) -> None:
+    """The first recall after a write (any write drops the scope's cached vectors and lexical index)."""
+    ltm: LongTermMemory = corpus["ltm"]
+    emb: LookupEmbedder = corpus["emb"]
+    qs = itertools.cycle(corpus["queries"])
+    fresh = iter(_texts(np.random.default_rng(99), 1000, start=10**7))
+
+    def write() -> tuple[tuple[str], dict[str, Any]]:
+        text = next(fresh)
+        emb.add([text])
+        ltm.remember(text)
+        return (next(qs),), {"k": K}
+
+    _finish(benchmark, "mindcore", f"ltm: first recall after a write n={_label(corpus['n'])}", 1)
+    benchmark.pedantic(ltm.recall, setup=write, rounds=20 if corpus["n"] < 10_000 else 8)
     _percentiles(benchmark)
 
 
