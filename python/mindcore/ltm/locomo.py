@@ -32,8 +32,10 @@ __all__ = [
     "LocomoReport",
     "Question",
     "Turn",
+    "bm25_rankings",
     "evaluate_locomo",
     "load_locomo",
+    "score_rankings",
 ]
 
 KS: tuple[int, ...] = (5, 10, 25, 50)
@@ -129,44 +131,23 @@ class LocomoReport:
         return "\n".join(rows)
 
 
-def evaluate_locomo(
-    path: str | Path,
-    *,
-    embedder: Any,
-    weights: Any = None,
-    ks: Sequence[int] = KS,
-    conversations: Sequence[Conversation] | None = None,
-    store_uri: Callable[[str], str] | None = None,
-    progress: Callable[[str], None] | None = None,
-) -> LocomoReport:
-    """Store each conversation in its own long-term memory and score every question's recall@k."""
+Ranker = Callable[[Conversation], list[list[str]]]
+
+
+def score_rankings(conversations: Sequence[Conversation], rank: Ranker, *, ks: Sequence[int] = KS) -> LocomoReport:
+    """Recall@k of any retriever: ``rank(conversation)`` returns, per question, dia ids best first."""
     import time
 
-    import mindcore
-    from mindcore.ltm.memory import LongTermMemory
-
     started = time.perf_counter()
-    convs = list(conversations) if conversations is not None else load_locomo(path)
-    k_max = max(ks)
     per_question: list[tuple[int, dict[int, float]]] = []
-    with tempfile.TemporaryDirectory(prefix="mindcore-locomo-") as tmp:
-        for conv in convs:
-            uri = store_uri(conv.sample_id) if store_uri else str(Path(tmp) / conv.sample_id)
-            ltm = LongTermMemory(mindcore.open(uri), user_id=conv.sample_id, namespace="locomo",
-                                 embedder=embedder, max_items=0, weights=weights, clock=_fixed(conv.now_ms))
-            results = ltm.remember_many(
-                [{"text": t.text, "created_at": t.timestamp_ms} for t in conv.turns], dedupe=False
+    for conv in conversations:
+        rankings = rank(conv)
+        if len(rankings) != len(conv.questions):
+            raise ValueError(f"{conv.sample_id}: {len(rankings)} rankings for {len(conv.questions)} questions")
+        for q, ranked in zip(conv.questions, rankings, strict=True):
+            per_question.append(
+                (q.category, {k: len(q.evidence.intersection(ranked[:k])) / len(q.evidence) for k in ks})
             )
-            dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True) if r.memory}
-            hits = ltm.recall_many([q.question for q in conv.questions], k=k_max, touch=False)
-            for q, found in zip(conv.questions, hits, strict=True):
-                ranked = [dia_of[m.id] for m in found]
-                per_question.append(
-                    (q.category, {k: len(q.evidence.intersection(ranked[:k])) / len(q.evidence) for k in ks})
-                )
-            ltm.close()
-            if progress:
-                progress(f"{conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
 
     def mean(rows: list[dict[int, float]]) -> dict[int, float]:
         return {k: sum(r[k] for r in rows) / len(rows) for k in ks} if rows else dict.fromkeys(ks, 0.0)
@@ -174,12 +155,61 @@ def evaluate_locomo(
     by_cat: dict[int, list[dict[int, float]]] = defaultdict(list)
     for cat, values in per_question:
         by_cat[cat].append(values)
-    report = LocomoReport(
+    return LocomoReport(
         overall=mean([v for _, v in per_question]),
         without_adversarial=mean([v for c, v in per_question if c != 5]),
-        by_category={c: mean(v) for c, v in by_cat.items()},
+        by_category={c: mean(v) for c, v in sorted(by_cat.items())},
         n={"all": len(per_question), "without_adversarial": sum(1 for c, _ in per_question if c != 5),
            **{str(c): len(v) for c, v in by_cat.items()}},
+        seconds=time.perf_counter() - started,
     )
-    report.seconds = time.perf_counter() - started
-    return report
+
+
+def evaluate_locomo(
+    path: str | Path | None = None,
+    *,
+    embedder: Any,
+    weights: Any = None,
+    ks: Sequence[int] = KS,
+    conversations: Sequence[Conversation] | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> LocomoReport:
+    """Store each conversation in its own long-term memory (a temporary local store) and score every
+    question's recall@k. Give ``path`` to ``locomo10.json`` or already loaded ``conversations``."""
+    import mindcore
+    from mindcore.ltm.memory import LongTermMemory
+
+    if conversations is None:
+        if path is None:
+            raise ValueError("give path= or conversations=")
+        conversations = load_locomo(path)
+    k_max = max(ks)
+    with tempfile.TemporaryDirectory(prefix="mindcore-locomo-") as tmp:
+
+        def rank(conv: Conversation) -> list[list[str]]:
+            ltm = LongTermMemory(mindcore.open(str(Path(tmp) / conv.sample_id)), user_id=conv.sample_id,
+                                 namespace="locomo", embedder=embedder, max_items=0, weights=weights,
+                                 clock=_fixed(conv.now_ms))
+            results = ltm.remember_many(
+                [{"text": t.text, "created_at": t.timestamp_ms} for t in conv.turns], dedupe=False
+            )
+            dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True) if r.memory}
+            hits = ltm.recall_many([q.question for q in conv.questions], k=k_max, touch=False)
+            ltm.close()
+            if progress:
+                progress(f"{conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
+            return [[dia_of[m.id] for m in found] for found in hits]
+
+        return score_rankings(conversations, rank, ks=ks)
+
+
+def bm25_rankings(*, k: int = max(KS), k1: float = 0.9, b: float = 0.4) -> Ranker:
+    """The lexical floor: BM25 (the Rust kernel) over each conversation's turns."""
+    from mindcore.kernels import BM25Index
+
+    def rank(conv: Conversation) -> list[list[str]]:
+        index = BM25Index([t.text for t in conv.turns], k1=k1, b=b)
+        return [[conv.turns[int(i)].dia_id for i in index.top_k(q.question, k, normalize=False)[0]]
+                for q in conv.questions]
+
+    return rank
