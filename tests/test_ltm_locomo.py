@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from mindcore.embed import HashEmbedder
 from mindcore.ltm import RecallWeights
-from mindcore.ltm.locomo import KS, bm25_rankings, evaluate_locomo, load_locomo, score_rankings
+from mindcore.ltm.locomo import KS, Conversation, bm25_rankings, evaluate_locomo, load_locomo, score_rankings
 
 
 def _data() -> Path:
@@ -25,7 +25,7 @@ def _data() -> Path:
 
 
 @pytest.fixture(scope="module")
-def conversations() -> list:  # type: ignore[type-arg]
+def conversations() -> list[Conversation]:
     return load_locomo(_data())
 
 
