@@ -29,7 +29,7 @@ def conversations() -> list[Conversation]:
     return load_locomo(_data())
 
 
-def test_loader_follows_the_scoring_rules(conversations: list) -> None:  # type: ignore[type-arg]
+def test_loader_follows_the_scoring_rules(conversations: list[Conversation]) -> None:
     assert len(conversations) == 10
     assert sum(len(c.turns) for c in conversations) == 5_882
     # 1,986 questions, of which 9 have no evidence id that matches a turn.
@@ -43,14 +43,14 @@ def test_loader_follows_the_scoring_rules(conversations: list) -> None:  # type:
     assert any("[image: " in t.text for t in first)  # blip captions are part of the turn
 
 
-def test_scorer_reproduces_the_bm25_floor(conversations: list) -> None:  # type: ignore[type-arg]
+def test_scorer_reproduces_the_bm25_floor(conversations: list[Conversation]) -> None:
     report = score_rankings(conversations, bm25_rankings())
     published = {5: 46.3, 10: 54.2, 25: 63.0, 50: 70.7}  # shared/data/README.md
     for k in KS:
         assert abs(100 * report.overall[k] - published[k]) < 1.5, (k, report.overall[k])
 
 
-def test_locomo_recall_with_the_hashing_embedder(conversations: list) -> None:  # type: ignore[type-arg]
+def test_locomo_recall_with_the_hashing_embedder(conversations: list[Conversation]) -> None:
     report = evaluate_locomo(conversations=conversations, embedder=HashEmbedder())
     assert report.n["all"] == 1_977 and report.n["without_adversarial"] == 1_531
     floors = {5: 45.5, 10: 52.0, 25: 59.8, 50: 66.7}
@@ -61,7 +61,7 @@ def test_locomo_recall_with_the_hashing_embedder(conversations: list) -> None:  
         assert 100 * report.without_adversarial[k] >= floors_no5[k], (k, report.without_adversarial)
 
 
-def test_lexical_fusion_beats_the_seed_score_on_locomo(conversations: list) -> None:  # type: ignore[type-arg]
+def test_lexical_fusion_beats_the_seed_score_on_locomo(conversations: list[Conversation]) -> None:
     subset = conversations[:3]
     fused = evaluate_locomo(conversations=subset, embedder=HashEmbedder())
     seed = evaluate_locomo(conversations=subset, embedder=HashEmbedder(), weights=RecallWeights(lexical=0.0))
