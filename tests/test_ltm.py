@@ -491,6 +491,10 @@ def test_async_and_background_extraction(store: Any, emb: Any) -> None:
     assert future.done() and [m.text for m in future.result().stored] == ["Plays the cello"]
     assert asyncio.run(ltm.arecall("cello"))[0].text == "Plays the cello"
     assert asyncio.run(ltm.aremember("Has a cat")) is not None
+    assert [r.status for r in asyncio.run(ltm.aremember_many(["Keeps bees", "Has a cat"]))] == ["stored", "duplicate"]
+    cat = ltm.recall("cat", k=1)[0]
+    assert asyncio.run(ltm.aforget(cat.id)) is True
+    assert asyncio.run(ltm.aclear()) == len(report.stored) + 2
 
 
 # -- eviction --------------------------------------------------------------------------------------

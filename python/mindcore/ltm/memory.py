@@ -214,7 +214,7 @@ class LongTermMemory:
         return self.recall_many([query], k, touch=touch)[0]
 
     def recall_many(self, queries: Sequence[str], k: int = 5, *, touch: bool = True) -> list[list[Memory]]:
-        """:meth:`recall` for several queries at once (one embedding call, one batched ranking)."""
+        """:meth:`recall` for several queries at once (one embedding call, then one ranking pass per query)."""
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise TypeError("queries: expected a sequence of strings")
         for query in queries:
@@ -256,7 +256,8 @@ class LongTermMemory:
 
     def remember(self, text: str, kind: str = DEFAULT_KIND, importance: float = 0.5, *,
                  created_at: int | None = None) -> Memory | None:
-        """Store one fact and return it; ``None`` when refused because it looks like a secret.
+        """Store one fact and return it; ``None`` when refused because it looks like a secret (or, for
+        a backdated ``created_at`` in a full scope, when it ranks below every memory kept).
 
         A near-duplicate (cosine ≥ 0.92) of a stored memory is not stored again: the existing memory
         is returned. Use :meth:`try_remember` to tell these cases apart.
@@ -265,7 +266,8 @@ class LongTermMemory:
 
     def try_remember(self, text: str, kind: str = DEFAULT_KIND, importance: float = 0.5, *,
                      created_at: int | None = None, source: str = "manual") -> RememberResult:
-        """Like :meth:`remember`, but says whether the fact was ``stored``, a ``duplicate`` or a ``secret``."""
+        """Like :meth:`remember`, but says whether the fact was ``stored``, a ``duplicate``, a ``secret``
+        or ``evicted`` (see :class:`~mindcore.ltm.RememberResult`)."""
         return self.remember_many([{"text": text, "kind": kind, "importance": importance,
                                     "created_at": created_at}], source=source)[0]
 
@@ -526,6 +528,16 @@ class LongTermMemory:
         """Delete every memory in this scope for good; returns how many there were."""
         with self._write_lock:
             return self._repo.clear()
+
+    async def aforget(self, memory_id: str) -> bool:
+        return await asyncio.to_thread(self.forget, memory_id)
+
+    async def aclear(self) -> int:
+        return await asyncio.to_thread(self.clear)
+
+    async def aremember_many(self, items: Iterable[str | Mapping[str, Any] | Candidate], *, dedupe: bool = True,
+                             source: str = "manual") -> list[RememberResult]:
+        return await asyncio.to_thread(lambda: self.remember_many(items, dedupe=dedupe, source=source))
 
     def memories(self) -> list[Memory]:
         """Every stored memory in this scope, oldest first."""
