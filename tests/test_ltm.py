@@ -641,3 +641,14 @@ def test_backfill_many_conversations_in_one_commit(store: Any, emb: Any, monkeyp
     assert len(ltm) == 3
     with pytest.raises(ValueError, match="concurrency"):
         ltm.remember_conversations([], concurrency=0)
+
+
+def test_remember_tool_when_memory_is_full(store: Any, emb: Any, clock: Clock) -> None:
+    ltm = make(store, emb, clock, max_items=2)
+    ltm.remember_many([{"text": "Lives in Lyon", "importance": 1.0}, {"text": "Plays the cello", "importance": 1.0}])
+    result = ltm.call("ltm_remember", {"text": "Once ate a sandwich", "importance": 0.0})
+    assert result["status"] == "not_stored" and result["reason"] == "memory_full"
+    assert ltm.try_remember("Once ate a sandwich", importance=0.0).status == "evicted"
+    assert sorted(m.text for m in ltm.memories()) == ["Lives in Lyon", "Plays the cello"]
+    kept = ltm.call("ltm_remember", {"text": "Is a paediatric nurse", "importance": 1.0})
+    assert kept["status"] == "ok" and len(ltm) == 2

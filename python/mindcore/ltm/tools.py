@@ -98,7 +98,13 @@ def build_toolset(ltm: LongTermMemory) -> Toolset:
                 "error": "Not stored: the text looks like a secret or credential (API key, token, password, "
                 "private key or connection string). Long-term memory never stores credentials.",
             }
-        assert result.memory is not None
+        if result.status == "evicted" or result.memory is None:
+            return {
+                "status": "not_stored",
+                "reason": "memory_full",
+                "error": "Not stored: long-term memory is full and this fact ranks below every memory kept "
+                "(by recency and importance). Store it with a higher importance if it matters.",
+            }
         if result.status == "duplicate":
             return {
                 "status": "duplicate",
