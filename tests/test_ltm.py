@@ -650,5 +650,6 @@ def test_remember_tool_when_memory_is_full(store: Any, emb: Any, clock: Clock) -
     assert result["status"] == "not_stored" and result["reason"] == "memory_full"
     assert ltm.try_remember("Once ate a sandwich", importance=0.0).status == "evicted"
     assert sorted(m.text for m in ltm.memories()) == ["Lives in Lyon", "Plays the cello"]
+    clock.now = T0 + DAY  # a day later, an equally important fact is fresher: it stays
     kept = ltm.call("ltm_remember", {"text": "Is a paediatric nurse", "importance": 1.0})
     assert kept["status"] == "ok" and len(ltm) == 2
