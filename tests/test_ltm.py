@@ -151,10 +151,11 @@ def test_remember_validates_and_stores_nothing_on_error(store: Any, emb: Any) ->
 
 def _reference_scores(ltm: LongTermMemory, emb: Any, query: str, now: int, lexical: float = 0.0) -> dict[str, float]:
     from mindcore.kernels import BM25Index
+    from mindcore.ltm._lexical import lexical_terms
 
     q = emb.embed([query])[0]
     memories = ltm.memories()
-    bm25 = BM25Index([m.text for m in memories]).scores(query).astype(np.float64)
+    bm25 = BM25Index([lexical_terms(m.text) for m in memories]).scores(lexical_terms(query)).astype(np.float64)
     scale = max(bm25.max(), 2.0)
     out = {}
     for m, lex in zip(memories, bm25, strict=True):
@@ -174,7 +175,7 @@ def test_recall_ranks_by_the_seed_hybrid_score(store: Any, emb: Any, clock: Cloc
     for i, text in enumerate(texts):
         ltm.remember_many([{"text": text, "importance": i / 7, "created_at": T0 - i * 20 * DAY}], dedupe=False)
     clock.now = T0 + 3 * DAY
-    for query in ("what tea does the user drink", "cat", "kyoto", "nothing in common"):
+    for query in ("what tea does the user drink", "cat", "kyoto", "nothing in common", "the of what"):
         ref = _reference_scores(ltm, emb, query, clock.now, lexical)
         hits = ltm.recall(query, k=len(texts), touch=False)
         assert [m.id for m in hits] == sorted(ref, key=lambda i: -ref[i])
@@ -653,3 +654,22 @@ def test_remember_tool_when_memory_is_full(store: Any, emb: Any, clock: Clock) -
     clock.now = T0 + DAY  # a day later, an equally important fact is fresher: it stays
     kept = ltm.call("ltm_remember", {"text": "Is a paediatric nurse", "importance": 1.0})
     assert kept["status"] == "ok" and len(ltm) == 2
+
+
+def test_lexical_terms() -> None:
+    from mindcore.ltm._lexical import lexical_terms
+
+    assert lexical_terms("What does the user like to drink? Green teas!") == "user like drink green tea"
+    assert lexical_terms("Stories she tried, loving it") == "story try lov"
+    assert lexical_terms("bus gas is") == "bus gas"  # too short to stem
+    assert lexical_terms("the of what") == ""
+    assert lexical_terms("São Paulo 2024") == "são paulo 2024"
+
+
+def test_stopword_only_overlap_gets_no_lexical_boost(store: Any, emb: Any) -> None:
+    ltm = make(store, emb)
+    ltm.remember_many(["Would like to move to the Berlin area", "Prefers green tea"])
+    hits = ltm.recall("what is the thing to drink", k=2, touch=False)
+    plain = make(store, emb, weights=RecallWeights(lexical=0.0)).recall("what is the thing to drink", k=2, touch=False)
+    assert [m.id for m in hits] == [m.id for m in plain]
+    assert [m.score for m in hits] == pytest.approx([m.score for m in plain], abs=1e-6)

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from mindcore.kernels import BM25Index, hybrid_topk, looks_like_secret
+from mindcore.ltm._lexical import lexical_terms
 from mindcore.ltm.types import Memory
 
 __all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
@@ -29,8 +30,11 @@ COLUMNS: dict[str, pa.DataType] = {
     "last_accessed_at": pa.int64(),
     # max(created_at, last_accessed_at): the one time column recall's recency decays from.
     "recency_at": pa.int64(),
+    # What BM25 indexes (mindcore.ltm._lexical), computed once at write time.
+    "terms": pa.string(),
 }
 _READ_COLUMNS = ["id", "created_at", *COLUMNS]
+_MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
 # Raw BM25 below which the best lexical match is not scaled up to 1: a query whose only overlap
 # with the memories is a common word ("the", "like") must not hand some memory the full lexical
 # weight. One distinctive word shared with a memory scores above this in any collection of more
@@ -72,6 +76,7 @@ def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
         "source": pa.array([m.source for m in memories], pa.string()),
         "last_accessed_at": pa.array([m.last_accessed_at for m in memories], pa.int64()),
         "recency_at": pa.array([max(m.created_at, m.last_accessed_at) for m in memories], pa.int64()),
+        "terms": pa.array([lexical_terms(m.text) for m in memories], pa.string()),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1]),
     })
 
@@ -121,7 +126,7 @@ class MemoryRepo:
         hits = self.table.search(
             self.ns, vector, k=k, metric="cosine", w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
             time_column="recency_at", half_life_ms=half_life_ms, now_ms=now_ms, extra_column="importance",
-            columns=_READ_COLUMNS,
+            columns=_MEMORY_COLUMNS,
         )
         return [_memory(h.row | {"id": h.id}, score=h.score, similarity=h.similarity) for h in hits]
 
@@ -135,7 +140,7 @@ class MemoryRepo:
         n = view.matrix.shape[0]
         if n == 0:
             return []
-        lexical = view.bm25.scores(query)
+        lexical = view.bm25.scores(lexical_terms(query))
         scale = max(float(lexical.max()), LEXICAL_FLOOR)
         extra = w_importance * view.importance + (w_lexical / scale) * lexical
         top = hybrid_topk(
@@ -173,7 +178,10 @@ class MemoryRepo:
             rows=rows,
             recency_ms=np.ascontiguousarray(rows.column("recency_at").to_numpy(), dtype=np.int64),
             importance=np.ascontiguousarray(rows.column("importance").to_numpy(), dtype=np.float32),
-            bm25=BM25Index([str(t) for t in rows.column("text").to_pylist()]),
+            bm25=BM25Index([
+                lexical_terms(str(text)) if terms is None else str(terms)
+                for text, terms in zip(rows.column("text").to_pylist(), rows.column("terms").to_pylist(), strict=True)
+            ]),
         )
         self._lexical = view
         return view
@@ -184,10 +192,10 @@ class MemoryRepo:
         return list(ids), matrix
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
-        return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_READ_COLUMNS)]
+        return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)]
 
     def all(self) -> list[Memory]:
-        return [_memory(r) for r in self.table.scan(self.ns, columns=_READ_COLUMNS, order_by="created_at")]
+        return [_memory(r) for r in self.table.scan(self.ns, columns=_MEMORY_COLUMNS, order_by="created_at")]
 
     def count(self) -> int:
         return int(self.table.count(self.ns))
