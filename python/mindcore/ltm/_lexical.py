@@ -25,8 +25,13 @@ _MIN_STEM = 3
 
 def _stem(word: str) -> str:
     for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
-            return word[: -len(suffix)] + ("y" if suffix in ("ies", "ied") else "")
+        if not word.endswith(suffix):
+            continue
+        if suffix in ("ies", "ied"):
+            if len(word) - 3 >= _MIN_STEM - 1:  # tried -> try, cries -> cry
+                return word[:-3] + "y"
+        elif len(word) - len(suffix) >= _MIN_STEM:
+            return word[: -len(suffix)]
     return word
 
 
