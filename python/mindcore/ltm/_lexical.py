@@ -3,7 +3,7 @@ with a light suffix stemmer, so "drinks" matches "drink" and "what"/"the" never 
 
 Tokens come from the BM25 kernel's own tokenizer; the result is a space-joined string the kernel
 indexes as is. Stored with each memory (column ``terms``), so rebuilding the index after a write
-does not re-tokenize the whole scope. On LoCoMo this lifts fused recall@5 from 49.3 to 53.5.
+does not re-tokenize the whole scope. On LoCoMo this lifts fused recall@5 from 49.3 to 53.6 (default embedder).
 
 >>> lexical_terms("What does the user like to drink? Green teas!")
 'user like drink green tea'

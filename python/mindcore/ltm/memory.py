@@ -53,7 +53,7 @@ class RecallWeights:
     The defaults are the seed's (0.7 / 0.2 / 0.1, 30-day half-life); age runs from the later of a
     memory's creation and its last recall. ``lexical`` adds ``lexical·bm25/max(bm25)``: BM25 over the
     stored texts (the Rust BM25 kernel), scaled so the query's best lexical match gets 1 (unless that
-    match is weak, raw BM25 < 2). On LoCoMo it lifts recall@5 from 16% to 49% with the default
+    match is weak, raw BM25 < 2). On LoCoMo it lifts recall@5 from 15.8% to 53.6% with the default
     embedder (see ``benches/bench_locomo.py``); ``lexical=0`` is the seed's pure hybrid score.
     """
 
