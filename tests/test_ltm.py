@@ -673,3 +673,18 @@ def test_stopword_only_overlap_gets_no_lexical_boost(store: Any, emb: Any) -> No
     plain = make(store, emb, weights=RecallWeights(lexical=0.0)).recall("what is the thing to drink", k=2, touch=False)
     assert [m.id for m in hits] == [m.id for m in plain]
     assert [m.score for m in hits] == pytest.approx([m.score for m in plain], abs=1e-6)
+
+
+def test_create_without_a_loadable_embedder_returns_none(
+    store: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import mindcore.ltm.memory as memory_module
+
+    def broken() -> Any:
+        raise RuntimeError("model file missing")
+
+    monkeypatch.setattr(memory_module, "_shared_default_embedder", broken)
+    assert LongTermMemory.create(store, user_id="u1", enabled=True) is None
+    assert "model file missing" in caplog.text
+    monkeypatch.setattr(memory_module, "_shared_default_embedder", HashEmbedder)
+    assert isinstance(LongTermMemory.create(store, user_id="u1", enabled=True), LongTermMemory)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import functools
 import logging
 import threading
 import time
@@ -93,6 +94,14 @@ def _flush_all_at_exit() -> None:
         ltm._write_touches()
 
 
+@functools.cache
+def _shared_default_embedder() -> Any:
+    # One model per process, however many sessions create a memory without an embedder.
+    from mindcore.embed import default_embedder
+
+    return default_embedder()
+
+
 def _require_id(name: str, value: Any, *, optional: bool = False) -> None:
     if optional and value is None:
         return
@@ -161,7 +170,7 @@ class LongTermMemory:
         self._touch_timer: threading.Timer | None = None
         _LIVE.add(self)
         _register_exit_hook()
-        self._background = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mindcore-ltm")
+        self._background_pool: ThreadPoolExecutor | None = None
         self._toolset = build_toolset(self)
 
     @classmethod
@@ -194,9 +203,7 @@ class LongTermMemory:
             return None
         if embedder is None:
             try:
-                from mindcore.embed import default_embedder
-
-                embedder = default_embedder()
+                embedder = _shared_default_embedder()
             except Exception as exc:  # a missing model must disable memory, not crash the chat
                 log.warning("long-term memory disabled: no embedder could be loaded (%s)", exc)
                 return None
@@ -590,6 +597,14 @@ class LongTermMemory:
             except Exception:  # a failed bump only makes memories age a little faster
                 log.exception("long-term memory: could not record last access of %d memories", len(pending))
 
+    @property
+    def _background(self) -> ThreadPoolExecutor:
+        # Created on first use: a memory that never runs background work holds no thread.
+        with self._touch_lock:
+            if self._background_pool is None:
+                self._background_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mindcore-ltm")
+            return self._background_pool
+
     def flush(self) -> None:
         """Write pending last-access bumps now and wait for background extractions to finish."""
         with self._touch_lock:
@@ -597,12 +612,14 @@ class LongTermMemory:
         if timer is not None:
             timer.cancel()
         self._write_touches()
-        self._background.submit(lambda: None).result()
+        if self._background_pool is not None:
+            self._background_pool.submit(lambda: None).result()
 
     def close(self) -> None:
         """Finish background work (pending bumps, queued extractions) and release the worker thread."""
         self.flush()
-        self._background.shutdown(wait=True)
+        if self._background_pool is not None:
+            self._background_pool.shutdown(wait=True)
         _LIVE.discard(self)
 
     def __enter__(self) -> LongTermMemory:
