@@ -13,6 +13,8 @@ from mindcore._core import __version__
 from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from mindcore.ltm import LongTermMemory as LongTermMemory
+    from mindcore.ltm import Memory as Memory
     from mindcore.store import Store as Store
     from mindcore.store import StoreConfig as StoreConfig
     from mindcore.store import aopen as aopen
@@ -21,8 +23,13 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
-    "WorkingMemory": "mindcore.working",
     "open": "mindcore.store",
+    "aopen": "mindcore.store",
+    "Store": "mindcore.store",
+    "StoreConfig": "mindcore.store",
+    "WorkingMemory": "mindcore.working",
+    "LongTermMemory": "mindcore.ltm",
+    "Memory": "mindcore.ltm",
 }
 
 __all__ = ["__version__", "looks_like_secret", *sorted(_LAZY)]

@@ -1,0 +1,121 @@
+"""LoCoMo turn-level recall@k of long-term memory with the default embedder (a quality bench).
+
+Scoring exactly as ``shared/data/README.md`` says (see :mod:`mindcore.ltm.locomo`): every turn
+(text plus BLIP caption) is one memory stamped with its session date, ``now`` is the last session
+date, each question with a resolvable evidence id is a query, recall = |evidence ∩ top-k| /
+|evidence|. Group ``ltm: locomo recall@k``, one row per retriever, all in the same run:
+
+* ``mindcore``: the default ``RecallWeights`` (seed 0.7·cosine + 0.2·recency + 0.1·importance, plus
+  1.0·BM25 lexical fusion);
+* ``mindcore-seed``: the seed's score alone (``lexical=0``);
+* ``mindcore-cosine``: cosine similarity alone;
+* ``bm25``: BM25 (the Rust kernel) over the turns, the lexical floor.
+
+Published anchors (README): BM25 46.3 / 54.2 / 63.0 / 70.7, DRAGON 56.7 / 66.2 / 76.7 / 82.7. Each
+row's extra_info holds R@5/10/25/50 overall (``r@k``), without category 5 and per category; the
+timed call is the evaluation with embeddings already computed (one embedding pass is shared by the
+three mindcore rows). The tables are printed with ``-s``.
+
+    pytest benches/bench_locomo.py --benchmark-only -q -s
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from mindcore.ltm import RecallWeights
+from mindcore.ltm.locomo import (
+    KS,
+    Conversation,
+    LocomoReport,
+    bm25_rankings,
+    evaluate_locomo,
+    load_locomo,
+    score_rankings,
+)
+
+QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
+GROUP = "ltm: locomo recall@k" + (" (2 conversations)" if QUICK else "")
+ANCHORS = {"bm25-published": (46.3, 54.2, 63.0, 70.7), "dragon-published": (56.7, 66.2, 76.7, 82.7)}
+
+
+def _data() -> Path:
+    local = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo10.json"
+    path = local if local.exists() else Path("/work/shared/data/locomo/locomo10.json")
+    if not path.exists():
+        pytest.skip(f"LoCoMo data not found at {local}")
+    return path
+
+
+class _Precomputed:
+    """The default embedder's vectors for every turn and question, computed once."""
+
+    def __init__(self, inner: Any, texts: Sequence[str]) -> None:
+        self.dim = inner.dim
+        self.model_id = inner.model_id
+        unique = list(dict.fromkeys(texts))
+        self._table = dict(zip(unique, inner.embed(unique), strict=True))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self._table[t] for t in texts])
+
+
+@pytest.fixture(scope="module")
+def setup() -> dict[str, Any]:
+    try:
+        from mindcore.embed import default_embedder
+
+        inner = default_embedder(threads=2)
+    except Exception as exc:  # the bundled model is an optional extra
+        pytest.skip(f"default embedder unavailable: {exc}")
+    conversations = load_locomo(_data())[: 2 if QUICK else None]
+    texts = [t.text for c in conversations for t in c.turns] + [q.question for c in conversations for q in c.questions]
+    return {"conversations": conversations, "embedder": _Precomputed(inner, texts)}
+
+
+def _start(benchmark: Any, impl: str) -> None:
+    benchmark.group = GROUP
+    benchmark.extra_info["impl"] = impl
+
+
+def _record(benchmark: Any, impl: str, report: LocomoReport) -> None:
+    benchmark.extra_info["questions"] = report.n["all"]
+    for k in KS:
+        benchmark.extra_info[f"r@{k}"] = round(100 * report.overall[k], 1)
+    benchmark.extra_info["without_cat5"] = {k: round(100 * v, 1) for k, v in report.without_adversarial.items()}
+    benchmark.extra_info["by_category"] = {
+        c: {k: round(100 * v, 1) for k, v in values.items()} for c, values in report.by_category.items()
+    }
+    benchmark.extra_info["anchors"] = ANCHORS
+    print(f"\n{impl}\n{report.table()}")
+
+
+@pytest.mark.parametrize(
+    ("impl", "weights"),
+    [
+        ("mindcore", RecallWeights()),
+        ("mindcore-seed", RecallWeights(lexical=0.0)),
+        ("mindcore-cosine", RecallWeights(similarity=1.0, recency=0.0, importance=0.0, lexical=0.0)),
+    ],
+)
+def test_locomo_mindcore(benchmark: Any, setup: dict[str, Any], impl: str, weights: RecallWeights) -> None:
+    conversations: list[Conversation] = setup["conversations"]
+    _start(benchmark, impl)
+    report = benchmark.pedantic(
+        lambda: evaluate_locomo(conversations=conversations, embedder=setup["embedder"], weights=weights),
+        rounds=1, iterations=1,
+    )
+    _record(benchmark, impl, report)
+
+
+def test_locomo_bm25(benchmark: Any, setup: dict[str, Any]) -> None:
+    conversations: list[Conversation] = setup["conversations"]
+    _start(benchmark, "bm25")
+    report = benchmark.pedantic(lambda: score_rankings(conversations, bm25_rankings()), rounds=1, iterations=1)
+    _record(benchmark, "bm25", report)

@@ -1,0 +1,234 @@
+"""Long-term memory: recall latency and extraction-pipeline throughput (embedding and LLM excluded).
+
+* ``ltm: recall top-5 n=...``: one user's memories (500: the default cap; 100k: far past it).
+  ``mindcore`` is ``LongTermMemory.recall`` with the default weights (seed hybrid score + BM25
+  lexical fusion), last-access bumps on as in production; ``mindcore-seed`` the seed's score
+  without lexical fusion (the store's cached ``hybrid_topk`` search); ``lancedb`` LanceDB's own
+  exact vector search over the same table with the same namespace prefilter (pure cosine, no
+  re-ranking: less work than either mindcore row). The query embedding is a dict lookup. p50/p99
+  in extra_info.
+* ``ltm: first recall after a write``: a memory is remembered (not timed), then one recall: what
+  the next turn pays after an extraction wrote (the store reloads the scope, the lexical index is
+  rebuilt).
+* ``ltm: extraction pipeline``: ``remember_conversation`` with a scripted LLM reply of 8 new
+  candidates (parse, secret filter, near-duplicate checks against the store and the batch, one
+  commit with the inserts and the evictions at the 500 cap); items = candidates. Per turn the
+  commit and the reload of the scope's vectors dominate. The ``batch`` group ingests 250 such
+  replies at once (``ingest_extractions``, what ``remember_conversations`` does for a backfill).
+
+    pytest benches/bench_ltm.py --benchmark-only -q
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import numpy as np
+import pytest
+
+import mindcore
+from mindcore.llm import ScriptedLLM
+from mindcore.ltm import LongTermMemory, RecallWeights
+from mindcore.ltm._repo import TABLE, scope_key
+from mindcore.store import to_where
+
+QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
+DIM = 384
+SIZES = [500, 5_000] if QUICK else [500, 100_000]
+N_QUERIES = 64
+K = 5
+WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ri", "so", "ta", "vu", "ze") for b in
+         ("ba", "de", "fi", "go", "hu", "ja", "ke", "li", "mo", "ny", "po", "qu", "ra", "si", "to")]
+
+
+class LookupEmbedder:
+    """Vectors made up front: embedding cost is excluded from the timings."""
+
+    dim = DIM
+    model_id = "bench-lookup-384"
+
+    def __init__(self) -> None:
+        self.table: dict[str, np.ndarray] = {}
+        self.rng = np.random.default_rng(0)
+
+    def add(self, texts: Sequence[str]) -> None:
+        v = self.rng.standard_normal((len(texts), DIM)).astype(np.float32)
+        v /= np.linalg.norm(v, axis=1, keepdims=True)
+        self.table.update(zip(texts, v, strict=True))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self.table[t] for t in texts])
+
+
+def _texts(rng: np.random.Generator, n: int, start: int = 0) -> list[str]:
+    return [f"Memory {start + i}: likes " + " ".join(rng.choice(WORDS, 5)) for i in range(n)]
+
+
+def _finish(benchmark: Any, impl: str, group: str, items: int) -> None:
+    benchmark.group = group
+    benchmark.extra_info["impl"] = impl
+    benchmark.extra_info["items"] = items
+
+
+def _percentiles(benchmark: Any) -> None:
+    data = np.asarray(benchmark.stats.stats.data) * 1e3
+    if len(data):
+        benchmark.extra_info["p50_ms"] = round(float(np.percentile(data, 50)), 4)
+        benchmark.extra_info["p99_ms"] = round(float(np.percentile(data, 99)), 4)
+
+
+@pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"n={n}")
+def corpus(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
+    n: int = request.param
+    rng = np.random.default_rng(n)
+    emb = LookupEmbedder()
+    texts = _texts(rng, n)
+    queries = [f"does the user like {' '.join(rng.choice(WORDS, 2))}?" for _ in range(N_QUERIES)]
+    emb.add(texts)
+    emb.add(queries)
+    with tempfile.TemporaryDirectory(prefix="bench-ltm-") as tmp:
+        store = mindcore.open(tmp)
+        ltm = LongTermMemory(store, user_id="bench-user", namespace="chat", embedder=emb, max_items=0)
+        for i in range(0, n, 20_000):
+            ltm.remember_many(texts[i:i + 20_000], dedupe=False)
+        seed = LongTermMemory(store, user_id="bench-user", namespace="chat", embedder=emb, max_items=0,
+                              weights=RecallWeights(lexical=0.0))
+        ltm.recall(queries[0])  # warm the caches
+        seed.recall(queries[0])
+        yield {"n": n, "ltm": ltm, "seed": seed, "emb": emb, "queries": queries, "store": store}
+        ltm.close()
+        seed.close()
+
+
+def _label(n: int) -> str:
+    return f"{n // 1000}k" if n >= 1000 else str(n)
+
+
+def _rounds(n: int) -> int:
+    return 200 if n < 10_000 else 60
+
+
+def test_recall_mindcore(benchmark: Any, corpus: dict[str, Any]) -> None:
+    ltm: LongTermMemory = corpus["ltm"]
+    qs = itertools.cycle(corpus["queries"])
+    assert len(ltm.recall(corpus["queries"][1], k=K)) == K
+    _finish(benchmark, "mindcore", f"ltm: recall top-{K} n={_label(corpus['n'])}", 1)
+    benchmark.pedantic(lambda: ltm.recall(next(qs), k=K), rounds=_rounds(corpus["n"]), warmup_rounds=3)
+    _percentiles(benchmark)
+
+
+def test_recall_mindcore_seed(benchmark: Any, corpus: dict[str, Any]) -> None:
+    seed: LongTermMemory = corpus["seed"]
+    qs = itertools.cycle(corpus["queries"])
+    _finish(benchmark, "mindcore-seed", f"ltm: recall top-{K} n={_label(corpus['n'])}", 1)
+    benchmark.pedantic(lambda: seed.recall(next(qs), k=K), rounds=_rounds(corpus["n"]), warmup_rounds=3)
+    _percentiles(benchmark)
+
+
+def test_recall_lancedb(benchmark: Any, corpus: dict[str, Any]) -> None:
+    import lancedb
+
+    store = corpus["store"]
+    emb: LookupEmbedder = corpus["emb"]
+    table = lancedb.connect(store.uri).open_table(TABLE)
+    where = to_where(scope_key("bench-user", "chat", None), None, table.schema)
+
+    def search(query: str) -> list[str]:
+        hits = (
+            table.search(emb.table[query], vector_column_name="vector").distance_type("cosine")
+            .bypass_vector_index().where(where, prefilter=True).select(["id", "text"]).limit(K).to_arrow()
+        )
+        return [str(i) for i in hits.column("id").to_pylist()]
+
+    # Same answer as mindcore with pure-cosine weights (checked outside the timed call).
+    cosine = LongTermMemory(store, user_id="bench-user", namespace="chat", embedder=emb, max_items=0,
+                            weights=RecallWeights(similarity=1.0, recency=0.0, importance=0.0, lexical=0.0))
+    for q in corpus["queries"][:4]:
+        assert search(q) == [m.id for m in cosine.recall(q, k=K, touch=False)]
+    cosine.close()
+    qs = itertools.cycle(corpus["queries"])
+    _finish(benchmark, "lancedb", f"ltm: recall top-{K} n={_label(corpus['n'])}", 1)
+    benchmark.pedantic(lambda: search(next(qs)), rounds=_rounds(corpus["n"]) // 2, warmup_rounds=1)
+    _percentiles(benchmark)
+
+
+def test_recall_after_write(benchmark: Any, corpus: dict[str, Any]) -> None:
+    """The first recall after a write (any write drops the scope's cached vectors and lexical index)."""
+    ltm: LongTermMemory = corpus["ltm"]
+    emb: LookupEmbedder = corpus["emb"]
+    qs = itertools.cycle(corpus["queries"])
+    fresh = iter(_texts(np.random.default_rng(99), 1000, start=10**7))
+
+    def write() -> tuple[tuple[str], dict[str, Any]]:
+        text = next(fresh)
+        emb.add([text])
+        ltm.remember(text)
+        return (next(qs),), {"k": K}
+
+    _finish(benchmark, "mindcore", f"ltm: first recall after a write n={_label(corpus['n'])}", 1)
+    benchmark.pedantic(ltm.recall, setup=write, rounds=20 if corpus["n"] < 10_000 else 8)
+    _percentiles(benchmark)
+
+
+def test_extraction_pipeline(benchmark: Any) -> None:
+    rng = np.random.default_rng(1)
+    emb = LookupEmbedder()
+    rounds = 40 if QUICK else 250
+    replies = []
+    for r in range(rounds + 2):
+        texts = _texts(rng, 8, start=r * 8)
+        emb.add(texts)
+        replies.append(json.dumps({"memories": [
+            {"text": t, "kind": "preference", "importance": round(float(rng.random()), 2)} for t in texts
+        ]}))
+    conversation = [
+        {"role": "user", "content": "I like kaba and lode, and I am moving to Mide next month."},
+        {"role": "assistant", "content": "Noted! Good luck with the move."},
+    ]
+    with tempfile.TemporaryDirectory(prefix="bench-ltm-x-") as tmp:
+        ltm = LongTermMemory(mindcore.open(tmp), user_id="bench-user", embedder=emb,
+                             extractor=ScriptedLLM(replies), max_items=500)
+        # 60 replies up front so the timed rounds run at (and past) the 500 cap.
+        upfront = 2 if QUICK else 60
+        for _ in range(upfront):
+            assert len(ltm.remember_conversation(conversation).stored) == 8
+        _finish(benchmark, "mindcore", "ltm: extraction pipeline (8 candidates per turn)", 8)
+        timed = rounds + 2 - upfront - 1
+        report = benchmark.pedantic(lambda: ltm.remember_conversation(conversation), rounds=timed,
+                                    warmup_rounds=1)
+        # At the cap a new low-importance memory can rank below every stored one and not be written.
+        assert report.ok and report.candidates == 8 and len(report.stored) + report.evicted >= 8
+        assert len(ltm) == min(500, 8 * (upfront + 1 + timed))
+        benchmark.extra_info["candidates_per_s"] = round(8 / benchmark.stats.stats.median)
+        ltm.close()
+
+
+def test_extraction_pipeline_batch(benchmark: Any) -> None:
+    rng = np.random.default_rng(2)
+    emb = LookupEmbedder()
+    per_batch = 25 if QUICK else 250
+    rounds = 3 if QUICK else 5
+    batches = []
+    for b in range(rounds + 2):
+        replies = []
+        for r in range(per_batch):
+            texts = _texts(rng, 8, start=(b * per_batch + r) * 8)
+            emb.add(texts)
+            replies.append(json.dumps({"memories": [
+                {"text": t, "kind": "fact", "importance": round(float(rng.random()), 2)} for t in texts]}))
+        batches.append(replies)
+    with tempfile.TemporaryDirectory(prefix="bench-ltm-xb-") as tmp:
+        ltm = LongTermMemory(mindcore.open(tmp), user_id="bench-user", embedder=emb, max_items=500)
+        ltm.ingest_extractions(batches.pop())  # the scope starts full
+        group = f"ltm: extraction pipeline batch ({per_batch} turns x 8 candidates)"
+        _finish(benchmark, "mindcore", group, per_batch * 8)
+        reports = benchmark.pedantic(lambda: ltm.ingest_extractions(batches.pop()), rounds=rounds,
+                                     warmup_rounds=1)
+        assert all(r.ok for r in reports) and len(ltm) == 500
+        benchmark.extra_info["candidates_per_s"] = round(per_batch * 8 / benchmark.stats.stats.median)
+        ltm.close()

@@ -1,0 +1,30 @@
+"""Long-term memory: durable, private, per-user facts.
+
+:class:`LongTermMemory` recalls them by meaning, recency and importance, mines them from finished
+conversations with an LLM, never stores anything that looks like a credential, and is off unless
+the caller or ``MINDCORE_MEMORY_ENABLED`` turns it on.
+"""
+
+from __future__ import annotations
+
+from mindcore.ltm.config import resolve_enabled, resolve_max_items
+from mindcore.ltm.extract import ExtractionParseError, parse_candidates, render_conversation
+from mindcore.ltm.memory import DUPLICATE_THRESHOLD, LongTermMemory, RecallWeights
+from mindcore.ltm.render import render_memories
+from mindcore.ltm.types import KINDS, ExtractionReport, Memory, RememberResult
+
+__all__ = [
+    "DUPLICATE_THRESHOLD",
+    "KINDS",
+    "ExtractionParseError",
+    "ExtractionReport",
+    "LongTermMemory",
+    "Memory",
+    "RecallWeights",
+    "RememberResult",
+    "parse_candidates",
+    "render_conversation",
+    "render_memories",
+    "resolve_enabled",
+    "resolve_max_items",
+]

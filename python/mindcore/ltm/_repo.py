@@ -1,0 +1,264 @@
+"""Persistence of long-term memories: one table, one store namespace per (user, namespace, workspace).
+
+Everything goes through :mod:`mindcore.store` (filters, units of work, the vector cache and its
+``hybrid_topk`` search); nothing here builds a where string or scores rows itself.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from mindcore.kernels import BM25Index, hybrid_topk, looks_like_secret
+from mindcore.ltm._lexical import lexical_terms
+from mindcore.ltm.types import Memory
+
+__all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
+
+TABLE = "ltm_memories"
+COLUMNS: dict[str, pa.DataType] = {
+    "text": pa.string(),
+    "kind": pa.string(),
+    "importance": pa.float32(),
+    "source": pa.string(),
+    "last_accessed_at": pa.int64(),
+    # max(created_at, last_accessed_at): the one time column recall's recency decays from.
+    "recency_at": pa.int64(),
+    # What BM25 indexes (mindcore.ltm._lexical), computed once at write time.
+    "terms": pa.string(),
+}
+_READ_COLUMNS = ["id", "created_at", *COLUMNS]
+_MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
+# Raw BM25 below which the best lexical match is not scaled up to 1: a query whose only overlap
+# with the memories is a common word ("the", "like") must not hand some memory the full lexical
+# weight. One distinctive word shared with a memory scores above this in any collection of more
+# than a handful of memories.
+LEXICAL_FLOOR = 2.0
+
+
+def scope_key(user_id: str, namespace: str, workspace_id: str | None) -> str:
+    """The store namespace of one (user, namespace, workspace) scope.
+
+    JSON-encoding the triple makes the mapping injective: no choice of ids (slashes, colons,
+    quotes, NULs) can make two scopes share a namespace.
+
+    >>> scope_key("u1", "chat", "thread-9")
+    'ltm:["u1","chat","thread-9"]'
+    """
+    return "ltm:" + json.dumps([user_id, namespace, workspace_id], ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class NewMemory:
+    text: str
+    kind: str
+    importance: float
+    created_at: int
+    source: str
+
+
+def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
+    matrix = np.ascontiguousarray(vectors, dtype=np.float32)
+    created = pa.array([m.created_at for m in memories], pa.int64())
+    return pa.table({
+        "id": pa.array([m.id for m in memories], pa.string()),
+        "created_at": created,
+        "updated_at": created,
+        "text": pa.array([m.text for m in memories], pa.string()),
+        "kind": pa.array([m.kind for m in memories], pa.string()),
+        "importance": pa.array([m.importance for m in memories], pa.float32()),
+        "source": pa.array([m.source for m in memories], pa.string()),
+        "last_accessed_at": pa.array([m.last_accessed_at for m in memories], pa.int64()),
+        "recency_at": pa.array([max(m.created_at, m.last_accessed_at) for m in memories], pa.int64()),
+        "terms": pa.array([lexical_terms(m.text) for m in memories], pa.string()),
+        "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1]),
+    })
+
+
+def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: float | None = None) -> Memory:
+    created = int(row.get("created_at") or 0)
+    return Memory(
+        id=str(row["id"]),
+        text=str(row.get("text") or ""),
+        kind=str(row.get("kind") or "fact"),
+        # float32 in the table: round so 0.8 reads back as 0.8, not 0.800000011920929.
+        importance=round(float(row.get("importance") or 0.0), 6),
+        created_at=created,
+        last_accessed_at=int(row.get("last_accessed_at") or created),
+        source=str(row.get("source") or "manual"),
+        score=score,
+        similarity=similarity,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _LexicalView:
+    """One version of a scope, aligned row by row: the cached vectors (shared with the store's
+    cache, not copied), the columns recall scores on, and a BM25 index over the texts."""
+
+    version: int
+    matrix: np.ndarray
+    rows: pa.Table
+    recency_ms: np.ndarray
+    importance: np.ndarray
+    bm25: BM25Index
+
+
+class MemoryRepo:
+    """The rows of one scope in the ``ltm_memories`` table."""
+
+    def __init__(self, store: Any, *, user_id: str, namespace: str, workspace_id: str | None, embedder: Any) -> None:
+        self.table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
+        self.ns = scope_key(user_id, namespace, workspace_id)
+        self._lexical: _LexicalView | None = None
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def search(self, vector: np.ndarray, *, k: int, w_sim: float, w_rec: float, w_extra: float,
+               half_life_ms: float, now_ms: int) -> list[Memory]:
+        """Hybrid top-k over the scope (the store's vector cache and ``hybrid_topk``)."""
+        hits = self.table.search(
+            self.ns, vector, k=k, metric="cosine", w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
+            time_column="recency_at", half_life_ms=half_life_ms, now_ms=now_ms, extra_column="importance",
+            columns=_MEMORY_COLUMNS,
+        )
+        return [_memory(h.row | {"id": h.id}, score=h.score, similarity=h.similarity) for h in hits]
+
+    def search_lexical(self, vector: np.ndarray, query: str, *, k: int, w_sim: float, w_rec: float,
+                       w_importance: float, w_lexical: float, half_life_ms: float, now_ms: int) -> list[Memory]:
+        """Hybrid top-k with lexical fusion: the extra term is ``w_importance·importance +
+        w_lexical·bm25/max(max(bm25), LEXICAL_FLOOR)`` (BM25 over the scope's texts, scaled so the
+        query's best match gets 1 unless even that match is weak), scored in one ``hybrid_topk``
+        call over the cached vectors."""
+        view = self._lexical_view()
+        n = view.matrix.shape[0]
+        if n == 0:
+            return []
+        lexical = view.bm25.scores(lexical_terms(query))
+        scale = max(float(lexical.max()), LEXICAL_FLOOR)
+        extra = w_importance * view.importance + (w_lexical / scale) * lexical
+        top = hybrid_topk(
+            vector, view.matrix, k=min(k, n), metric="cosine", w_sim=w_sim, w_rec=w_rec, w_extra=1.0,
+            timestamps=view.recency_ms, now_ms=now_ms, half_life_ms=half_life_ms,
+            extra=np.ascontiguousarray(extra, dtype=np.float32),
+        )
+        keep = top.indices >= 0
+        idx = top.indices[keep]
+        rows = view.rows.take(np.asarray(idx, dtype=np.int64)).to_pylist()
+        return [_memory(r, score=float(sc), similarity=float(si))
+                for r, sc, si in zip(rows, top.scores[keep], top.similarities[keep], strict=True)]
+
+    def _lexical_view(self) -> _LexicalView:
+        version = int(self.table.version)
+        view = self._lexical
+        if view is not None and view.version == version:
+            return view
+        # The vectors come from the store's cache; the scalar columns from one scan. A write
+        # landing between the two reads shows up as a row missing from one side: read again.
+        for _ in range(5):
+            ids, matrix = self.table.vectors(self.ns)
+            data = self.table.scan_arrow(self.ns, columns=_READ_COLUMNS)
+            position = {str(v): i for i, v in enumerate(data.column("id").to_pylist())}
+            order = [position.get(i, -1) for i in ids]
+            if len(position) == len(ids) and -1 not in order:
+                break
+            version = int(self.table.version)
+        else:
+            raise RuntimeError("long-term memory: the table kept changing while it was being read")
+        rows = data.take(pa.array(order, pa.int64()))
+        view = _LexicalView(
+            version=version,
+            matrix=matrix,
+            rows=rows,
+            recency_ms=np.ascontiguousarray(rows.column("recency_at").to_numpy(), dtype=np.int64),
+            importance=np.ascontiguousarray(rows.column("importance").to_numpy(), dtype=np.float32),
+            bm25=BM25Index([
+                lexical_terms(str(text)) if terms is None else str(terms)
+                for text, terms in zip(rows.column("text").to_pylist(), rows.column("terms").to_pylist(), strict=True)
+            ]),
+        )
+        self._lexical = view
+        return view
+
+    def vectors(self) -> tuple[list[str], np.ndarray]:
+        """Ids and vectors of every memory of the scope (read-only view of the cache)."""
+        ids, matrix = self.table.vectors(self.ns)
+        return list(ids), matrix
+
+    def get(self, ids: Sequence[str]) -> list[Memory]:
+        return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)]
+
+    def all(self) -> list[Memory]:
+        return [_memory(r) for r in self.table.scan(self.ns, columns=_MEMORY_COLUMNS, order_by="created_at")]
+
+    def count(self) -> int:
+        return int(self.table.count(self.ns))
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    def retention_scores(self, n: int, *, w_rec: float, w_importance: float, half_life_ms: float,
+                         now_ms: int) -> dict[str, float]:
+        """``w_rec·recency + w_importance·importance`` of the scope's ``n`` memories (one ranking pass
+        of the store's cached ``hybrid_topk`` with the similarity weight at 0)."""
+        if n == 0:
+            return {}
+        dim = int(self.table.dim or 0)
+        hits = self.table.search(
+            self.ns, np.zeros(dim, dtype=np.float32), k=n, metric="dot", w_sim=0.0, w_rec=w_rec,
+            w_extra=w_importance, time_column="recency_at", half_life_ms=half_life_ms, now_ms=now_ms,
+            extra_column="importance", columns=["id"],
+        )
+        return {h.id: h.score for h in hits}
+
+    @staticmethod
+    def new_memory(row: NewMemory) -> Memory:
+        """The memory ``row`` becomes when written (a fresh, time-ordered, collision-free id)."""
+        from mindcore.store import new_id
+
+        return Memory(id=new_id(), text=row.text, kind=row.kind, importance=row.importance,
+                      created_at=row.created_at, last_accessed_at=row.created_at, source=row.source)
+
+    def insert(self, rows: Sequence[NewMemory], vectors: np.ndarray) -> list[Memory | None]:
+        """Insert ``rows`` in one commit: the stored memory for each, ``None`` where refused."""
+        memories = [self.new_memory(r) for r in rows]
+        written = self.write(memories, vectors)
+        return [m if m.id in written else None for m in memories]
+
+    def write(self, memories: Sequence[Memory], vectors: np.ndarray, *, delete: Sequence[str] = ()) -> set[str]:
+        """Insert ``memories`` and delete the ids in ``delete`` as one commit; returns the ids
+        written. Every text passes the secret filter here, whoever the caller is: a memory that
+        looks like a credential is not written."""
+        if len(memories) != len(vectors):
+            raise ValueError(f"{len(memories)} memories but {len(vectors)} vectors")
+        keep = [i for i, m in enumerate(memories) if not looks_like_secret(m.text)]
+        if not keep and not delete:
+            return set()
+        with self.table.unit_of_work(self.ns) as uow:
+            if keep:
+                uow.upsert(_arrow([memories[i] for i in keep], vectors[keep]))
+            if delete:
+                uow.delete(ids=list(delete))
+        return {memories[i].id for i in keep}
+
+    def touch(self, pending: Mapping[str, tuple[int, int]]) -> None:
+        """Record last access: ``id -> (last_accessed_at, recency_at)``, all in one commit."""
+        groups: dict[tuple[int, int], list[str]] = defaultdict(list)
+        for memory_id, stamps in pending.items():
+            groups[stamps].append(memory_id)
+        with self.table.unit_of_work(self.ns) as uow:
+            for (accessed, recency), ids in groups.items():
+                uow.update(ids, {"last_accessed_at": accessed, "recency_at": recency})
+
+    def delete(self, ids: Sequence[str]) -> int:
+        if not ids:
+            return 0
+        return int(self.table.delete(self.ns, ids=list(ids)).deleted)
+
+    def clear(self) -> int:
+        return int(self.table.clear(self.ns).deleted)

@@ -1,0 +1,98 @@
+"""Public value types of long-term memory: :class:`Memory` and the outcomes of writes."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+__all__ = [
+    "DEFAULT_KIND",
+    "KINDS",
+    "MAX_TEXT_CHARS",
+    "ExtractionReport",
+    "Memory",
+    "RememberResult",
+    "RememberStatus",
+]
+
+# The seed's categories: stable preferences, identity facts, project context, decisions, notable events.
+KINDS: tuple[str, ...] = ("preference", "identity", "project", "decision", "event", "fact")
+DEFAULT_KIND = "fact"
+# A memory is one short fact; anything longer is a document, not a memory.
+MAX_TEXT_CHARS = 2_000
+
+RememberStatus = Literal["stored", "duplicate", "secret", "evicted"]
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    """One durable fact about a user.
+
+    Timestamps are unix milliseconds (UTC). ``score`` and ``similarity`` are set on memories returned
+    by :meth:`LongTermMemory.recall` (``None`` elsewhere).
+
+    >>> m = Memory(id="m1", text="Prefers green tea", kind="preference", importance=0.8,
+    ...            created_at=0, last_accessed_at=0)
+    >>> m.created.year
+    1970
+    """
+
+    id: str
+    text: str
+    kind: str = DEFAULT_KIND
+    importance: float = 0.5
+    created_at: int = 0
+    last_accessed_at: int = 0
+    source: str = "manual"
+    score: float | None = None
+    similarity: float | None = None
+
+    @property
+    def created(self) -> datetime:
+        return datetime.fromtimestamp(self.created_at / 1000, tz=UTC)
+
+    @property
+    def last_accessed(self) -> datetime:
+        return datetime.fromtimestamp(self.last_accessed_at / 1000, tz=UTC)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready dict (what the ``ltm_recall`` tool returns per memory)."""
+        return asdict(self)
+
+
+@dataclass(frozen=True, slots=True)
+class RememberResult:
+    """What happened to one write.
+
+    ``stored``: ``memory`` is the new memory. ``duplicate``: a near-duplicate already exists and
+    ``memory`` is that existing one (nothing was written). ``secret``: the text looks like a secret or
+    credential and was refused (``memory`` is ``None``). ``evicted``: the memory was valid but, with
+    its ``created_at`` and importance, ranked below the ``max_items`` kept, so it was not written.
+    """
+
+    status: RememberStatus
+    memory: Memory | None
+
+
+@dataclass(slots=True)
+class ExtractionReport:
+    """The outcome of one :meth:`LongTermMemory.remember_conversation` pass.
+
+    ``error`` is set (and nothing was written) when the extraction LLM failed or its reply could not
+    be parsed; memories stored before stay untouched either way. ``evicted`` counts memories dropped
+    to stay within ``max_items`` by this write (older stored ones, or new ones that ranked lowest).
+    """
+
+    stored: list[Memory] = field(default_factory=list)
+    candidates: int = 0
+    secrets: int = 0
+    duplicates: int = 0
+    invalid: int = 0
+    over_limit: int = 0
+    evicted: int = 0
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
