@@ -426,8 +426,7 @@ def test_remember_conversation_pipeline(store: Any, emb: Any) -> None:
     assert sorted(m.text for m in ltm.memories()) == ["Lives in Lyon.", "Only drinks green tea"]
     # What the LLM saw: the prompt, and only user/assistant text.
     (call,) = llm.calls
-    messages = call["messages"] if isinstance(call, dict) and "messages" in call else call
-    sent = json.dumps(messages)
+    sent = json.dumps(call.messages)
     assert EXTRACTION_SYSTEM_PROMPT[:60] in sent
     assert "I moved to Lyon" in sent and "tea shops in Croix-Rousse" in sent
     for hidden in ("SYSTEM PROMPT", "TOOL OUTPUT", "ghp_"):
@@ -439,7 +438,7 @@ def test_extraction_sees_only_the_last_12000_chars(store: Any, emb: Any) -> None
     ltm = make(store, emb, extractor=llm)
     messages = [{"role": "user", "content": f"turn {i:03d} " + "y" * 300} for i in range(100)]
     assert ltm.remember_conversation(messages).stored == []
-    sent = json.dumps(llm.calls[0])
+    sent = json.dumps(llm.calls[0].messages)
     assert "turn 099" in sent and "turn 050" not in sent
 
 
