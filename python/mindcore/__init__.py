@@ -12,11 +12,18 @@ from typing import TYPE_CHECKING, Any
 from mindcore._core import __version__
 
 if TYPE_CHECKING:
+    from mindcore.mind import Belief, Goal, Mind, MindConfig, RecallResult, Reflection
     from mindcore.working import WorkingMemory
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
     "WorkingMemory": "mindcore.working",
+    "Mind": "mindcore.mind",
+    "MindConfig": "mindcore.mind",
+    "Goal": "mindcore.mind",
+    "Belief": "mindcore.mind",
+    "Reflection": "mindcore.mind",
+    "RecallResult": "mindcore.mind",
 }
 
 __all__ = ["__version__", *sorted(_LAZY)]
