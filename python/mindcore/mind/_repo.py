@@ -172,9 +172,8 @@ def unexpired_beliefs(now: int) -> Filter:
 class StoreView:
     """The fresh view :func:`mindcore.mind.draft.plan_flush` reads (call under :meth:`Repo.locked`)."""
 
-    def __init__(self, repo: Repo, threshold_now: int) -> None:
+    def __init__(self, repo: Repo) -> None:
         self.repo = repo
-        self._now = threshold_now
         self._vectors: tuple[list[str], np.ndarray] | None = None
 
     def rows(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
