@@ -11,8 +11,16 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
-from mindcore.mind import TOOL_NAMES, TOOL_SPECS, Belief, Goal, MindConfig, MindError, RecallResult, Reflection
+from mindcore.mind import (
+    TOOL_NAMES,
+    TOOL_SPECS,
+    Belief,
+    Goal,
+    MindConfig,
+    MindError,
+    RecallResult,
+    Reflection,
+)
 from mindcore.mind.config import CAP_CEILING, TtlDefaults, parse_due_by, parse_duration
 from mindcore.mind.draft import (
     Claims,
@@ -158,7 +166,7 @@ SEED_PARAMS = {
 
 
 def test_tool_names_and_parameters_are_the_seeds() -> None:
-    assert TOOL_NAMES == tuple(SEED_PARAMS)
+    assert tuple(SEED_PARAMS) == TOOL_NAMES
     for spec in TOOL_SPECS:
         required, optional = SEED_PARAMS[spec.name]
         assert set(spec.parameters["required"]) == required

@@ -16,8 +16,8 @@ from mindcore.mind.entries import PRIORITY_RANK, Belief, Entry, Goal, Reflection
 __all__ = [
     "HEADER_CLOSE",
     "HEADER_OPEN",
-    "HeaderIndex",
     "MAX_RECENT_REFLECTIONS",
+    "HeaderIndex",
     "belief_line",
     "goal_line",
     "pinned_line",

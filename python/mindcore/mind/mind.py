@@ -47,7 +47,7 @@ from mindcore.mind.header import render_header
 from mindcore.mind.recall import TAU_MS, W_CONFIDENCE, W_RECENCY, W_SIMILARITY, match_goals
 from mindcore.mind.tools import TOOL_SPECS
 from mindcore.mind.validate import MindError, check_bool, check_choice, check_id, check_tags, check_text
-from mindcore.toolspec import ToolError, ToolSpec, Toolset
+from mindcore.toolspec import ToolError, Toolset, ToolSpec
 
 if TYPE_CHECKING:
     from mindcore.store import EmbedderLike, Store
@@ -231,7 +231,7 @@ class Mind:
         limit: int = 5,
     ) -> list[RecallResult]:
         """Search the committed store (see ``mind_recall``): goals by keyword, then beliefs and
-        reflections scored ``0.6·cosine + 0.2·e^(−age_days/30) + 0.2·confidence``, at most
+        reflections scored ``0.6·cosine + 0.2·e^(-age_days/30) + 0.2·confidence``, at most
         ``limit`` of each type, entries scoring below ``threshold`` dropped."""
         check_text(query, "query")
         check_choice(type, "type", _RECALL_TYPES)

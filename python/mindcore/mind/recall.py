@@ -1,6 +1,6 @@
 """``mind_recall`` parameters: the composite score and the keyword match used for goals.
 
-Beliefs and reflections are scored ``0.6·cosine + 0.2·e^(−age_days/30) + 0.2·confidence``
+Beliefs and reflections are scored ``0.6·cosine + 0.2·e^(-age_days/30) + 0.2·confidence``
 (``mindcore.kernels.hybrid_topk`` through ``Table.search``), age counted from creation and the
 confidence term stored with each row (see :func:`mindcore.mind.entries.recall_weight`).
 """
@@ -17,14 +17,13 @@ __all__ = ["TAU_MS", "W_CONFIDENCE", "W_RECENCY", "W_SIMILARITY", "goal_matches"
 W_SIMILARITY = 0.6
 W_RECENCY = 0.2
 W_CONFIDENCE = 0.2
-#: Time constant of the recency term: e^(−age/30 days).
+#: Time constant of the recency term: e^(-age/30 days).
 TAU_MS = 30 * 86_400_000
 
 _WORD = re.compile(r"\w+")
 # Words that would make every goal match a question phrased as a sentence.
 _STOP = frozenset(
-    "a an and are as at be by for from has have how i in is it its of on or that the this to was "
-    "what when where which who why will with".split()
+    ["a", "an", "and", "are", "as", "at", "be", "by", "for", "from", "has", "have", "how", "i", "in", "is", "it", "its", "of", "on", "or", "that", "the", "this", "to", "was", "what", "when", "where", "which", "who", "why", "will", "with"]
 )
 
 
