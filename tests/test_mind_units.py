@@ -349,6 +349,8 @@ def _belief(id: str, content: str = "x", conf: str = "medium", *, v: int = 0, ta
 
 
 class FakeView:
+    version = 5
+
     def __init__(self, rows: list[dict[str, Any]]) -> None:
         self.stored = {r["id"]: r for r in rows}
         self.similar: dict[int, str] = {}  # vector slot -> id returned by similar_belief
@@ -451,6 +453,9 @@ def test_flush_merges_into_a_belief_stored_meanwhile() -> None:
     draft.beliefs["mine"] = _belief("mine", "same idea", "high", v=3)
     rows = _plan(draft, view).rows
     assert [r["id"] for r in rows] == ["other"] and rows[0]["confidence"] == "high"
+    # checked against this very version at call time: nothing new to compare with
+    draft.beliefs["mine"].seen_version = view.version
+    assert [r["id"] for r in _plan(draft, view).rows] == ["mine"]
 
 
 def test_flush_enforces_caps_against_the_fresh_store() -> None:

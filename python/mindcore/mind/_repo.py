@@ -170,28 +170,24 @@ def unexpired_beliefs(now: int) -> Filter:
 
 
 class StoreView:
-    """The fresh view :func:`mindcore.mind.draft.plan_flush` reads (call under :meth:`Repo.locked`)."""
+    """The fresh view :func:`mindcore.mind.draft.plan_flush` reads (make it under
+    :meth:`Repo.locked`): counts come from the snapshot at the latest version, rows and
+    vectors are read only when asked for."""
 
     def __init__(self, repo: Repo) -> None:
         self.repo = repo
+        self._snap = repo.snapshot()
+        self.version = self._snap.version
         self._vectors: tuple[list[str], np.ndarray] | None = None
 
     def rows(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         return self.repo.rows(ids)
 
     def active_goal_count(self) -> int:
-        from mindcore.store import col
-
-        where = col("type").eq("goal") & col("status").eq("active")
-        return self.repo.table.count(self.repo.namespace, where)
+        return self._snap.active_goal_count()
 
     def pinned_ids(self, now: int) -> set[str]:
-        from mindcore.store import col
-
-        where = (col("type").eq("reflection") & col("pinned").eq(True)
-                 & (col("expires_at").is_null() | col("expires_at").gt(now)))
-        rows = self.repo.table.scan(self.repo.namespace, where, columns=["id"])
-        return {str(r["id"]) for r in rows}
+        return self._snap.pinned_ids(now)
 
     def similar_belief(self, vector: np.ndarray, threshold: float, now: int) -> str | None:
         from mindcore.kernels import near_duplicates  # type: ignore[attr-defined,unused-ignore]

@@ -58,9 +58,12 @@ class DraftBelief:
     allow_downgrade: bool
     vector: np.ndarray
     created_at: int
+    #: Table version this belief was checked against for duplicates (-1: never).
+    seen_version: int = -1
 
     def absorb(self, other: DraftBelief) -> None:
         """A later ``mind_believe`` that matched this draft entry."""
+        self.seen_version = min(self.seen_version, other.seen_version)
         self.content = other.content
         self.vector = other.vector
         self.allow_downgrade = self.allow_downgrade or other.allow_downgrade
@@ -244,6 +247,11 @@ def apply_goal_update(row: Row, u: GoalUpdate, *, now: int) -> Row:
 class FlushView(Protocol):
     """A fresh view of the committed store, read under the mind's lock."""
 
+    @property
+    def version(self) -> int:
+        """The table version the view reads."""
+        ...
+
     def rows(self, ids: Iterable[str]) -> dict[str, Row]:
         """Full stored rows (vector included) by id; missing ids are absent."""
         ...
@@ -298,7 +306,7 @@ def plan_flush(
 
     for d in draft.beliefs.values():
         target = d.id if d.id in out or (d.id in fresh and fresh[d.id].get("type") == "belief") else None
-        if target is None:
+        if target is None and d.seen_version != view.version:
             # Another process may have stored the same belief since this run checked.
             target = view.similar_belief(d.vector, dedup_threshold, now)
             if target is not None and target not in out and target not in fresh:

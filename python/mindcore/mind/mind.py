@@ -504,6 +504,7 @@ class MindRun:
                 self._draft.beliefs[other] = d
                 return Believed("updated_draft", other)
             # 3. the committed store
+            d.seen_version = mind._repo.table.version
             sids, smat = mind._repo.belief_vectors(now)
             if sids:
                 idx, _ = near_duplicates(vec[None, :], smat, threshold=thr)
