@@ -7,18 +7,19 @@ fresh interpreter needs to import LanceDB.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import random
 import sys
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 import lancedb  # noqa: F401  (preloaded by the fork server)
-
 import mindcore
-import mindcore.kernels  # noqa: F401
+import mindcore.kernels
 from mindcore.embed import HashEmbedder
 from mindcore.mind import Mind, MindConfig
 from mindcore.store import StoreConfig
@@ -28,9 +29,33 @@ PER_RUN = 6  # reflections written by each run of the kill test (plus one belief
 CAP = 3  # max_goals and max_pinned_reflections of the two-writer test
 
 
-def open_mind(path: str, *, compact: bool = True, **cfg: Any) -> Mind:
-    store_cfg = StoreConfig(compact_every=4, compact_in_background=False, cleanup_grace=timedelta(0)) if compact \
-        else StoreConfig(compact_every=0)
+def fork_context() -> Iterator[Any]:
+    """A ``forkserver`` context whose server has imported LanceDB, mindcore and this module
+    (use as a module-scoped pytest fixture: ``yield from fork_context()``)."""
+    import pytest
+
+    if sys.platform != "linux":
+        pytest.skip("fork server and SIGKILL tests run on Linux")
+    ctx = multiprocessing.get_context("forkserver")
+    # Python 3.11's fork server ignores the parent's sys.path: hand it this folder explicitly.
+    here = os.path.dirname(os.path.abspath(__file__))
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([here, *([old] if old else [])])
+    ctx.set_forkserver_preload(["lancedb", "mindcore.mind", "mindcore.embed", "_mind_procs"])
+    try:
+        yield ctx
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+def open_mind(path: str, *, cleanup: bool = True, **cfg: Any) -> Mind:
+    """``cleanup``: compact every 4 writes and delete old versions at once (kills then also land
+    inside compaction and cleanup); otherwise compact every 8 writes and keep every version."""
+    grace = timedelta(0) if cleanup else timedelta(hours=1)
+    store_cfg = StoreConfig(compact_every=4 if cleanup else 8, compact_in_background=False, cleanup_grace=grace)
     store = mindcore.open(path, config=store_cfg)
     return Mind(store, agent=AGENT, embedder=HashEmbedder(), config=MindConfig(**cfg))
 
@@ -77,7 +102,7 @@ def writer(path: str, who: str, runs: int, shared_goal: str, seed: int, conn: An
     (sometimes pinned), setting, updating and completing goals; sends its log at the end."""
     sys.stderr = open(os.devnull, "w")  # noqa: SIM115
     rnd = random.Random(seed)
-    mind = open_mind(path, compact=False, max_goals=CAP, max_pinned_reflections=CAP)
+    mind = open_mind(path, cleanup=False, max_goals=CAP, max_pinned_reflections=CAP)
     log = WriterLog()
     for i in range(runs):
         with mind.run() as run:

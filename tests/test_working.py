@@ -8,10 +8,9 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import mindcore
 import pydantic
 import pytest
-
-import mindcore
 from mindcore.working import ReadOnlyError, WorkingMemory, WorkingMemoryError
 from mindcore.working.merge import MAX_DEPTH, deep_merge
 

@@ -15,19 +15,19 @@ import threading
 import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
-from mindcore.mind.entries import Belief, Entry, Goal, Reflection, entry_from_row
+from mindcore.mind.entries import Belief, Entry, Goal, Reflection, entry_from_row, entry_to_row
 from mindcore.mind.header import HeaderIndex
 
 if TYPE_CHECKING:
     from mindcore.store import Filter, Hit, Store, Table
 
-__all__ = ["COLUMNS", "TABLE", "Repo", "Snapshot"]
+__all__ = ["COLUMNS", "TABLE", "Repo", "Snapshot", "StoreView"]
 
 TABLE = "mind_entries"
 COLUMNS: dict[str, pa.DataType] = {
@@ -46,6 +46,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "related_to": pa.string(),
 }
 _SCALARS = ["id", "created_at", "updated_at", "tags", *COLUMNS]
+_COLUMNS = [*_SCALARS, "vector"]
 
 _LOCKS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
 _LOCKS_GUARD = threading.Lock()
@@ -71,13 +72,29 @@ def _mind_lock(store: Store, namespace: str) -> Any:
         return lock
 
 
-@dataclass(frozen=True)
-class Snapshot:
-    """The committed entries of a namespace at one table version."""
+_NO_EXPIRY = np.iinfo(np.int64).max
 
-    version: int
-    entries: dict[str, Entry]
-    header: HeaderIndex
+
+class Snapshot:
+    """The committed entries of a namespace at one table version, with the vectors of its
+    beliefs and reflections (so a flush needs no read beyond the one scan per version)."""
+
+    def __init__(self, version: int, entries: dict[str, Entry], vectors: dict[str, np.ndarray], dim: int) -> None:
+        self.version = version
+        self.entries = entries
+        self.vectors = vectors
+        self.dim = dim
+
+    @cached_property
+    def header(self) -> HeaderIndex:
+        return HeaderIndex(self.entries.values())
+
+    @cached_property
+    def _beliefs(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        ids = [i for i, e in self.entries.items() if isinstance(e, Belief) and i in self.vectors]
+        matrix = (np.stack([self.vectors[i] for i in ids]) if ids else np.zeros((0, self.dim))).astype(np.float32)
+        expires = np.array([_expiry(self.entries[i]) for i in ids], dtype=np.int64)
+        return ids, np.ascontiguousarray(matrix), expires
 
     def goals(self) -> list[Goal]:
         return [e for e in self.entries.values() if isinstance(e, Goal)]
@@ -94,6 +111,42 @@ class Snapshot:
     def pinned_ids(self, now: int) -> set[str]:
         return {r.id for r in self.header.pinned if not r.expired(now)}
 
+    def rows(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Whole stored rows (vector included) of these ids."""
+        return {i: entry_to_row(self.entries[i], self.vectors.get(i)) for i in ids if i in self.entries}
+
+    def similar_belief(self, vector: np.ndarray, threshold: float, now: int) -> str | None:
+        """The unexpired belief most similar to ``vector`` at cosine >= ``threshold``."""
+        from mindcore.kernels import hybrid_topk  # type: ignore[attr-defined,unused-ignore]
+
+        ids, matrix, expires = self._beliefs
+        if not ids:
+            return None
+        mask = expires > now
+        if not mask.any():
+            return None
+        top = hybrid_topk(np.ascontiguousarray(vector, dtype=np.float32), matrix, k=1, metric="cosine",
+                          mask=mask, min_score=threshold)
+        return ids[int(top.indices[0])] if len(top.indices) and int(top.indices[0]) >= 0 else None
+
+    def patched(self, version: int, rows: Sequence[dict[str, Any]]) -> Snapshot:
+        """This snapshot with ``rows`` written over it, labelled ``version``."""
+        entries, vectors = dict(self.entries), dict(self.vectors)
+        for r in rows:
+            rid = str(r["id"])
+            entries[rid] = entry_from_row(r)
+            v = r.get("vector")
+            if v is None:
+                vectors.pop(rid, None)
+            else:
+                vectors[rid] = np.asarray(v, dtype=np.float32)
+        return Snapshot(version, entries, vectors, self.dim)
+
+
+def _expiry(e: Entry) -> int:
+    x = getattr(e, "expires_at", None)
+    return _NO_EXPIRY if x is None else int(x)
+
 
 class Repo:
     """Reads and writes of one mind namespace."""
@@ -107,15 +160,19 @@ class Repo:
             self.table: Table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
         except EmbedderMismatchError as e:
             raise EmbedderMismatchError(f"mind {namespace!r}: {e}") from None
+        dim = self.table.dim
+        assert dim is not None
+        self.dim: int = dim
         self._lock = _mind_lock(store, namespace)
         self._snap: Snapshot | None = None
         self._snap_guard = threading.Lock()
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def snapshot(self) -> Snapshot:
-        """The committed entries (rebuilt only when the table version moved)."""
-        version = self.table.version
+    def snapshot(self, *, exact: bool = False) -> Snapshot:
+        """The committed entries (rebuilt only when the table version moved). ``exact`` (for
+        writers holding the lock) never trusts a version that may be stale on object storage."""
+        version = self._latest() if exact else self.table.version
         snap = self._snap
         if snap is not None and snap.version == version:
             return snap
@@ -123,11 +180,18 @@ class Repo:
             snap = self._snap
             if snap is not None and snap.version == version:
                 return snap
-            data = self.table.scan_arrow(self.namespace, columns=_SCALARS)
-            entries = {str(r["id"]): entry_from_row(r) for r in data.to_pylist()}
-            snap = Snapshot(version, entries, HeaderIndex(entries.values()))
+            data = self.table.scan_arrow(self.namespace, columns=_COLUMNS)
+            snap = _from_arrow(version, data, self.dim)
             self._snap = snap
             return snap
+
+    def _latest(self) -> int:
+        # Local and memory stores always read the latest version; on object storage reads may lag
+        # by the read-consistency interval, which a read-modify-write under the lock must not.
+        tracker = getattr(self.table, "_versions", None)
+        if self.store.kind == "remote" and tracker is not None:
+            tracker.exact()
+        return self.table.version
 
     def search(self, query: np.ndarray, *, k: int, where: Filter, now: int, min_score: float,
                w_sim: float, w_rec: float, w_extra: float, tau_ms: float) -> list[Hit]:
@@ -136,14 +200,6 @@ class Repo:
             time_column="created_at", now_ms=now, extra_column="recall_weight", where=where,
             min_score=min_score, columns=_SCALARS,
         )
-
-    def belief_vectors(self, now: int) -> tuple[list[str], np.ndarray]:
-        """Ids and vectors of the committed, unexpired beliefs."""
-        return self.table.vectors(self.namespace, unexpired_beliefs(now))
-
-    def rows(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        """Full rows (vector included) of these ids, read from the latest version."""
-        return {r["id"]: r for r in self.table.get(self.namespace, list(ids))}
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -154,34 +210,49 @@ class Repo:
             yield
 
     def commit(self, rows: Sequence[dict[str, Any]]) -> int:
-        """Write ``rows`` (whole rows) as one table version; returns the version."""
+        """Write ``rows`` (whole rows) as one table version; returns the version. When nothing
+        else was committed in between, the snapshot is patched instead of read again."""
         if not rows:
             return self.table.version
+        before = self._snap
         with self.table.unit_of_work(self.namespace) as uow:
             uow.upsert(rows)
         assert uow.result is not None
-        return uow.result.version
+        version = uow.result.version
+        if before is not None and before.version == version - 1:
+            with self._snap_guard:
+                if self._snap is before:
+                    self._snap = before.patched(version, rows)
+        return version
 
 
-def unexpired_beliefs(now: int) -> Filter:
-    from mindcore.store import col
-
-    return col("type").eq("belief") & (col("expires_at").is_null() | col("expires_at").gt(now))
+def _from_arrow(version: int, data: pa.Table, dim: int) -> Snapshot:
+    vec = data.column("vector").combine_chunks()
+    scalars = data.drop_columns(["vector"]).to_pylist()
+    n = len(scalars)
+    flat = vec.values.slice(vec.offset * dim, n * dim).to_numpy(zero_copy_only=False)
+    matrix = np.asarray(flat, dtype=np.float32).reshape(n, dim)
+    has = ~np.asarray(vec.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    entries: dict[str, Entry] = {}
+    vectors: dict[str, np.ndarray] = {}
+    for i, r in enumerate(scalars):
+        rid = str(r["id"])
+        entries[rid] = entry_from_row(r)
+        if has[i]:
+            vectors[rid] = matrix[i]
+    return Snapshot(version, entries, vectors, dim)
 
 
 class StoreView:
-    """The fresh view :func:`mindcore.mind.draft.plan_flush` reads (make it under
-    :meth:`Repo.locked`): counts come from the snapshot at the latest version, rows and
-    vectors are read only when asked for."""
+    """The fresh view :func:`mindcore.mind.draft.plan_flush` reads: the snapshot at the exact
+    latest version (make it while holding :meth:`Repo.locked`)."""
 
     def __init__(self, repo: Repo) -> None:
-        self.repo = repo
-        self._snap = repo.snapshot()
+        self._snap = repo.snapshot(exact=True)
         self.version = self._snap.version
-        self._vectors: tuple[list[str], np.ndarray] | None = None
 
     def rows(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-        return self.repo.rows(ids)
+        return self._snap.rows(ids)
 
     def active_goal_count(self) -> int:
         return self._snap.active_goal_count()
@@ -190,14 +261,4 @@ class StoreView:
         return self._snap.pinned_ids(now)
 
     def similar_belief(self, vector: np.ndarray, threshold: float, now: int) -> str | None:
-        from mindcore.kernels import near_duplicates  # type: ignore[attr-defined,unused-ignore]
-
-        if self._vectors is None:
-            self._vectors = self.repo.belief_vectors(now)
-        ids, matrix = self._vectors
-        if not ids:
-            return None
-        idx, _ = near_duplicates(np.ascontiguousarray(vector, dtype=np.float32)[None, :], matrix,
-                                 threshold=threshold)
-        best = int(idx[0])
-        return ids[best] if best >= 0 else None
+        return self._snap.similar_belief(vector, threshold, now)

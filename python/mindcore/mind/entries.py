@@ -24,6 +24,7 @@ __all__ = [
     "RecallResult",
     "Reflection",
     "entry_from_row",
+    "entry_to_row",
     "recall_weight",
 ]
 
@@ -248,3 +249,22 @@ def entry_from_row(row: Mapping[str, Any]) -> Entry:
     if kind == "reflection":
         return Reflection(pinned=bool(row.get("pinned")), related_to=row.get("related_to"), **common)
     raise ValueError(f"row {row.get('id')!r}: unknown entry type {kind!r}")
+
+
+def entry_to_row(e: Entry, vector: Any = None) -> dict[str, Any]:
+    """The stored row of an entry (every column; ``vector`` for beliefs and reflections)."""
+    row: dict[str, Any] = {
+        "id": e.id, "type": e.type, "tags": list(e.tags), "created_at": e.created_at, "updated_at": e.updated_at,
+        "confidence": None, "priority": None, "status": None, "pinned": None, "progress": None, "outcome": None,
+        "due_by": None, "expires_at": None, "error": None, "related_to": None, "vector": vector,
+    }
+    if isinstance(e, Goal):
+        row.update(content=e.description, priority=e.priority, status=e.status, progress=list(e.progress),
+                   outcome=e.outcome, due_by=e.due_by, recall_weight=None)
+    elif isinstance(e, Belief):
+        row.update(content=e.content, confidence=e.confidence, expires_at=e.expires_at, error=e.error,
+                   recall_weight=recall_weight("belief", e.confidence, e.error))
+    else:
+        row.update(content=e.content, pinned=e.pinned, related_to=e.related_to, expires_at=e.expires_at,
+                   error=e.error, recall_weight=recall_weight("reflection", None, e.error))
+    return row

@@ -504,19 +504,17 @@ class MindRun:
                 self._draft.beliefs[other] = d
                 return Believed("updated_draft", other)
             # 3. the committed store
-            d.seen_version = mind._repo.table.version
-            sids, smat = mind._repo.belief_vectors(now)
-            if sids:
-                idx, _ = near_duplicates(vec[None, :], smat, threshold=thr)
-                if int(idx[0]) >= 0:
-                    sid = sids[int(idx[0])]
-                    if sid in self._draft.beliefs:
-                        self._draft.beliefs[sid].absorb(d)
-                    else:
-                        d.id = sid
-                        self._draft.beliefs[sid] = d
-                    mind._claims.claim(key, self, sid)
-                    return Believed("updated_store", sid)
+            snap = mind._repo.snapshot()
+            d.seen_version = snap.version
+            sid = snap.similar_belief(vec, thr, now)
+            if sid is not None:
+                if sid in self._draft.beliefs:
+                    self._draft.beliefs[sid].absorb(d)
+                else:
+                    d.id = sid
+                    self._draft.beliefs[sid] = d
+                mind._claims.claim(key, self, sid)
+                return Believed("updated_store", sid)
             # 4. new
             self._draft.beliefs[d.id] = d
             mind._claims.claim(key, self, d.id)
@@ -681,7 +679,7 @@ class MindRun:
                 if draft_goal is not None:
                     row = goal_row(draft_goal, now=now, status="completed", outcome=outcome)
                 else:
-                    row = repo.rows([gid]).get(gid)  # type: ignore[assignment]
+                    row = repo.snapshot(exact=True).rows([gid]).get(gid)  # type: ignore[assignment]
                     if row is None or row.get("status") != "active":
                         raise MindError(f"id: goal {gid!r} is no longer active")
                     u = self._draft.goal_updates.get(gid)
