@@ -516,3 +516,21 @@ def test_goal_keyword_matching() -> None:
     assert [g.id for g in match_goals(goals, "docs", status="active", tags=["docs"], limit=5)] == ["2"]
     assert match_goals(goals, "the of", status="active", tags=None, limit=5) == []
     assert len(match_goals(goals, "postgres postgresql", status="active", tags=None, limit=1)) == 1
+
+
+def test_draft_belief_matrix_grows_and_finds_matches() -> None:
+    draft = DraftBuffer()
+    rng = np.random.default_rng(0)
+    vecs = rng.standard_normal((300, 16)).astype(np.float32)
+    for i, v in enumerate(vecs):
+        draft.put_belief(DraftBelief(f"b{i}", f"text {i}", "medium", None, None, False, v, i))
+    for i in (0, 7, 150, 299):
+        hit = draft.similar_belief(vecs[i], 0.99)
+        assert hit is not None and hit.id == f"b{i}"
+    moved = np.zeros(16, dtype=np.float32)
+    moved[3] = 1.0
+    draft.absorb_into("b7", DraftBelief("x", "new text", "high", None, None, False, moved, 500))
+    hit = draft.similar_belief(moved, 0.99)
+    assert hit is not None and hit.id == "b7" and hit.content == "new text"
+    same_id = draft.put_belief(DraftBelief("b8", "again", "low", ["t"], None, False, vecs[8], 600))
+    assert same_id is draft.beliefs["b8"] and same_id.tags == ["t"] and len(draft.beliefs) == 300

@@ -116,6 +116,9 @@ class DraftBuffer:
     goals: dict[str, DraftGoal] = field(default_factory=dict)
     goal_updates: dict[str, GoalUpdate] = field(default_factory=dict)
     unpins: dict[str, None] = field(default_factory=dict)  # ordered set of stored reflection ids
+    _row_ids: list[str] = field(default_factory=list, repr=False)
+    _rows: dict[str, int] = field(default_factory=dict, repr=False)
+    _matrix: np.ndarray | None = field(default=None, repr=False)
 
     def __len__(self) -> int:
         return (len(self.beliefs) + len(self.reflections) + len(self.goals) + len(self.goal_updates)
@@ -124,11 +127,46 @@ class DraftBuffer:
     def pinned_count(self) -> int:
         return sum(r.pinned for r in self.reflections.values())
 
-    def belief_matrix(self) -> tuple[list[str], np.ndarray | None]:
-        ids = list(self.beliefs)
-        if not ids:
-            return ids, None
-        return ids, np.ascontiguousarray(np.stack([self.beliefs[i].vector for i in ids]), dtype=np.float32)
+    def put_belief(self, d: DraftBelief) -> DraftBelief:
+        """Add ``d``, or merge it into the draft belief with the same id; returns the entry kept."""
+        held = self.beliefs.get(d.id)
+        if held is not None:
+            held.absorb(d)
+            self._set_row(self._rows[d.id], held.vector)
+            return held
+        self.beliefs[d.id] = d
+        self._rows[d.id] = len(self._row_ids)
+        self._row_ids.append(d.id)
+        self._set_row(self._rows[d.id], d.vector)
+        return d
+
+    def absorb_into(self, id: str, d: DraftBelief) -> DraftBelief:
+        """Merge ``d`` into the draft belief ``id`` (a similar one)."""
+        held = self.beliefs[id]
+        held.absorb(d)
+        self._set_row(self._rows[id], held.vector)
+        return held
+
+    def similar_belief(self, vector: np.ndarray, threshold: float) -> DraftBelief | None:
+        """The draft belief most similar to ``vector`` at cosine >= ``threshold``."""
+        from mindcore.kernels import near_duplicates  # type: ignore[attr-defined,unused-ignore]
+
+        n = len(self._row_ids)
+        if n == 0 or self._matrix is None:
+            return None
+        idx, _ = near_duplicates(np.ascontiguousarray(vector, dtype=np.float32)[None, :], self._matrix[:n],
+                                 threshold=threshold)
+        best = int(idx[0])
+        return self.beliefs[self._row_ids[best]] if best >= 0 else None
+
+    def _set_row(self, i: int, vector: np.ndarray) -> None:
+        # The vectors live in one matrix grown by doubling: a run with many beliefs stays linear.
+        if self._matrix is None or i >= len(self._matrix):
+            grown = np.zeros((max(8, 2 * i), len(vector)), dtype=np.float32)
+            if self._matrix is not None:
+                grown[: len(self._matrix)] = self._matrix
+            self._matrix = grown
+        self._matrix[i] = vector
 
 
 class Claims:

@@ -472,7 +472,6 @@ class MindRun:
 
     def _believe(self, content: str, confidence: Confidence, tags: Sequence[str] | None, ttl_ms: int | None,
                  allow_downgrade: bool) -> Believed:
-        from mindcore.kernels import near_duplicates  # type: ignore[attr-defined,unused-ignore]
         from mindcore.store import new_id
 
         tag_list = None if tags is None else check_tags(tags)
@@ -489,34 +488,28 @@ class MindRun:
         with self._lock:
             self._live()
             # 1. this run's draft
-            ids, mat = self._draft.belief_matrix()
-            if mat is not None:
-                idx, _ = near_duplicates(vec[None, :], mat, threshold=thr)
-                if int(idx[0]) >= 0:
-                    hit = self._draft.beliefs[ids[int(idx[0])]]
-                    hit.absorb(d)
-                    self.mind._claims.claim(key, self, hit.id)
-                    return Believed("updated_draft", hit.id)
+            hit = self._draft.similar_belief(vec, thr)
+            if hit is not None:
+                self._draft.absorb_into(hit.id, d)
+                mind._claims.claim(key, self, hit.id)
+                return Believed("updated_draft", hit.id)
             # 2. another live run of this mind holds the same text
             other = mind._claims.holder(key, self)
             if other is not None:
                 d.id = other
-                self._draft.beliefs[other] = d
+                self._draft.put_belief(d)
                 return Believed("updated_draft", other)
             # 3. the committed store
             snap = mind._repo.snapshot()
             d.seen_version = snap.version
             sid = snap.similar_belief(vec, thr, now)
             if sid is not None:
-                if sid in self._draft.beliefs:
-                    self._draft.beliefs[sid].absorb(d)
-                else:
-                    d.id = sid
-                    self._draft.beliefs[sid] = d
+                d.id = sid
+                self._draft.put_belief(d)
                 mind._claims.claim(key, self, sid)
                 return Believed("updated_store", sid)
             # 4. new
-            self._draft.beliefs[d.id] = d
+            self._draft.put_belief(d)
             mind._claims.claim(key, self, d.id)
             return Believed("created", d.id)
 
