@@ -15,6 +15,12 @@ from mindcore.kernels import looks_like_secret
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from mindcore.ltm import LongTermMemory as LongTermMemory
     from mindcore.ltm import Memory as Memory
+    from mindcore.mind import Belief as Belief
+    from mindcore.mind import Goal as Goal
+    from mindcore.mind import Mind as Mind
+    from mindcore.mind import MindConfig as MindConfig
+    from mindcore.mind import RecallResult as RecallResult
+    from mindcore.mind import Reflection as Reflection
     from mindcore.store import Store as Store
     from mindcore.store import StoreConfig as StoreConfig
     from mindcore.store import aopen as aopen
@@ -30,6 +36,12 @@ _LAZY: dict[str, str] = {
     "WorkingMemory": "mindcore.working",
     "LongTermMemory": "mindcore.ltm",
     "Memory": "mindcore.ltm",
+    "Mind": "mindcore.mind",
+    "MindConfig": "mindcore.mind",
+    "Goal": "mindcore.mind",
+    "Belief": "mindcore.mind",
+    "Reflection": "mindcore.mind",
+    "RecallResult": "mindcore.mind",
 }
 
 __all__ = ["__version__", "looks_like_secret", *sorted(_LAZY)]

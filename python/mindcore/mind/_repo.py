@@ -1,0 +1,264 @@
+"""The mind's only door to storage: one ``mind_entries`` table (every agent a namespace).
+
+Goals, beliefs and reflections share one table so that a run's flush is a single unit of work,
+i.e. one LanceDB version: a crash leaves all of the run's writes or none. Read-modify-write
+sequences (flush, completing a goal) hold the mind's lock, a lock of the store's own kind
+(``flock`` locally, a lease on object storage) named after the namespace, so concurrent
+processes running the same agent never lose each other's writes or exceed a cap.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import weakref
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+import pyarrow as pa
+
+from mindcore.mind.entries import Belief, Entry, Goal, Reflection, entry_from_row, entry_to_row
+from mindcore.mind.header import HeaderIndex
+
+if TYPE_CHECKING:
+    from mindcore.store import Filter, Hit, Store, Table
+
+__all__ = ["COLUMNS", "TABLE", "Repo", "Snapshot", "StoreView"]
+
+TABLE = "mind_entries"
+COLUMNS: dict[str, pa.DataType] = {
+    "type": pa.string(),  # goal | belief | reflection
+    "content": pa.string(),  # a goal's description
+    "confidence": pa.string(),
+    "recall_weight": pa.float32(),  # confidence term of the recall score
+    "priority": pa.string(),
+    "status": pa.string(),
+    "pinned": pa.bool_(),
+    "progress": pa.list_(pa.string()),
+    "outcome": pa.string(),
+    "due_by": pa.string(),
+    "expires_at": pa.int64(),
+    "error": pa.bool_(),
+    "related_to": pa.string(),
+}
+_SCALARS = ["id", "created_at", "updated_at", "tags", *COLUMNS]
+_COLUMNS = [*_SCALARS, "vector"]
+
+_LOCKS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
+_LOCKS_GUARD = threading.Lock()
+
+
+def _mind_lock(store: Store, namespace: str) -> Any:
+    """The cross-process lock of one mind namespace, of the same kind as the store's table locks."""
+    from mindcore.store.locks import FileLock, LeaseLock, ThreadLock
+
+    name = "mind-" + hashlib.sha256(namespace.encode()).hexdigest()[:32]
+    with _LOCKS_GUARD:
+        per_store = _LOCKS.setdefault(store, {})
+        lock = per_store.get(name)
+        if lock is None:
+            if store.kind == "local":
+                lock = FileLock(os.path.join(store.uri, "_mindcore_locks", f"{name}.lock"), name)
+            elif store.kind == "memory":
+                lock = ThreadLock(name)
+            else:
+                lock = LeaseLock(store.uri, f"_mindcore_locks/{name}.lock", name,
+                                 getattr(store, "_storage_options", {}), ttl=store.config.lease_ttl)
+            per_store[name] = lock
+        return lock
+
+
+_NO_EXPIRY = np.iinfo(np.int64).max
+
+
+class Snapshot:
+    """The committed entries of a namespace at one table version, with the vectors of its
+    beliefs and reflections (so a flush needs no read beyond the one scan per version)."""
+
+    def __init__(self, version: int, entries: dict[str, Entry], vectors: dict[str, np.ndarray], dim: int) -> None:
+        self.version = version
+        self.entries = entries
+        self.vectors = vectors
+        self.dim = dim
+
+    @cached_property
+    def header(self) -> HeaderIndex:
+        return HeaderIndex(self.entries.values())
+
+    @cached_property
+    def _beliefs(self) -> tuple[list[str], np.ndarray, np.ndarray]:
+        ids = [i for i, e in self.entries.items() if isinstance(e, Belief) and i in self.vectors]
+        matrix = (np.stack([self.vectors[i] for i in ids]) if ids else np.zeros((0, self.dim))).astype(np.float32)
+        expires = np.array([_expiry(self.entries[i]) for i in ids], dtype=np.int64)
+        return ids, np.ascontiguousarray(matrix), expires
+
+    def goals(self) -> list[Goal]:
+        return [e for e in self.entries.values() if isinstance(e, Goal)]
+
+    def beliefs(self) -> list[Belief]:
+        return [e for e in self.entries.values() if isinstance(e, Belief)]
+
+    def reflections(self) -> list[Reflection]:
+        return [e for e in self.entries.values() if isinstance(e, Reflection)]
+
+    def active_goal_count(self) -> int:
+        return len(self.header.goals)
+
+    def pinned_ids(self, now: int) -> set[str]:
+        return {r.id for r in self.header.pinned if not r.expired(now)}
+
+    def rows(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Whole stored rows (vector included) of these ids."""
+        return {i: entry_to_row(self.entries[i], self.vectors.get(i)) for i in ids if i in self.entries}
+
+    def similar_belief(self, vector: np.ndarray, threshold: float, now: int) -> str | None:
+        """The unexpired belief most similar to ``vector`` at cosine >= ``threshold``."""
+        from mindcore.kernels import hybrid_topk
+
+        ids, matrix, expires = self._beliefs
+        if not ids:
+            return None
+        mask = expires > now
+        if not mask.any():
+            return None
+        top = hybrid_topk(np.ascontiguousarray(vector, dtype=np.float32), matrix, k=1, metric="cosine",
+                          mask=mask, min_score=threshold)
+        return ids[int(top.indices[0])] if len(top.indices) and int(top.indices[0]) >= 0 else None
+
+    def patched(self, version: int, rows: Sequence[dict[str, Any]]) -> Snapshot:
+        """This snapshot with ``rows`` written over it, labelled ``version``."""
+        entries, vectors = dict(self.entries), dict(self.vectors)
+        for r in rows:
+            rid = str(r["id"])
+            entries[rid] = entry_from_row(r)
+            v = r.get("vector")
+            if v is None:
+                vectors.pop(rid, None)
+            else:
+                vectors[rid] = np.asarray(v, dtype=np.float32)
+        return Snapshot(version, entries, vectors, self.dim)
+
+
+def _expiry(e: Entry) -> int:
+    x = getattr(e, "expires_at", None)
+    return _NO_EXPIRY if x is None else int(x)
+
+
+class Repo:
+    """Reads and writes of one mind namespace."""
+
+    def __init__(self, store: Store, namespace: str, embedder: Any) -> None:
+        from mindcore.store import EmbedderMismatchError
+
+        self.store = store
+        self.namespace = namespace
+        try:
+            self.table: Table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
+        except EmbedderMismatchError as e:
+            raise EmbedderMismatchError(f"mind {namespace!r}: {e}") from None
+        dim = self.table.dim
+        assert dim is not None
+        self.dim: int = dim
+        self._lock = _mind_lock(store, namespace)
+        self._snap: Snapshot | None = None
+        self._snap_guard = threading.Lock()
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def snapshot(self, *, exact: bool = False) -> Snapshot:
+        """The committed entries (rebuilt only when the table version moved). ``exact`` (for
+        writers holding the lock) never trusts a version that may be stale on object storage."""
+        version = self._latest() if exact else self.table.version
+        snap = self._snap
+        if snap is not None and snap.version == version:
+            return snap
+        with self._snap_guard:
+            snap = self._snap
+            if snap is not None and snap.version == version:
+                return snap
+            data = self.table.scan_arrow(self.namespace, columns=_COLUMNS)
+            snap = _from_arrow(version, data, self.dim)
+            self._snap = snap
+            return snap
+
+    def _latest(self) -> int:
+        # Local and memory stores always read the latest version; on object storage reads may lag
+        # by the read-consistency interval, which a read-modify-write under the lock must not.
+        tracker = getattr(self.table, "_versions", None)
+        if self.store.kind == "remote" and tracker is not None:
+            tracker.exact()
+        return self.table.version
+
+    def search(self, query: np.ndarray, *, k: int, where: Filter, now: int, min_score: float,
+               w_sim: float, w_rec: float, w_extra: float, tau_ms: float) -> list[Hit]:
+        return self.table.search(
+            self.namespace, query, k=k, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra, tau_ms=tau_ms,
+            time_column="created_at", now_ms=now, extra_column="recall_weight", where=where,
+            min_score=min_score, columns=_SCALARS,
+        )
+
+    # -- writes ---------------------------------------------------------------------------------
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """Hold the mind's lock (read-modify-write of this namespace)."""
+        with self._lock.hold(self.store.config.lock_timeout):
+            yield
+
+    def commit(self, rows: Sequence[dict[str, Any]]) -> int:
+        """Write ``rows`` (whole rows) as one table version; returns the version. When nothing
+        else was committed in between, the snapshot is patched instead of read again."""
+        if not rows:
+            return self.table.version
+        before = self._snap
+        with self.table.unit_of_work(self.namespace) as uow:
+            uow.upsert(rows)
+        assert uow.result is not None
+        version = uow.result.version
+        if before is not None and before.version == version - 1:
+            with self._snap_guard:
+                if self._snap is before:
+                    self._snap = before.patched(version, rows)
+        return version
+
+
+def _from_arrow(version: int, data: pa.Table, dim: int) -> Snapshot:
+    vec = cast("pa.FixedSizeListArray[Any, Any]", data.column("vector").combine_chunks())
+    scalars = data.drop_columns(["vector"]).to_pylist()
+    n = len(scalars)
+    flat = vec.values.slice(vec.offset * dim, n * dim).to_numpy(zero_copy_only=False)
+    matrix = np.asarray(flat, dtype=np.float32).reshape(n, dim)
+    has = ~np.asarray(vec.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+    entries: dict[str, Entry] = {}
+    vectors: dict[str, np.ndarray] = {}
+    for i, r in enumerate(scalars):
+        rid = str(r["id"])
+        entries[rid] = entry_from_row(r)
+        if has[i]:
+            vectors[rid] = matrix[i]
+    return Snapshot(version, entries, vectors, dim)
+
+
+class StoreView:
+    """The fresh view :func:`mindcore.mind.draft.plan_flush` reads: the snapshot at the exact
+    latest version (make it while holding :meth:`Repo.locked`)."""
+
+    def __init__(self, repo: Repo) -> None:
+        self._snap = repo.snapshot(exact=True)
+        self.version = self._snap.version
+
+    def rows(self, ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+        return self._snap.rows(ids)
+
+    def active_goal_count(self) -> int:
+        return self._snap.active_goal_count()
+
+    def pinned_ids(self, now: int) -> set[str]:
+        return self._snap.pinned_ids(now)
+
+    def similar_belief(self, vector: np.ndarray, threshold: float, now: int) -> str | None:
+        return self._snap.similar_belief(vector, threshold, now)

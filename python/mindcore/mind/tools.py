@@ -1,0 +1,149 @@
+"""The seven LLM-callable mind tools: names, parameters and descriptions (the seed's, since
+models are prompted with them), plus the argument checks a JSON schema cannot express well."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mindcore.toolspec import ToolSpec
+
+__all__ = [
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_TEXT_CHARS",
+    "TOOL_NAMES",
+    "TOOL_SPECS",
+]
+
+#: Longest accepted free text (content, description, progress, outcome, query, relatedTo).
+MAX_TEXT_CHARS = 4000
+MAX_TAGS = 32
+MAX_TAG_CHARS = 100
+MAX_LIMIT = 100
+
+_TAGS: dict[str, Any] = {
+    "type": "array",
+    "items": {"type": "string", "minLength": 1, "maxLength": MAX_TAG_CHARS},
+    "maxItems": MAX_TAGS,
+}
+
+
+def _text(description: str) -> dict[str, Any]:
+    # No maxLength here: a schema violation message quotes the whole value back to the model;
+    # text_arg() reports the length instead.
+    return {"type": "string", "description": f"{description} At most {MAX_TEXT_CHARS:,} characters."}
+
+
+def _enum(values: tuple[str, ...], description: str) -> dict[str, Any]:
+    return {"type": "string", "enum": list(values), "description": description}
+
+
+def _spec(name: str, description: str, properties: dict[str, Any], required: list[str]) -> ToolSpec:
+    return ToolSpec(
+        name,
+        description,
+        {"type": "object", "properties": properties, "required": required, "additionalProperties": False},
+    )
+
+
+_ID = {"type": "string", "minLength": 1, "maxLength": 200}
+
+TOOL_SPECS: tuple[ToolSpec, ...] = (
+    _spec(
+        "mind_recall",
+        "Search the agent's persistent memory. Free-text query: semantic search on beliefs and "
+        "reflections, keyword matching on goals. Reads the committed store only: writes made during "
+        "the current run (mind_believe, mind_reflect, ...) are not visible until the next run.",
+        {
+            "query": _text("Free-text query. Used for semantic search on beliefs and reflections; keyword "
+                           "matching on goals."),
+            "type": _enum(("belief", "reflection", "goal", "all"), "Entry type to search. Default 'all'."),
+            "status": _enum(("active", "completed"), "For goal queries only. Default 'active'."),
+            "tags": {**_TAGS, "description": "Filter to entries that have all of these tags."},
+            "pinned": {"type": "boolean", "description": "When true, return only pinned reflections."},
+            "includeExpired": {"type": "boolean",
+                               "description": "Whether to include archived (expired) beliefs. Default false."},
+            "threshold": {"type": "number", "minimum": 0, "maximum": 1,
+                          "description": "Composite score override (0-1) for this call. Ignored for goals."},
+            "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT,
+                      "description": "Maximum entries to return per type. Default 5."},
+        },
+        ["query"],
+    ),
+    _spec(
+        "mind_believe",
+        "Record a new belief or update an existing similar one. A belief semantically similar to one "
+        "already held (in this run or in memory) updates it instead of creating a duplicate. Written "
+        "when the run finishes.",
+        {
+            "content": _text("The belief statement."),
+            "confidence": _enum(("low", "medium", "high"), "Certainty level at write time. Default 'medium'."),
+            "tags": {**_TAGS, "description": "Tags for structured filtering via mind_recall."},
+            "expiresIn": {"type": "string", "maxLength": 32,
+                          "description": "TTL override for this belief: <n>d, <n>h, <n>m or <n>s, e.g. '7d', '90d'."},
+            "allowDowngrade": {"type": "boolean",
+                               "description": "If true, allows confidence to be lowered when updating an "
+                                              "existing belief. By default only upgrades are applied."},
+        },
+        ["content"],
+    ),
+    _spec(
+        "mind_reflect",
+        "Log a post-task observation about agent performance. Reflections are append-only and never "
+        "deduplicated. pin=true makes it a standing rule shown at the start of every run (capped; "
+        "unpin outdated rules with mind_unpin_reflection). Written when the run finishes.",
+        {
+            "content": _text("The observation to record."),
+            "pin": {"type": "boolean",
+                    "description": "If true, marks as a standing rule always shown in the header. Default false."},
+            "tags": {**_TAGS, "description": "Tags for filtering via mind_recall."},
+            "relatedTo": _text("Informational context (e.g. a PR number or task ID). Not filterable."),
+        },
+        ["content"],
+    ),
+    _spec(
+        "mind_unpin_reflection",
+        "Remove the pin flag from a standing-rule reflection. It stays in memory as a regular reflection.",
+        {"id": {**_ID, "description": "ID of the pinned reflection to unpin. Obtain via mind_recall with "
+                                      "type:'reflection' and pinned:true."}},
+        ["id"],
+    ),
+    _spec(
+        "mind_set_goal",
+        "Create a new active goal to track across sessions. No deduplication: call mind_recall with "
+        "type:'goal' first to avoid duplicating an existing goal. Fails when the active goal cap is reached.",
+        {
+            "description": _text("The goal statement."),
+            "priority": _enum(("low", "normal", "high"), "Goal priority. Shown in the header. Default 'normal'."),
+            "tags": {**_TAGS, "description": "Tags for filtering via mind_recall."},
+            "dueBy": {"type": "string", "maxLength": 64,
+                      "description": "Optional deadline: an ISO 8601 date (e.g. '2026-06-01') or a duration "
+                                     "(e.g. '30d'). Metadata only."},
+        },
+        ["description"],
+    ),
+    _spec(
+        "mind_update_goal",
+        "Partially update an active goal. progress appends a note to the goal's history. Does not "
+        "complete the goal: use mind_complete_goal.",
+        {
+            "id": {**_ID, "description": "ID of the goal to update. Obtain via mind_recall with type:'goal'."},
+            "description": _text("Revised goal description."),
+            "priority": _enum(("low", "normal", "high"), "Updated priority."),
+            "progress": _text("A progress note to append to the goal's history (an append, not a replacement)."),
+        },
+        ["id"],
+    ),
+    _spec(
+        "mind_complete_goal",
+        "Mark an active goal as completed and archive it. Takes effect immediately (not at the end of "
+        "the run). Completed goals leave the header but stay queryable via mind_recall with status:'completed'.",
+        {
+            "id": {**_ID, "description": "ID of the goal to complete. Obtain via mind_recall with type:'goal'."},
+            "outcome": _text("Summary of what was accomplished."),
+        },
+        ["id"],
+    ),
+)
+
+TOOL_NAMES: tuple[str, ...] = tuple(s.name for s in TOOL_SPECS)
