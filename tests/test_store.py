@@ -214,6 +214,44 @@ def test_scan_order_limit_columns(notes: Table) -> None:
         notes.scan("u", columns=["nope"])
     with pytest.raises(ValueError, match="limit"):
         notes.scan("u", limit=-1)
+    # sorting by a column without selecting id (the tie-breaker) still works
+    assert notes.scan("u", order_by="n", descending=True, limit=2, columns=["text"]) == [{"text": "7"}, {"text": "4"}]
+
+
+def test_append_assigns_fresh_ids_in_one_commit(notes: Table) -> None:
+    v0 = notes.version
+    r = notes.append("u", [{"text": "one", "n": 1}, {"text": "two", "n": 2}])
+    assert r.inserted == 2 and r.version == v0 + 1
+    rows = notes.scan("u", order_by="n")
+    assert [x["text"] for x in rows] == ["one", "two"] and len({x["id"] for x in rows}) == 2
+    with pytest.raises(ValueError, match="fresh ids"):
+        notes.append("u", [{"id": "r1", "text": "x"}])
+    with pytest.raises(TypeError, match="dicts"):
+        notes.append("u", ["not a row"])  # type: ignore[list-item]
+    assert notes.append("u", []).version == r.version  # nothing to write: no commit
+
+    # a function runs under the lock after the table is brought up to date: read-then-append
+    def successor() -> list[dict[str, object]]:
+        last = notes.scan("u", order_by="n", descending=True, limit=1)[0]
+        return [{"text": "three", "n": last["n"] + 1}]
+
+    notes.append("u", successor)
+    assert [x["n"] for x in notes.scan("u", order_by="n")] == [1, 2, 3]
+    assert notes.count("other") == 0
+
+
+def test_modify_reads_and_writes_one_row(notes: Table) -> None:
+    def bump(row: dict[str, object] | None) -> dict[str, object]:
+        return {"text": "counter", "n": 1 if row is None else int(row["n"]) + 1}  # type: ignore[call-overload]
+
+    notes.modify("u", "c", bump)
+    notes.modify("u", "c", bump)
+    assert notes.get_one("u", "c")["n"] == 2  # type: ignore[index]
+    with pytest.raises(RuntimeError, match="boom"):
+        notes.modify("u", "c", lambda row: (_ for _ in ()).throw(RuntimeError("boom")))
+    assert notes.get_one("u", "c")["n"] == 2  # type: ignore[index]
+    notes.modify("u", "c", lambda row: None)  # None deletes
+    assert notes.get_one("u", "c") is None
 
 
 def test_update_and_delete(notes: Table) -> None:

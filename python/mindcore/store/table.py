@@ -338,7 +338,8 @@ class Table:
         w = self._where(namespace, where)
         if order_by is not None:
             self._columns([order_by])
-        select = cols if cols is None or order_by is None or order_by in cols else [*cols, order_by]
+        # Sorting needs the key and the tie-breaker (id) even when they are not asked for.
+        select = cols if cols is None or order_by is None else list(dict.fromkeys([*cols, order_by, "id"]))
         q = self._tbl.search().where(w)
         if select is not None:
             q = q.select(select)
@@ -690,9 +691,9 @@ class Table:
         if source.num_rows == 0:
             return WriteResult(self._version())
         with self._lock.hold(self.store.config.lock_timeout):
-            old = self._versions.exact()
-            if not self._tbl.schema.equals(self._schema):
-                self._schema = self._tbl.schema
+            schema = self._schema
+            old = self._exact()
+            if not schema.equals(self._schema):
                 source = rows_to_arrow(rows_from_arrow(source), self._schema, namespace)
             r = self._tbl.merge_insert(["namespace", "id"]).when_not_matched_insert_all().execute(source, on_bad_vectors="null")
             res = WriteResult(int(r.version), inserted=int(r.num_inserted_rows))
@@ -719,7 +720,7 @@ class Table:
         _check_namespace(namespace)
         (id,) = _ids([id])
         with self._lock.hold(self.store.config.lock_timeout):
-            self._versions.exact()
+            self._exact()
             new = fn(self.get_one(namespace, id))
             if new is None:
                 ops: list[_Op] = [("delete_ids", [id])]
@@ -731,6 +732,44 @@ class Table:
         self._note_write()
         return res
 
+    def append(
+        self,
+        namespace: str,
+        rows: Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]],
+    ) -> WriteResult:
+        """Append rows under fresh ids (:func:`new_id`), in one commit: the cheapest write.
+
+        For append-only records (logs, inboxes, versioned documents). Rows must not carry an
+        ``id``: fresh ones are assigned, so an append never collides with a stored row. ``rows``
+        may be a function, called under the table's write lock after the table is brought to its
+        latest version, so a writer can read-then-append atomically across processes (read the
+        latest row inside it, append its successor).
+
+        >>> import mindcore
+        >>> t = mindcore.open("memory://").table("log", {"line": pa.string()})
+        >>> _ = t.append("ns", [{"line": "first"}, {"line": "second"}])
+        >>> t.count("ns")
+        2
+        """
+        from mindcore.store.ids import new_id
+
+        _check_namespace(namespace)
+        with self._lock.hold(self.store.config.lock_timeout):
+            old = self._exact()
+            given = list(rows() if callable(rows) else rows)
+            if any(not isinstance(r, Mapping) for r in given):
+                raise TypeError("append: rows must be dicts")
+            if any("id" in r for r in given):
+                raise ValueError("append: rows get fresh ids; do not pass 'id' (use upsert to replace rows)")
+            if not given:
+                return WriteResult(old)
+            source = rows_to_arrow([{**r, "id": new_id()} for r in given], self._schema, namespace)
+            added = self._tbl.add(source, on_bad_vectors="null")
+            res = WriteResult(int(added.version), inserted=len(given))
+            self._after_commit(old, res.version, {namespace})
+        self._note_write()
+        return res
+
     def _commit(self, namespace: str, ops: list[_Op]) -> WriteResult:
         if not ops:
             return WriteResult(self._version())
@@ -739,9 +778,17 @@ class Table:
         self._note_write()
         return res
 
+    def _exact(self) -> int:
+        """The table at its latest version, for a writer holding the lock; the schema is re-read
+        only when another process moved the table (reading it costs a round trip)."""
+        before = self._versions.loaded
+        version = self._versions.exact()
+        if version != before:
+            self._schema = self._tbl.schema
+        return version
+
     def _commit_locked(self, namespace: str, ops: list[_Op]) -> WriteResult:
-        old = self._versions.exact()
-        self._schema = self._tbl.schema
+        old = self._exact()
         source, deletes = self._replay(namespace, ops)
         if source is None and deletes is None:
             return WriteResult(old)
@@ -865,6 +912,13 @@ class Table:
 
     async def aupdate(self, namespace: str, ids: Iterable[str], values: Mapping[str, Any]) -> WriteResult:
         return await asyncio.to_thread(self.update, namespace, ids, values)
+
+    async def aappend(
+        self,
+        namespace: str,
+        rows: Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]],
+    ) -> WriteResult:
+        return await asyncio.to_thread(self.append, namespace, rows)
 
     async def amodify(
         self, namespace: str, id: str, fn: Callable[[Row | None], Mapping[str, Any] | None]
