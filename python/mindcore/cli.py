@@ -76,7 +76,50 @@ def _working(home: Path) -> None:
     print("   " + wm.render().replace("\n", "\n   "))
 
 
-DEMO_STEPS: list[Callable[[Path], None]] = [_kernels, _store, _working]
+@_step("long-term memory (extraction by a scripted LLM: no API key)")
+def _long_term(home: Path) -> None:
+    import json
+
+    from mindcore.llm import ScriptedLLM
+
+    facts = [{"text": "Prefers green tea over coffee", "kind": "preference", "importance": 0.8},
+             {"text": "Password is hunter2-SECRET, token ghp_abcdefghijklmnopqrstuvwxyz0123456789",
+              "kind": "fact", "importance": 0.9},
+             {"text": "Lives in Lyon", "kind": "fact", "importance": 0.6}]
+    llm = ScriptedLLM([json.dumps(facts)])
+    ltm = mindcore.LongTermMemory.create(mindcore.open(home / "store"), user_id="user-7", namespace="chat",
+                                         extractor=llm, enabled=True)
+    assert ltm is not None
+    report = ltm.remember_conversation([
+        {"role": "user", "content": "I moved to Lyon last year. I only drink green tea."},
+        {"role": "assistant", "content": "Noted: tea, not coffee."},
+    ])
+    print(f"   extracted {report.candidates} candidates: stored {len(report.stored)}, "
+          f"refused as secrets {report.secrets}")
+    hits = ltm.recall("what should I offer the user to drink?", k=2)
+    print("   " + ltm.render(hits).replace("\n", "\n   "))
+    ltm.close()  # writes the recall's last-access bumps now, before the demo folder goes
+
+
+@_step("agent mind (the model's tool calls, scripted)")
+def _mind(home: Path) -> None:
+    from mindcore.embed import default_embedder
+
+    mind = mindcore.Mind(mindcore.open(home / "store"), agent="research-tracker", embedder=default_embedder())
+    with mind.run() as run:
+        print(f"   header on an empty store: {run.header!r}")
+        run.call("mind_set_goal", {"description": "Track TSMC capacity", "priority": "high"})
+        run.call("mind_believe", {"content": "TSMC N3 capacity is booked through Q2", "confidence": "high"})
+        run.call("mind_reflect", {"content": "Always cite the earnings call", "pin": True})
+        bad = run.call("mind_believe", {"content": "x", "confidence": "certain"})
+        print(f"   a bad tool call -> {bad['status']}: {bad['error'][:60]}...")
+    with mind.run() as run:
+        print("   " + run.header.replace("\n", "\n   "))
+        found = run.call("mind_recall", {"query": "TSMC capacity"})
+        print(f"   mind_recall('TSMC capacity') -> {[r.get('type') for r in found['results']]}")
+
+
+DEMO_STEPS: list[Callable[[Path], None]] = [_kernels, _store, _working, _long_term, _mind]
 
 
 def demo() -> None:
