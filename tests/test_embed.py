@@ -469,4 +469,8 @@ def test_cache_is_thread_safe() -> None:
     assert emb.cache.nbytes <= emb.cache.max_bytes
 
 
-GOLDEN_HASH_V1: list[list[float]] = []
+# HashEmbedder(dim=16).embed(["mindcore remembers", "Tokyo"]) from the v1 kernel.
+GOLDEN_HASH_V1: list[list[float]] = [
+    [0.280056, 0.000000, 0.280056, 0.280056, -0.140028, -0.140028, -0.140028, 0.000000, 0.000000, 0.000000, -0.140028, 0.420084, 0.000000, 0.420084, -0.140028, 0.560112],
+    [-0.301511, 0.301511, 0.000000, 0.301511, 0.000000, -0.301511, 0.000000, 0.000000, 0.000000, -0.301511, 0.000000, 0.301511, -0.301511, 0.000000, -0.603023, 0.000000],
+]
