@@ -259,6 +259,8 @@ def test_async_twins(store: Any) -> None:
 
     state, block, result = asyncio.run(go())
     assert state == "async" and "async" in block and result["status"] == "ok"
+    asyncio.run(wm.aclear())
+    assert wm.state == "" and wm.render() == ""
 
 
 def test_tool_formats(store: Any) -> None:

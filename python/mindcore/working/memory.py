@@ -145,6 +145,9 @@ class WorkingMemory:
             raise ReadOnlyError("working memory is read-only; updates are disabled")
         self._repo.delete()
 
+    async def aclear(self) -> None:
+        await asyncio.to_thread(self.clear)
+
     # -- tools ----------------------------------------------------------------------------------
 
     @property
