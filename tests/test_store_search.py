@@ -277,22 +277,30 @@ def _real_texts(limit: int) -> list[str]:
     return list(dict.fromkeys(texts))[:limit]
 
 
-def test_vector_index_recall_on_real_text(tmp_path: Path) -> None:
-    from mindcore.kernels import hash_embed
+class _HashEmb:
+    dim = 384
+    model_id = "hash-384"
 
-    corpus = _real_texts(20_060)
-    texts, held_out = corpus[:20_000], corpus[20_000:]  # queries are texts the table does not hold
-    vecs = hash_embed(texts, dim=384)
+    def embed(self, xs: Sequence[str]) -> np.ndarray:
+        from mindcore.kernels import hash_embed
 
-    class HashEmb:
-        dim = 384
-        model_id = "hash-384"
+        return hash_embed(list(xs), dim=384)
 
-        def embed(self, xs: Sequence[str]) -> np.ndarray:
-            return hash_embed(list(xs), dim=384)
 
-    cfg = StoreConfig(ann_threshold=10_000, index_min_rows=10_000, compact_every=0, compact_in_background=False)
-    s = mindcore.open(tmp_path, embedder=HashEmb(), config=cfg)
+@pytest.mark.parametrize(
+    ("model", "n"),
+    [("hash", 20_000), ("minilm", 8_000)],  # MiniLM: the bundled model's real embeddings (fewer: it costs ~30 s)
+)
+def test_vector_index_recall_on_real_text(tmp_path: Path, model: str, n: int) -> None:
+    from mindcore.embed import default_embedder
+
+    emb: Any = _HashEmb() if model == "hash" else default_embedder(threads=2)
+    corpus = _real_texts(n + 60)
+    texts, held_out = corpus[:n], corpus[n:]  # queries are texts the table does not hold
+    vecs = emb.embed(texts)
+    threshold = min(10_000, n // 2)
+    cfg = StoreConfig(ann_threshold=threshold, index_min_rows=threshold, compact_every=0, compact_in_background=False)
+    s = mindcore.open(tmp_path, embedder=emb, config=cfg)
     t = s.table("big", {"text": pa.string()}, vectors=True)
     ids = [f"t{i}" for i in range(len(texts))]
     vec_arr = pa.FixedSizeListArray.from_arrays(pa.array(vecs.reshape(-1)), 384)
@@ -304,8 +312,7 @@ def test_vector_index_recall_on_real_text(tmp_path: Path) -> None:
     with mock.patch.object(TableImpl, "_search_ann", autospec=True, side_effect=TableImpl._search_ann) as ann:
         recalls: list[float] = []
         raw_recalls: list[float] = []  # the index alone, top-10 without re-scoring
-        for qt in queries:
-            q = hash_embed([qt], dim=384)[0]
+        for q in emb.embed(queries):
             exact = _ids(t.search("u", q, k=10, exact=True))
             approx = _ids(t.search("u", q, k=10))
             recalls.append(len(set(exact) & set(approx)) / 10)
