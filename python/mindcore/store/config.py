@@ -29,7 +29,7 @@ class StoreConfig:
     #: than a million rows, so this bounds the rewrite to ~that many rows per row written)...
     compact_amplification: int = 64
     #: ...but never later than after this many writes (bounds the small fragments reads pay for).
-    compact_max_writes: int = 256
+    compact_max_writes: int = 64
     #: Run scheduled compaction on a background thread (``False``: inline, after the write).
     compact_in_background: bool = True
     #: Old versions stay readable this long after compaction; readers in other processes may
