@@ -23,7 +23,7 @@ class StoreConfig:
     #: ``mindcore.store.versions``); ``memory://`` stores have no other writers.
     read_consistency: timedelta | None = None
     #: Compact a table after this many writes by this process (0: never automatically)...
-    compact_every: int = 16
+    compact_every: int = 32
     #: ...or, on larger tables, once the writes since the last compaction reach
     #: ``rows / compact_amplification`` (LanceDB's compaction rewrites every fragment smaller
     #: than a million rows, so this bounds the rewrite to ~that many rows per row written)...

@@ -95,6 +95,9 @@ class WorkingMemory:
         self.read_only = read_only
         self.max_tokens = max_tokens
         self._repo = StateRepo(store, scope=scope, key=key)
+        # (stored text, its state, its rendered block) for the text last read or written: reads
+        # of an unchanged state cost neither a decode, a validation nor a render.
+        self._memo: tuple[str, State, str] | None = None
         self._toolset = Toolset(
             [(self._tool_spec(), self._tool_update)],
             aliases={SEED_TOOL_NAME: TOOL_NAME},
@@ -105,11 +108,11 @@ class WorkingMemory:
     @property
     def state(self) -> State:
         """The current state (a deep copy: mutating it changes nothing stored)."""
-        return copy.deepcopy(self._load())
+        return copy.deepcopy(self._view(self._repo.load())[0])
 
     def render(self) -> str:
         """The ``<working_memory>`` block for the prompt, or ``""`` when the state is empty."""
-        return _render(self._load())
+        return self._view(self._repo.load())[1]
 
     async def astate(self) -> State:
         return await asyncio.to_thread(lambda: self.state)
@@ -201,11 +204,18 @@ class WorkingMemory:
             return {}
         return self.template or ""
 
-    def _load(self) -> State:
-        raw = self._repo.load()
+    def _view(self, raw: str | None) -> tuple[State, str]:
+        """The state stored as ``raw`` and its rendered block (never to be mutated: shared)."""
         if raw is None:
-            return self._empty()
-        return self._decode(raw)
+            empty = self._empty()
+            return empty, _render(empty)
+        memo = self._memo
+        if memo is not None and memo[0] == raw:
+            return memo[1], memo[2]
+        state = self._decode(raw)
+        rendered = _render(state)
+        self._memo = (raw, state, rendered)
+        return state, rendered
 
     def _decode(self, raw: str) -> State:
         try:
@@ -223,7 +233,7 @@ class WorkingMemory:
         return dict(value)
 
     def _apply(self, current_raw: str | None, patch: Mapping[str, Any]) -> tuple[str, State]:
-        current = self._empty() if current_raw is None else self._decode(current_raw)
+        current = self._view(current_raw)[0]
         new: State
         if self.schema is None:
             new = str(patch["content"])
@@ -235,13 +245,16 @@ class WorkingMemory:
             error = self.schema.error(new)
             if error is not None:
                 raise WorkingMemoryError(f"update rejected, state unchanged: {error}")
-        tokens = estimate_tokens(_render(new))
+        rendered = _render(new)
+        tokens = estimate_tokens(rendered)
         if tokens > self.max_tokens:
             raise WorkingMemoryError(
                 f"update rejected: working memory would be ~{tokens} tokens, over the limit of "
                 f"{self.max_tokens}; condense it (summarise or drop stale entries) and try again"
             )
-        return json.dumps(new, ensure_ascii=False), new
+        raw = json.dumps(new, ensure_ascii=False)
+        self._memo = (raw, new, rendered)  # keyed by the text: harmless if the commit then fails
+        return raw, new
 
     def _tool_spec(self) -> ToolSpec:
         description = (

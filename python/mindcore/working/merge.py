@@ -39,18 +39,22 @@ def sanitize(value: Any, *, _depth: int = 0) -> Any:
 
 
 def deep_merge(state: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
-    """Merge ``patch`` into a copy of ``state``: nested objects merge recursively; arrays, primitives and
-    ``None`` replace. Neither input is modified. (Merging never nests deeper than its inputs, so the
-    depth checks in :func:`sanitize` cover the result.)
+    """Merge ``patch`` into ``state``: nested objects merge recursively; arrays, primitives and
+    ``None`` replace. ``patch`` is sanitized (see :func:`sanitize`); neither input is modified.
+
+    The result is a new dict that shares the subtrees the patch does not touch with ``state`` (an
+    update of one key of a large state costs the keys on its path, not a copy of the state);
+    deep-copy it before mutating it in place.
 
     >>> deep_merge({"a": {"x": 1, "y": [1]}, "b": 1}, {"a": {"y": [2]}, "b": None})
     {'a': {'x': 1, 'y': [2]}, 'b': None}
     """
-    return _merge(sanitize(state), sanitize(patch))
+    return _merge(state, sanitize(patch))
 
 
-def _merge(merged: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+def _merge(base: Mapping[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
     for key, value in patch.items():
         current = merged.get(key)
-        merged[key] = _merge(current, value) if isinstance(value, dict) and isinstance(current, dict) else value
+        merged[key] = _merge(current, value) if isinstance(value, dict) and isinstance(current, Mapping) else value
     return merged
