@@ -578,6 +578,17 @@ def test_a_mind_refuses_another_embedding_dimension(tmp_path: Path, clock: Clock
     assert "384" in msg and "128" in msg and "mind/tester" in msg
 
 
+def test_the_embedder_defaults_to_the_stores_then_the_bundled_model(tmp_path: Path) -> None:
+    from mindcore.embed import default_embedder
+
+    bound = HashEmbedder(dim=64)
+    assert Mind(mindcore.open(tmp_path / "a", embedder=bound), agent="x").embedder is bound
+    mind = Mind(mindcore.open(tmp_path / "b"), agent="x")
+    assert mind.embedder is default_embedder() and mind.dim == 384
+    mind.believe("The default model embeds this", confidence="high")
+    assert mind.recall("what does the default model embed?")[0].entry.content == "The default model embeds this"
+
+
 def test_minds_of_two_agents_are_isolated(store: Any, clock: Clock, emb: Any) -> None:
     a, b = make(store, clock, emb, agent="a"), make(store, clock, emb, agent="b")
     a.believe("Only agent a knows this", confidence="high")

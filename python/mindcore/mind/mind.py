@@ -109,7 +109,9 @@ class Mind:
     ``store`` is a :class:`mindcore.store.Store` or anything :func:`mindcore.open` takes (a path,
     ``memory://...``, an object-storage URI; ``None`` for the default). The entries live in
     namespace ``config.namespace`` (default ``mind/<agent>``). ``embedder`` embeds beliefs,
-    reflections and queries; a store built with another embedding model or dimension is refused.
+    reflections and queries (default: the store's embedder, else the bundled offline
+    :func:`mindcore.embed.default_embedder`); a store built with another embedding model or
+    dimension is refused.
     ``clock`` (unix ms) exists for tests.
 
     >>> import mindcore
@@ -134,7 +136,7 @@ class Mind:
         store: Store | str | os.PathLike[str] | None = None,
         *,
         agent: str,
-        embedder: EmbedderLike,
+        embedder: EmbedderLike | None = None,
         config: MindConfig | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
@@ -149,6 +151,10 @@ class Mind:
         self.agent = agent
         self.config = config or MindConfig()
         self.namespace = self.config.namespace_for(agent)
+        if embedder is None:
+            from mindcore.embed import default_embedder
+
+            embedder = self.store.embedder or default_embedder()
         self.embedder = embedder
         self._clock = clock or _now_ms
         self._repo = Repo(self.store, self.namespace, embedder)
