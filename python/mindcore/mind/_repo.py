@@ -96,14 +96,22 @@ class Snapshot:
         expires = np.array([_expiry(self.entries[i]) for i in ids], dtype=np.int64)
         return ids, np.ascontiguousarray(matrix), expires
 
+    @cached_property
+    def _by_type(self) -> dict[type, list[Any]]:
+        # One pass per version: recall and the header ask for goals on every call.
+        out: dict[type, list[Any]] = {Goal: [], Belief: [], Reflection: []}
+        for e in self.entries.values():
+            out[type(e)].append(e)
+        return out
+
     def goals(self) -> list[Goal]:
-        return [e for e in self.entries.values() if isinstance(e, Goal)]
+        return list(self._by_type[Goal])
 
     def beliefs(self) -> list[Belief]:
-        return [e for e in self.entries.values() if isinstance(e, Belief)]
+        return list(self._by_type[Belief])
 
     def reflections(self) -> list[Reflection]:
-        return [e for e in self.entries.values() if isinstance(e, Reflection)]
+        return list(self._by_type[Reflection])
 
     def active_goal_count(self) -> int:
         return len(self.header.goals)
