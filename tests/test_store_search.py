@@ -196,9 +196,10 @@ def test_cache_follows_writes(mem: tuple[Table, dict[str, Any]]) -> None:
     t.upsert("u2", [{"id": "new", "vector": q}])
     assert cache.get("mem", "u1", t.version) is entry
     assert t.search("u1", q, k=1)[0].id == "m000"
-    # A write to u1 itself is seen at once.
+    # A write to u1 itself is seen at once: the entry is patched with the commit, not reloaded.
     t.upsert("u1", [{"id": "closer", "vector": q}])
-    assert cache.get("mem", "u1", t.version) is None
+    patched = cache.get("mem", "u1", t.version)
+    assert patched is not None and patched is not entry
     assert {h.id for h in t.search("u1", q, k=2)} == {"m000", "closer"}
     t.delete("u1", ids=["m000", "closer"])
     assert "m000" not in _ids(t.search("u1", q, k=5))
@@ -207,6 +208,44 @@ def test_cache_follows_writes(mem: tuple[Table, dict[str, Any]]) -> None:
     entry = cache.get("mem", "u1", t.version)
     t.compact()
     assert cache.get("mem", "u1", t.version) is entry
+
+
+def _as_dict(entry: Any) -> dict[str, tuple[Any, ...]]:
+    rows = entry.scalars.to_pylist()
+    return {r["id"]: (tuple(sorted(r.items())), entry.has_vector[i], entry.matrix[i].tobytes())
+            for i, r in enumerate(rows)}
+
+
+def test_patched_cache_equals_a_fresh_load(tmp_path: Path) -> None:
+    """Every kind of write patches the cached namespace; the result must equal a reload."""
+    rng = np.random.default_rng(3)
+    s = mindcore.open(tmp_path, embedder=VecEmbedder())
+    t = s.table("p", {"text": pa.string(), "n": pa.int64()}, vectors=True)
+    vec = lambda: rng.standard_normal(DIM).astype(np.float32)  # noqa: E731
+    t.upsert("u", [{"id": f"r{i}", "text": f"t{i}", "n": i, "vector": vec(), "tags": ["a"] if i % 2 else []}
+                   for i in range(20)])
+    t.upsert("v", [{"id": "other", "vector": vec()}])
+    t.search("u", vec(), k=1)  # load the cache
+    writes = [
+        lambda: t.upsert("u", [{"id": "r3", "text": "replaced", "n": 3, "vector": vec()}, {"id": "new1", "n": 99}]),
+        lambda: t.update("u", ["r4", "r5"], {"text": "updated"}),
+        lambda: t.delete("u", ids=["r6"], where=col("tags").contains_all(["a"]) & col("n").gt(15)),
+        lambda: t.append("u", [{"text": "appended", "vector": vec()}]),
+        lambda: t.modify("u", "r7", lambda row: {**(row or {}), "n": 700}),
+        lambda: t.delete("u", where=col("n").lt(2)),
+        lambda: t.upsert("v", [{"id": "other2", "vector": vec()}]),  # another namespace
+    ]
+    for write in writes:
+        write()
+        patched = s._cache.get("p", "u", t.version)
+        assert patched is not None
+        fresh_store = mindcore.open(tmp_path, embedder=VecEmbedder())
+        fresh_table = fresh_store.table("p")
+        fresh = fresh_table._entry("u")
+        assert _as_dict(patched) == _as_dict(fresh)
+        fresh_store.close()
+    with_vectors = {i for i, (_, has, _) in _as_dict(patched).items() if has}
+    assert {h.id for h in t.search("u", vec(), k=100)} == with_vectors
 
 
 def test_cache_sees_other_processes(tmp_path: Path) -> None:

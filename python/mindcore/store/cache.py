@@ -64,6 +64,33 @@ class CacheEntry:
         scalars = scalars.combine_chunks()
         return cls(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
 
+    def patched(self, upserted: pa.Table | None, deleted: np.ndarray | None, version: int, dim: int) -> CacheEntry | None:
+        """This entry after a commit of this process: rows whose id is in ``upserted`` are
+        replaced by it, rows where ``deleted`` is true are gone. ``None`` when the new rows do not
+        fit this entry's columns (the caller then drops it and the next read reloads).
+
+        A write then costs a copy of the namespace's arrays instead of a scan of the table.
+        """
+        keep = np.ones(self.n, dtype=bool) if deleted is None else ~deleted
+        if upserted is not None and upserted.num_rows:
+            ids = pa.array(upserted.column("id").to_pylist(), type=pa.string())
+            keep &= ~np.asarray(pc.is_in(self.scalars.column("id"), value_set=ids).to_numpy(zero_copy_only=False), dtype=bool)
+        idx = np.flatnonzero(keep)
+        scalars = self.scalars.take(pa.array(idx, type=pa.int64()))
+        matrix, has = self.matrix[idx], self.has_vector[idx]
+        if upserted is not None and upserted.num_rows:
+            new = CacheEntry.from_arrow(upserted, version, dim)
+            if new.scalars.column_names != scalars.column_names:
+                return None
+            try:
+                scalars = pa.concat_tables([scalars, new.scalars.cast(scalars.schema)]).combine_chunks()
+            except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
+                return None
+            matrix = np.concatenate([matrix, new.matrix.astype(np.float32, copy=False)])
+            has = np.concatenate([has, new.has_vector])
+        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        return CacheEntry(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
+
     def rows(self, idx: np.ndarray, columns: list[str] | None = None) -> list[dict[str, Any]]:
         """Rows ``idx`` as fresh dicts (like ``schema.rows_from_arrow``, without the vector).
 

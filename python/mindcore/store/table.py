@@ -764,9 +764,11 @@ class Table:
             if not given:
                 return WriteResult(old)
             source = rows_to_arrow([{**r, "id": new_id()} for r in given], self._schema, namespace)
+            cached = self.store._cache.get(self.name, namespace, old)
             added = self._tbl.add(source, on_bad_vectors="null")
             res = WriteResult(int(added.version), inserted=len(given))
             self._after_commit(old, res.version, {namespace})
+            self._patch_cache(namespace, cached, source, None, old, res.version)
         self._note_write()
         return res
 
@@ -792,6 +794,8 @@ class Table:
         source, deletes = self._replay(namespace, ops)
         if source is None and deletes is None:
             return WriteResult(old)
+        cached = self.store._cache.get(self.name, namespace, old)
+        gone = None if cached is None or deletes is None else to_mask(deletes, cached.scalars)
         cond = None if deletes is None else to_where(namespace, deletes, self._schema)
         if source is not None:
             b = (
@@ -810,7 +814,21 @@ class Table:
             new_version = int(d.version)
             res = WriteResult(new_version, deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
         self._after_commit(old, res.version, {namespace})
+        self._patch_cache(namespace, cached, source, gone, old, res.version)
         return res
+
+    def _patch_cache(
+        self, namespace: str, cached: CacheEntry | None, source: pa.Table | None, gone: np.ndarray | None,
+        old: int, new: int,
+    ) -> None:
+        """Carry this process's commit into the cached namespace (read at ``old``) instead of
+        dropping it: the next search after a write needs no scan. Only when the commit is the one
+        version after ``old`` (we hold the lock, so nobody else wrote in between)."""
+        if cached is None or new != old + 1:
+            return
+        entry = cached.patched(source, gone, new, self.dim or 0)
+        if entry is not None:
+            self.store._cache.put(self.name, namespace, entry)
 
     def _after_commit(self, old: int, new: int, touched: set[str] | None) -> None:
         self._versions.committed(new)
