@@ -552,3 +552,16 @@ def test_draft_belief_matrix_grows_and_finds_matches() -> None:
     assert hit is not None and hit.id == "b7" and hit.content == "new text"
     same_id = draft.put_belief(DraftBelief("b8", "again", "low", ["t"], None, False, vecs[8], 600))
     assert same_id is draft.beliefs["b8"] and same_id.tags == ["t"] and len(draft.beliefs) == 300
+
+
+# -- docstring examples ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["__init__", "config", "entries", "header", "recall", "validate", "mind"])
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    mod = importlib.import_module("mindcore.mind" if module == "__init__" else f"mindcore.mind.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0
