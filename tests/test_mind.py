@@ -391,6 +391,8 @@ def test_believe_checks_draft_then_concurrent_runs_then_store(tmp_path: Path, cl
         # another process (a second store object: no shared in-flight claims) commits the same belief
         stored = make(s2, clock, emb).believe("The office closes at six", confidence="low").id
         assert stored != a_id
+        # reads see what the other store object committed
+        assert [r.id for r in mind.recall("office closes at six", type="belief", threshold=0)] == [stored]
         # run b: its draft is empty, run a holds the same text -> a's id, although the store has a match
         assert ok(b.call("mind_believe", {"content": " the OFFICE closes at six "})) == {
             "status": "ok", "action": "updated_draft", "id": a_id}

@@ -41,7 +41,6 @@ from mindcore.mind.entries import (
     Priority,
     RecallResult,
     Reflection,
-    entry_from_row,
 )
 from mindcore.mind.header import render_header
 from mindcore.mind.recall import TAU_MS, W_CONFIDENCE, W_RECENCY, W_SIMILARITY, match_goals
@@ -258,28 +257,23 @@ class Mind:
         self, query: str, kind: str, status: str, tags: list[str] | None, pinned: bool | None,
         include_expired: bool, threshold: float, limit: int,
     ) -> list[RecallResult]:
-        from mindcore.store import col
-
         now = self.now()
+        snap = self._repo.snapshot()  # one version for every part of the answer
         out: list[RecallResult] = []
         if kind in ("goal", "all"):
-            goals = match_goals(self._repo.snapshot().goals(), query, status=status, tags=tags, limit=limit)
+            goals = match_goals(snap.goals(), query, status=status, tags=tags, limit=limit)
             out += [RecallResult(g) for g in goals]
-        kinds = [k for k in ("belief", "reflection") if kind in (k, "all")]
+        kinds = [k for k in (Belief, Reflection) if kind in (k.__name__.lower(), "all")]
         if not kinds:
             return out
         q = self._embed([query])[0]
         for k in kinds:
-            where = col("type").eq(k)
-            if not include_expired:
-                where = where & (col("expires_at").is_null() | col("expires_at").gt(now))
-            if tags:
-                where = where & col("tags").contains_all(tags)
-            if k == "reflection" and pinned is not None:
-                where = where & col("pinned").eq(pinned)
-            hits = self._repo.search(q, k=limit, where=where, now=now, min_score=threshold, w_sim=W_SIMILARITY,
-                                     w_rec=W_RECENCY, w_extra=W_CONFIDENCE, tau_ms=TAU_MS)
-            out += [RecallResult(entry_from_row(h.row), score=h.score) for h in hits]
+            hits = snap.index(k).search(
+                q, k=limit, now=now, min_score=threshold, include_expired=include_expired, tags=tags,
+                pinned=pinned if k is Reflection else None, w_sim=W_SIMILARITY, w_rec=W_RECENCY,
+                w_extra=W_CONFIDENCE, tau_ms=TAU_MS,
+            )
+            out += [RecallResult(e, score=score) for e, score in hits]
         return out
 
     # -- writes outside a run (each one is a run of its own, committed at once) -----------------
