@@ -8,11 +8,15 @@
 * ``mind: recall n=...``: ``Mind.recall(query)`` (beliefs and reflections, limit 5 each, the seed's
   hybrid score ``0.6 cos + 0.2 e^(-age/30d) + 0.2 confidence`` and threshold). Embedding is excluded
   (the query vector is a dict lookup). Target: <= 3 ms p50 at 10k. ``lancedb``: the same recall with
-  LanceDB's own search on the same table: per type, an exact vector search with the same prefilter
-  (namespace, type, not expired), 50 candidates re-scored with the same hybrid formula in numpy.
+  LanceDB's own search on the same table: per type, an exact vector search
+  (``table.search(vec).where(...)``, prefilter: namespace, type, not expired) whose candidates,
+  every row passing the prefilter, are re-scored with the same hybrid formula in numpy (LanceDB ranks
+  by cosine alone, and the hybrid top 5 is often outside its cosine top 100). Answers are checked
+  against mindcore's (>= 95% overlap, ties aside).
 
 Entries: 70% beliefs (mixed confidence), 25% reflections (a few pinned), 5% goals, created over the
-last 90 days, written straight to the mind's table in one commit. p50/p99 in extra_info.
+last 90 days, written straight to the mind's table in one commit. ``extra_info`` holds ``p50_ms``
+and ``p99_ms``, computed from every round's time (``benchmark.stats.stats.data``).
 
     pytest benches/bench_mind.py --benchmark-only -q
 """

@@ -169,9 +169,9 @@ class KindIndex:
     def __init__(self, entries: list[Belief] | list[Reflection], vectors: dict[str, np.ndarray], dim: int) -> None:
         self.entries: list[Belief | Reflection] = list(entries)
         n = len(self.entries)
-        self.matrix = np.empty((n, dim), dtype=np.float32)
-        for i, e in enumerate(self.entries):
-            self.matrix[i] = vectors[e.id]
+        self.matrix = (np.stack([vectors[e.id] for e in self.entries]) if n else np.empty((0, dim))).astype(
+            np.float32, copy=False
+        )
         self.created = np.fromiter((e.created_at for e in self.entries), dtype=np.int64, count=n)
         self.expires = np.fromiter((_expiry(e) for e in self.entries), dtype=np.int64, count=n)
         self.weight = np.fromiter(
