@@ -64,6 +64,11 @@ def test_empty_store_has_no_header(store: Any, clock: Clock, emb: Any) -> None:
     with mind.run() as run:
         assert run.header == ""
     assert mind.header() == ""
+    # entries that no section shows (a medium belief, a completed goal) still make no block
+    other = make(store, clock, emb, agent="nothing-to-show")
+    other.believe("A medium-confidence belief", confidence="medium")
+    other.complete_goal(other.set_goal("A goal already done"))
+    assert other.header() == "" and other.run().header == ""
     assert len(run.tools) == 7 and {t["function"]["name"] for t in run.toolset.openai()} == {
         "mind_recall", "mind_believe", "mind_reflect", "mind_unpin_reflection", "mind_set_goal",
         "mind_update_goal", "mind_complete_goal"}
@@ -150,6 +155,24 @@ def test_header_budget_ends_a_list_at_the_first_line_that_does_not_fit(store: An
     assert _section(text, "## Recent Reflections") == ["- [2026-05-20] A reflection that still gets its chance"]
 
 
+def test_goals_and_pinned_rules_are_outside_the_budget(store: Any, clock: Clock, emb: Any) -> None:
+    mind = make(store, clock, emb, token_budget=10)
+    rules = [f"Standing rule {i}: " + "always double-check the deployment target before running it " * 2
+             for i in range(3)]
+    for rule in rules:
+        mind.reflect(rule, pin=True)
+        clock.advance(0.01)
+    mind.set_goal("A goal with a long description " * 5, priority="high")
+    mind.believe("Fact A", confidence="high")  # "- Fact A (high confidence)": 26 chars -> 7 tokens
+    text = mind.header()
+    assert _section(text, "## Standing Rules (Pinned)") == [f"- {r}" for r in rules]  # each far over 10 tokens
+    assert len(_section(text, "## Goals")) == 1
+    assert _section(text, "## Beliefs") == ["- Fact A (high confidence)"]  # the budget is still whole
+    zero = make(store, clock, emb, token_budget=0)
+    text = zero.header()
+    assert _section(text, "## Beliefs") == [] and len(_section(text, "## Standing Rules (Pinned)")) == 3
+
+
 def _section(text: str, title: str) -> list[str]:
     lines = text.split("\n")
     if title not in lines:
@@ -228,12 +251,80 @@ def test_recall_filters(store: Any, clock: Clock, emb: Any) -> None:
     assert len(mind.recall("payments", type="belief", threshold=0, limit=2)) == 2
     both = mind.recall("payments", threshold=0, limit=1)
     assert [r.type for r in both] == ["belief", "reflection"]  # limit applies per type
+    as_float = ok(mind.run().call("mind_recall", {"query": "payments", "threshold": 0, "limit": 1.0}))["results"]
+    assert [r["id"] for r in as_float] == [r.id for r in both]  # JSON 1.0 is an integer
     short = mind.believe("The payments webhook secret rotates weekly", expires_in="1h").id
     clock.advance(1)
     assert short not in {r.id for r in mind.recall("payments webhook", type="belief", threshold=0, limit=10)}
     expired = mind.recall("payments webhook", type="belief", threshold=0, limit=10, include_expired=True)
     assert short in {r.id for r in expired}
     assert mind.recall("payments", type="goal") == []
+
+
+def _formula(emb: Any, query: str, text: str, age_ms: int, weight: float) -> float:
+    cos = float(np.dot(emb.embed([query])[0], emb.embed([text])[0]))
+    return 0.6 * cos + 0.2 * math.exp(-age_ms / DAY / 30) + 0.2 * weight
+
+
+def test_recall_scores_crashed_run_entries_as_low_confidence(store: Any, clock: Clock, emb: Any) -> None:
+    mind = make(store, clock, emb)
+    clean = mind.believe("The cron job runs at midnight UTC", confidence="high").id
+    with pytest.raises(RuntimeError), mind.run() as run:
+        crashed = run.believe("The cron job retries three times", confidence="high").id
+        crashed_r = run.reflect("The cron job logs were hard to find").id
+        raise RuntimeError("crash")
+    clock.advance(2)
+    got = {r.id: r for r in mind.recall("cron job", threshold=0, limit=10)}
+    assert got[clean].score == pytest.approx(
+        _formula(emb, "cron job", "The cron job runs at midnight UTC", 2 * DAY, 1.0), abs=1e-5)
+    assert got[crashed].score == pytest.approx(
+        _formula(emb, "cron job", "The cron job retries three times", 2 * DAY, 0.3), abs=1e-5)
+    assert got[crashed_r].score == pytest.approx(
+        _formula(emb, "cron job", "The cron job logs were hard to find", 2 * DAY, 0.3), abs=1e-5)
+    assert got[crashed].to_dict()["error"] is True and got[crashed].to_dict()["confidence"] == "high"
+
+
+def test_recall_age_counts_from_creation(store: Any, clock: Clock, emb: Any) -> None:
+    mind = make(store, clock, emb)
+    bid = mind.believe("The nightly backup takes forty minutes", confidence="medium", expires_in="365d").id
+    clock.advance(10)
+    assert mind.believe("The nightly backup takes forty minutes", confidence="medium").action == "updated_store"
+    clock.advance(5)
+    [r] = mind.recall("nightly backup", type="belief", threshold=0)
+    assert r.id == bid and r.entry.updated_at == clock.t - 5 * DAY
+    assert r.score == pytest.approx(
+        _formula(emb, "nightly backup", "The nightly backup takes forty minutes", 15 * DAY, 0.6), abs=1e-5)
+
+
+def test_recall_tags_mean_all_tags(store: Any, clock: Clock, emb: Any) -> None:
+    mind = make(store, clock, emb)
+    ids = {
+        tuple(tags): mind.believe(f"Fact about the build cache number {i}", tags=tags).id
+        for i, tags in enumerate([["ci"], ["ci", "cache"], ["cache"], ["ci", "cache", "linux"]])
+    }
+    both = mind.reflect("The build cache on CI was cold", tags=["cache", "ci"]).id
+    mind.reflect("The build cache was warm", tags=["cache"])
+    got = {r.id for r in mind.recall("build cache", tags=["ci", "cache"], threshold=0, limit=10)}
+    assert got == {ids[("ci", "cache")], ids[("ci", "cache", "linux")], both}
+    res = ok(mind.run().call("mind_recall", {"query": "build cache", "tags": ["cache", "ci"], "threshold": 0}))
+    assert {r["id"] for r in res["results"]} == got
+
+
+def test_recall_default_limit_is_five_per_type_and_results_are_goals_beliefs_reflections(
+    store: Any, clock: Clock, emb: Any
+) -> None:
+    mind = make(store, clock, emb)
+    for i in range(7):
+        if i < 6:
+            mind.set_goal(f"Release checklist item {i}")
+        mind.believe(f"Release {FACTS[i % 5]} " + "abcdefg"[i] * 12)  # distinct: no two deduplicated
+        mind.reflect(f"Release retrospective point {i}")
+        clock.advance(0.1)
+    assert len(mind.beliefs()) == 7
+    res = ok(mind.run().call("mind_recall", {"query": "release", "threshold": 0}))["results"]
+    assert [r["type"] for r in res] == ["goal"] * 5 + ["belief"] * 5 + ["reflection"] * 5
+    assert all("score" not in r for r in res[:5]) and all(isinstance(r["score"], float) for r in res[5:])
+    assert [r.type for r in mind.recall("release", threshold=0)] == [r["type"] for r in res]
 
 
 def test_recall_goals_by_keyword(store: Any, clock: Clock, emb: Any) -> None:
@@ -289,6 +380,33 @@ def test_believe_dedupes_draft_then_store_then_creates(store: Any, clock: Clock,
     assert (b.content, b.confidence, b.tags) == ("tsmc q2 2026 capacity is fully booked", "high", ["tsmc"])
     assert b.created_at == created and b.updated_at == clock.t and b.expires_at == clock.t + 7 * DAY
     assert len(mind.beliefs()) == 2
+
+
+def test_believe_checks_draft_then_concurrent_runs_then_store(tmp_path: Path, clock: Clock, emb: Any) -> None:
+    path = tmp_path / "order"
+    with mindcore.open(path) as s1, mindcore.open(path) as s2:
+        mind = make(s1, clock, emb)
+        a, b = mind.run(), mind.run()
+        a_id = ok(a.call("mind_believe", {"content": "The office closes at six"}))["id"]
+        # another process (a second store object: no shared in-flight claims) commits the same belief
+        stored = make(s2, clock, emb).believe("The office closes at six", confidence="low").id
+        assert stored != a_id
+        # reads see what the other store object committed
+        assert [r.id for r in mind.recall("office closes at six", type="belief", threshold=0)] == [stored]
+        # run b: its draft is empty, run a holds the same text -> a's id, although the store has a match
+        assert ok(b.call("mind_believe", {"content": " the OFFICE closes at six "})) == {
+            "status": "ok", "action": "updated_draft", "id": a_id}
+        # a different text held by no run goes to the store
+        c = mind.run()
+        c_res = ok(c.call("mind_believe", {"content": "The office closes at six!", "confidence": "high"}))
+        assert (c_res["action"], c_res["id"]) == ("updated_store", stored)
+        # now c's draft holds it: its own draft comes before run a's claim on the exact text
+        assert ok(c.call("mind_believe", {"content": "The office closes at six"}))["id"] == stored
+        assert ok(c.call("mind_believe", {"content": "The office closes at six"}))["action"] == "updated_draft"
+        for run in (a, b, c):
+            run.flush()
+        [only] = mind.beliefs()  # every run merged into the one stored belief at its flush
+        assert only.id == stored and only.confidence == "high" and mind._claims.held_by(a) == 0
 
 
 def test_confidence_only_rises_unless_downgrade_allowed(store: Any, clock: Clock, emb: Any) -> None:
@@ -364,19 +482,26 @@ def test_reflections_are_never_deduplicated(store: Any, clock: Clock, emb: Any) 
     assert mind.reflections()[0].related_to == "PR-7"
 
 
+PIN_CAP_TEXT = ("Pinned reflection cap reached (4). Call mind_recall with type:'reflection' and pinned:true to "
+                "list current pinned reflections, then call mind_unpin_reflection to remove one before adding another.")
+
+
 def test_pin_cap_warning_and_unpin(store: Any, clock: Clock, emb: Any) -> None:
     mind = make(store, clock, emb, max_pinned_reflections=4)
     with mind.run() as run:
         r1 = ok(run.call("mind_reflect", {"content": "Rule one", "pin": True}))
-        assert "warning" not in r1
         r2 = ok(run.call("mind_reflect", {"content": "Rule two", "pin": True}))
-        assert "2 of 4 pinned" in r2["warning"] and "mind_unpin_reflection" in r2["warning"]
+        assert "warning" not in r1 and "warning" not in r2  # 0 and 1 pinned before: not within 2 of 4
+        assert "warning" not in ok(run.call("mind_reflect", {"content": "Not pinned"}))
     with mind.run() as run:
-        ok(run.call("mind_reflect", {"content": "Rule three", "pin": True}))
-        ok(run.call("mind_reflect", {"content": "Rule four", "pin": True}))
+        r3 = ok(run.call("mind_reflect", {"content": "Rule three", "pin": True}))  # 2 pinned before (committed)
+        assert r3["warning"] == ("Pinned reflection count is 3 of 4. Review and unpin standing rules that are no "
+                                 "longer universally applicable.")
+        r4 = ok(run.call("mind_reflect", {"content": "Rule four", "pin": True}))  # 3 before (2 committed, 1 draft)
+        assert r4["warning"].startswith("Pinned reflection count is 4 of 4.")
         err = run.call("mind_reflect", {"content": "Rule five", "pin": True})
-        assert err["status"] == "error" and "Pinned reflection cap reached (4/4)" in err["error"]
-        assert ok(run.call("mind_reflect", {"content": "Unpinned is fine"}))
+        assert err == {"status": "error", "error": PIN_CAP_TEXT}  # the seed's text
+        assert "warning" not in ok(run.call("mind_reflect", {"content": "Unpinned is fine"}))
         ok(run.call("mind_unpin_reflection", {"id": r1["id"]}))
         ok(run.call("mind_reflect", {"content": "Rule five", "pin": True}))  # the unpin freed a slot
     assert {r.content for r in mind.reflections(pinned=True)} == {"Rule two", "Rule three", "Rule four", "Rule five"}
@@ -406,7 +531,8 @@ def test_goal_cap_and_lifecycle(store: Any, clock: Clock, emb: Any) -> None:
         g1 = ok(run.call("mind_set_goal", {"description": "Goal one", "tags": ["q3"], "dueBy": "10d"}))["id"]
         g2 = ok(run.call("mind_set_goal", {"description": "Goal two"}))["id"]
         err = run.call("mind_set_goal", {"description": "Goal three"})
-        assert err["status"] == "error" and "Active goal cap reached (2/2)" in err["error"]
+        assert err == {"status": "error", "error": "Active goal cap reached (2). Complete or archive an existing "
+                                                   "goal before setting a new one."}
         ok(run.call("mind_update_goal", {"id": g2, "progress": "drafted", "priority": "high"}))
     [a, b] = mind.goals()
     assert (a.id, a.priority, a.progress) == (g2, "high", ["drafted"])
@@ -441,6 +567,46 @@ def test_complete_a_goal_set_in_the_same_run(store: Any, clock: Clock, emb: Any)
         raise ValueError("the run crashes afterwards")
     g = mind.get(gid)
     assert g is not None and g.to_dict()["status"] == "completed" and g.to_dict()["progress"] == ["done already"]
+
+
+def test_unknown_ids_and_ids_of_another_kind_are_tool_errors_at_call_time(
+    store: Any, clock: Clock, emb: Any
+) -> None:
+    mind = make(store, clock, emb)
+    gid = mind.set_goal("A real goal")
+    bid = mind.believe("A real belief").id
+    rid = mind.reflect("A real reflection", pin=True).id
+    other = make(store, clock, emb, agent="someone-else").set_goal("Another agent's goal")
+    table = store.table("mind_entries")
+    before = table.version
+    with mind.run() as run:
+        for tool, args, needle in [
+            ("mind_update_goal", {"id": bid, "progress": "x"}, f"no goal with id {bid!r}"),
+            ("mind_update_goal", {"id": other, "progress": "x"}, f"no goal with id {other!r}"),
+            ("mind_complete_goal", {"id": rid}, f"no goal with id {rid!r}"),
+            ("mind_unpin_reflection", {"id": gid}, f"no reflection with id {gid!r}"),
+            ("mind_unpin_reflection", {"id": bid}, f"no reflection with id {bid!r}"),
+        ]:
+            res = run.call(tool, args)
+            assert res["status"] == "error" and needle in res["error"], (tool, res)
+    assert run.report is not None and run.report.version is None and table.version == before
+
+
+def test_a_run_dropped_without_a_flush_gives_its_cap_slots_back(store: Any, clock: Clock, emb: Any) -> None:
+    import gc
+
+    mind = make(store, clock, emb, max_goals=1, max_pinned_reflections=1)
+    dropped = mind.run()
+    ok(dropped.call("mind_set_goal", {"description": "Never flushed"}))
+    ok(dropped.call("mind_reflect", {"content": "Never flushed either", "pin": True}))
+    run = mind.run()
+    assert run.call("mind_set_goal", {"description": "Blocked by the pending goal"})["status"] == "error"
+    del dropped
+    gc.collect()
+    ok(run.call("mind_set_goal", {"description": "Now there is room"}))
+    ok(run.call("mind_reflect", {"content": "And room for a pin", "pin": True}))
+    run.flush()
+    assert [g.description for g in mind.goals()] == ["Now there is room"]
 
 
 def test_crashed_run_drops_goal_writes(store: Any, clock: Clock, emb: Any) -> None:
@@ -530,6 +696,22 @@ BAD_CALLS: list[tuple[str, Any, str]] = [
     ("mind_recall", {"query": "x", "threshold": 2}, "threshold: 2 is greater than the maximum of 1"),
     ("mind_recall", {"query": "x" * 4001}, "query: is 4,001 characters"),
     ("mind_forget", {"id": "x"}, "unknown tool 'mind_forget'"),
+    ("mind_reflect", {}, "'content' is a required property"),
+    ("mind_reflect", {"content": "x" * 4001}, "content: is 4,001 characters"),
+    ("mind_reflect", {"content": "x", "tags": ["ok", 3]}, "tags[1]: 3 is not of type 'string'"),
+    ("mind_set_goal", {}, "'description' is a required property"),
+    ("mind_set_goal", {"description": "x" * 4001}, "description: is 4,001 characters"),
+    ("mind_set_goal", {"description": "x", "dueBy": 30}, "dueBy: 30 is not of type 'string'"),
+    ("mind_update_goal", {"id": "g", "priority": "asap"}, "'asap' is not one of"),
+    ("mind_complete_goal", {}, "'id' is a required property"),
+    ("mind_complete_goal", {"id": "g", "outcome": "x" * 4001}, "outcome: is 4,001 characters"),
+    ("mind_unpin_reflection", {}, "'id' is a required property"),
+    ("mind_unpin_reflection", {"id": ""}, "id: '' should be non-empty"),
+    ("mind_recall", {}, "'query' is a required property"),
+    ("mind_recall", {"query": "x", "status": "archived"}, "'archived' is not one of"),
+    ("mind_recall", {"query": "x", "includeExpired": "no"}, "includeExpired: 'no' is not of type 'boolean'"),
+    ("mind_recall", {"query": "x", "limit": "5"}, "limit: '5' is not of type 'integer'"),
+    ("mind_recall", "not json at all", "not valid JSON"),
 ]
 
 

@@ -3,6 +3,7 @@ formatting and budget, draft buffer and flush rules, recall parameters."""
 
 from __future__ import annotations
 
+import gc
 import math
 from datetime import UTC, datetime
 from typing import Any
@@ -486,9 +487,13 @@ def test_flush_drops_updates_of_goals_no_longer_active() -> None:
     assert plan.rows == [] and len(plan.dropped) == 2
 
 
+class _Run:
+    """Stands in for a MindRun (claims hold runs by weak reference)."""
+
+
 def test_claims_are_released_whatever_the_text_became() -> None:
     claims = Claims()
-    a, b = object(), object()
+    a, b = _Run(), _Run()
     assert claims.claim(belief_key("  The Sky "), a, "id1") is None
     assert claims.holder("the sky", b) == "id1" and claims.holder("the sky", a) is None
     assert claims.claim("the sky", b, "id2") == "id1"
@@ -498,6 +503,18 @@ def test_claims_are_released_whatever_the_text_became() -> None:
     claims.release(a)
     assert claims.held_by(a) == 0 and claims.holder("a changed text", b) is None
     assert claims.others_pending(b) == (0, 0)
+
+
+def test_claims_of_a_run_dropped_without_a_flush_are_given_back() -> None:
+    claims = Claims()
+    a, b = _Run(), _Run()
+    claims.claim("the sky is blue", a, "id1")
+    claims.set_pending(a, goals=3, pins=2)
+    assert claims.holder("the sky is blue", b) == "id1" and claims.others_pending(b) == (3, 2)
+    del a
+    gc.collect()
+    assert claims.holder("the sky is blue", b) is None and claims.others_pending(b) == (0, 0)
+    assert claims.claim("the sky is blue", b, "id2") is None and claims.held_by(b) == 1
 
 
 # -- recall helpers -------------------------------------------------------------------------------
@@ -535,3 +552,16 @@ def test_draft_belief_matrix_grows_and_finds_matches() -> None:
     assert hit is not None and hit.id == "b7" and hit.content == "new text"
     same_id = draft.put_belief(DraftBelief("b8", "again", "low", ["t"], None, False, vecs[8], 600))
     assert same_id is draft.beliefs["b8"] and same_id.tags == ["t"] and len(draft.beliefs) == 300
+
+
+# -- docstring examples ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["__init__", "config", "entries", "header", "recall", "validate", "mind"])
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    mod = importlib.import_module("mindcore.mind" if module == "__init__" else f"mindcore.mind.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

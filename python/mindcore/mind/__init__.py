@@ -1,30 +1,52 @@
 """Agent Mind: goals, beliefs and reflections that persist across an agent's runs.
 
-A :class:`Mind` keeps an agent's entries in a store (namespace ``mind/<agent>``). Each run gets
-the ``--- AGENT MIND ---`` header for its system prompt, seven tools for the model, and a draft
-buffer that is committed as one unit when the run ends::
+A :class:`Mind` keeps an agent's entries in a store (namespace ``mind/<agent>``). Each run
+(:meth:`Mind.run`, or :meth:`Mind.arun` with ``async with``) gets the ``--- AGENT MIND ---``
+header for its system prompt, the seven tools for the model (``run.tools``: JSON-schema specs
+with ``.to_openai()`` / ``.to_anthropic()``), and a draft buffer committed as one unit when the
+block ends. An exception inside the block makes it an error flush (beliefs and reflections kept
+with ``error=True``, goal writes and unpins dropped), then propagates.
 
-    import mindcore
-    from mindcore.embed import HashEmbedder
-
-    mind = mindcore.Mind(mindcore.open(), agent="research-tracker", embedder=HashEmbedder(),
-                         config=mindcore.MindConfig(token_budget=400))
-    with mind.run() as run:                      # flushed on exit (an exception: error flush)
-        system_prompt = run.header + "\\n\\n" + base_prompt
-        tools = [t.to_openai() for t in run.tools]
-        result = run.call("mind_believe", {"content": "TSMC Q2 is booked", "confidence": "high"})
-    async with mind.arun() as run: ...           # the same, async
-
-Tools (names, parameters and result shapes as in the seed): ``mind_recall``,
-``mind_believe``, ``mind_reflect``, ``mind_unpin_reflection``, ``mind_set_goal``,
-``mind_update_goal``, ``mind_complete_goal``. ``mind_recall`` returns
-``{"status": "ok", "results": [...]}``; every bad call returns ``{"status": "error", "error": ...}``
-and leaves the store untouched. The same operations exist as methods (``run.believe(...)``,
-``mind.goals()``, ``mind.recall(...)``) for code that is not a model.
+Tools (the seed's names, parameters and result shapes): ``mind_recall``, ``mind_believe``,
+``mind_reflect``, ``mind_unpin_reflection``, ``mind_set_goal``, ``mind_update_goal``,
+``mind_complete_goal``. ``mind_recall`` answers ``{"status": "ok", "results": [...]}``; a bad call
+answers ``{"status": "error", "error": "..."}`` and leaves the store untouched. The same reads and
+writes exist as methods (``mind.goals()``, ``mind.beliefs()``, ``mind.reflections()``,
+``mind.recall(...)``; ``run.believe(...)``, ``run.set_goal(...)``, ...) for code that is not a model.
 
 Concurrency: a flush reads what it merges into and commits under the mind's lock (a lock of the
 store's kind, so it holds across processes and machines); caps are re-checked there, so
 concurrent runs never exceed them, and no run's write is lost.
+
+Examples
+--------
+>>> import mindcore
+>>> from mindcore.embed import HashEmbedder
+>>> mind = mindcore.Mind("memory://mind-doc", agent="research-tracker", embedder=HashEmbedder(),
+...                      config=mindcore.MindConfig(token_budget=400))
+>>> with mind.run() as run:
+...     run.header  # an empty store: no block at all
+...     [t.name for t in run.tools][:2]
+...     run.call("mind_believe", {"content": "TSMC Q2 capacity is booked", "confidence": "high"})["action"]
+...     run.call("mind_set_goal", {"description": "Watch TSMC Q3", "priority": "high", "dueBy": "2026-09-30"})["status"]
+''
+['mind_recall', 'mind_believe']
+'created'
+'ok'
+>>> print(mind.run().header)
+--- AGENT MIND ---
+<BLANKLINE>
+## Goals
+[high] Watch TSMC Q3 (due: 2026-09-30)
+<BLANKLINE>
+## Beliefs
+- TSMC Q2 capacity is booked (high confidence)
+<BLANKLINE>
+---
+>>> [r.content for r in mind.recall("TSMC capacity", type="belief")]
+['TSMC Q2 capacity is booked']
+>>> mind.run().call("mind_believe", {"content": "x", "confidence": "certain"})["status"]
+'error'
 """
 
 from __future__ import annotations

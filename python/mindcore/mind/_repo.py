@@ -21,11 +21,11 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 import pyarrow as pa
 
-from mindcore.mind.entries import Belief, Entry, Goal, Reflection, entry_from_row, entry_to_row
+from mindcore.mind.entries import Belief, Entry, Goal, Reflection, entry_from_row, entry_to_row, recall_weight
 from mindcore.mind.header import HeaderIndex
 
 if TYPE_CHECKING:
-    from mindcore.store import Filter, Hit, Store, Table
+    from mindcore.store import Store, Table
 
 __all__ = ["COLUMNS", "TABLE", "Repo", "Snapshot", "StoreView"]
 
@@ -84,17 +84,23 @@ class Snapshot:
         self.entries = entries
         self.vectors = vectors
         self.dim = dim
+        self._indexes: dict[type, KindIndex] = {}
+        self._index_guard = threading.Lock()
 
     @cached_property
     def header(self) -> HeaderIndex:
         return HeaderIndex(self.entries.values())
 
-    @cached_property
-    def _beliefs(self) -> tuple[list[str], np.ndarray, np.ndarray]:
-        ids = [i for i, e in self.entries.items() if isinstance(e, Belief) and i in self.vectors]
-        matrix = (np.stack([self.vectors[i] for i in ids]) if ids else np.zeros((0, self.dim))).astype(np.float32)
-        expires = np.array([_expiry(self.entries[i]) for i in ids], dtype=np.int64)
-        return ids, np.ascontiguousarray(matrix), expires
+    def index(self, kind: type[Belief] | type[Reflection]) -> KindIndex:
+        """The beliefs or reflections of this version as arrays for the scoring kernel (built on
+        first use, once per version)."""
+        with self._index_guard:
+            idx = self._indexes.get(kind)
+            if idx is None:
+                idx = self._indexes[kind] = KindIndex(
+                    [e for e in self._by_type[kind] if e.id in self.vectors], self.vectors, self.dim
+                )
+            return idx
 
     @cached_property
     def _by_type(self) -> dict[type, list[Any]]:
@@ -127,15 +133,15 @@ class Snapshot:
         """The unexpired belief most similar to ``vector`` at cosine >= ``threshold``."""
         from mindcore.kernels import hybrid_topk
 
-        ids, matrix, expires = self._beliefs
-        if not ids:
+        idx = self.index(Belief)
+        if not idx.entries:
             return None
-        mask = expires > now
+        mask = idx.expires > now
         if not mask.any():
             return None
-        top = hybrid_topk(np.ascontiguousarray(vector, dtype=np.float32), matrix, k=1, metric="cosine",
+        top = hybrid_topk(np.ascontiguousarray(vector, dtype=np.float32), idx.matrix, k=1, metric="cosine",
                           mask=mask, min_score=threshold)
-        return ids[int(top.indices[0])] if len(top.indices) and int(top.indices[0]) >= 0 else None
+        return idx.entries[int(top.indices[0])].id if len(top.indices) and int(top.indices[0]) >= 0 else None
 
     def patched(self, version: int, rows: Sequence[dict[str, Any]]) -> Snapshot:
         """This snapshot with ``rows`` written over it, labelled ``version``."""
@@ -154,6 +160,54 @@ class Snapshot:
 def _expiry(e: Entry) -> int:
     x = getattr(e, "expires_at", None)
     return _NO_EXPIRY if x is None else int(x)
+
+
+class KindIndex:
+    """Beliefs or reflections as the scoring kernel reads them: one C-contiguous matrix, creation
+    times, confidence terms and expiries; filters become boolean masks (tag masks are memoised)."""
+
+    def __init__(self, entries: list[Belief] | list[Reflection], vectors: dict[str, np.ndarray], dim: int) -> None:
+        self.entries: list[Belief | Reflection] = list(entries)
+        n = len(self.entries)
+        self.matrix = (np.stack([vectors[e.id] for e in self.entries]) if n else np.empty((0, dim))).astype(
+            np.float32, copy=False
+        )
+        self.created = np.fromiter((e.created_at for e in self.entries), dtype=np.int64, count=n)
+        self.expires = np.fromiter((_expiry(e) for e in self.entries), dtype=np.int64, count=n)
+        self.weight = np.fromiter(
+            (recall_weight(e.type, getattr(e, "confidence", None), e.error) for e in self.entries),
+            dtype=np.float32, count=n,
+        )
+        self.pinned = np.fromiter((getattr(e, "pinned", False) for e in self.entries), dtype=bool, count=n)
+        self._tags: dict[str, np.ndarray] = {}
+
+    def tag_mask(self, tag: str) -> np.ndarray:
+        m = self._tags.get(tag)
+        if m is None:
+            m = self._tags[tag] = np.fromiter((tag in e.tags for e in self.entries), dtype=bool,
+                                              count=len(self.entries))
+        return m
+
+    def search(self, query: np.ndarray, *, k: int, now: int, min_score: float, include_expired: bool,
+               tags: Sequence[str] | None, pinned: bool | None, w_sim: float, w_rec: float, w_extra: float,
+               tau_ms: float) -> list[tuple[Belief | Reflection, float]]:
+        """The ``k`` best entries passing the filters, best first, with their hybrid scores."""
+        from mindcore.kernels import hybrid_topk
+
+        n = len(self.entries)
+        if n == 0:
+            return []
+        mask = np.ones(n, dtype=bool) if include_expired else self.expires > now
+        if pinned is not None:
+            mask &= self.pinned == pinned
+        for t in tags or ():
+            mask &= self.tag_mask(t)
+        if not mask.any():
+            return []
+        top = hybrid_topk(query, self.matrix, k=min(k, n), metric="cosine", w_sim=w_sim, w_rec=w_rec,
+                          w_extra=w_extra, timestamps=self.created, now_ms=now, tau_ms=tau_ms, extra=self.weight,
+                          mask=None if mask.all() else mask, min_score=min_score)
+        return [(self.entries[int(i)], float(sc)) for i, sc in zip(top.indices, top.scores, strict=True) if i >= 0]
 
 
 class Repo:
@@ -200,14 +254,6 @@ class Repo:
         if self.store.kind == "remote" and tracker is not None:
             tracker.exact()
         return self.table.version
-
-    def search(self, query: np.ndarray, *, k: int, where: Filter, now: int, min_score: float,
-               w_sim: float, w_rec: float, w_extra: float, tau_ms: float) -> list[Hit]:
-        return self.table.search(
-            self.namespace, query, k=k, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra, tau_ms=tau_ms,
-            time_column="created_at", now_ms=now, extra_column="recall_weight", where=where,
-            min_score=min_score, columns=_SCALARS,
-        )
 
     # -- writes ---------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ Flush rules (clean run / crashed run):
 from __future__ import annotations
 
 import threading
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
@@ -171,28 +172,41 @@ class DraftBuffer:
 
 class Claims:
     """In-flight beliefs and pending cap usage of the concurrent runs of one mind in this
-    process. A run's claims are released when it flushes, whatever happened to their text."""
+    process. A run's claims are released when it flushes, whatever happened to their text.
+
+    Runs are held by weak reference: a run dropped without a flush (its writes are lost anyway)
+    gives its claims and cap slots back once it is garbage-collected instead of holding them
+    for the life of the process."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._beliefs: dict[str, tuple[object, str]] = {}
-        self._goals: dict[object, int] = {}
-        self._pins: dict[object, int] = {}
+        self._beliefs: dict[str, tuple[weakref.ref[Any], str]] = {}
+        self._goals: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+        self._pins: weakref.WeakKeyDictionary[Any, int] = weakref.WeakKeyDictionary()
+
+    def _held(self, key: str, run: object) -> str | None:
+        held = self._beliefs.get(key)
+        if held is None:
+            return None
+        owner = held[0]()
+        if owner is None:  # its run was dropped without a flush
+            del self._beliefs[key]
+            return None
+        return held[1] if owner is not run else None
 
     def claim(self, key: str, run: object, belief_id: str) -> str | None:
         """Claim ``key`` for ``run``; returns the id another run already claimed it with."""
         with self._lock:
-            held = self._beliefs.get(key)
-            if held is not None and held[0] is not run:
-                return held[1]
-            self._beliefs[key] = (run, belief_id)
+            other = self._held(key, run)
+            if other is not None:
+                return other
+            self._beliefs[key] = (weakref.ref(run), belief_id)
             return None
 
     def holder(self, key: str, run: object) -> str | None:
         """The id another run has claimed ``key`` with, if any."""
         with self._lock:
-            held = self._beliefs.get(key)
-            return held[1] if held is not None and held[0] is not run else None
+            return self._held(key, run)
 
     def set_pending(self, run: object, *, goals: int, pins: int) -> None:
         with self._lock:
@@ -208,13 +222,18 @@ class Claims:
 
     def release(self, run: object) -> None:
         with self._lock:
-            self._beliefs = {k: v for k, v in self._beliefs.items() if v[0] is not run}
+            self._beliefs = {k: v for k, v in self._beliefs.items() if _alive_other(v[0], run)}
             self._goals.pop(run, None)
             self._pins.pop(run, None)
 
     def held_by(self, run: object) -> int:
         with self._lock:
-            return sum(1 for v in self._beliefs.values() if v[0] is run)
+            return sum(1 for v in self._beliefs.values() if v[0]() is run)
+
+
+def _alive_other(ref: weakref.ref[Any], run: object) -> bool:
+    owner = ref()
+    return owner is not None and owner is not run
 
 
 def _merge_confidence(old: str, new: Confidence, allow_downgrade: bool) -> Confidence:

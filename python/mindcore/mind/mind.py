@@ -41,7 +41,6 @@ from mindcore.mind.entries import (
     Priority,
     RecallResult,
     Reflection,
-    entry_from_row,
 )
 from mindcore.mind.header import render_header
 from mindcore.mind.recall import TAU_MS, W_CONFIDENCE, W_RECENCY, W_SIMILARITY, match_goals
@@ -258,28 +257,23 @@ class Mind:
         self, query: str, kind: str, status: str, tags: list[str] | None, pinned: bool | None,
         include_expired: bool, threshold: float, limit: int,
     ) -> list[RecallResult]:
-        from mindcore.store import col
-
         now = self.now()
+        snap = self._repo.snapshot()  # one version for every part of the answer
         out: list[RecallResult] = []
         if kind in ("goal", "all"):
-            goals = match_goals(self._repo.snapshot().goals(), query, status=status, tags=tags, limit=limit)
+            goals = match_goals(snap.goals(), query, status=status, tags=tags, limit=limit)
             out += [RecallResult(g) for g in goals]
-        kinds = [k for k in ("belief", "reflection") if kind in (k, "all")]
+        kinds = [k for k in (Belief, Reflection) if kind in (k.__name__.lower(), "all")]
         if not kinds:
             return out
         q = self._embed([query])[0]
         for k in kinds:
-            where = col("type").eq(k)
-            if not include_expired:
-                where = where & (col("expires_at").is_null() | col("expires_at").gt(now))
-            if tags:
-                where = where & col("tags").contains_all(tags)
-            if k == "reflection" and pinned is not None:
-                where = where & col("pinned").eq(pinned)
-            hits = self._repo.search(q, k=limit, where=where, now=now, min_score=threshold, w_sim=W_SIMILARITY,
-                                     w_rec=W_RECENCY, w_extra=W_CONFIDENCE, tau_ms=TAU_MS)
-            out += [RecallResult(entry_from_row(h.row), score=h.score) for h in hits]
+            hits = snap.index(k).search(
+                q, k=limit, now=now, min_score=threshold, include_expired=include_expired, tags=tags,
+                pinned=pinned if k is Reflection else None, w_sim=W_SIMILARITY, w_rec=W_RECENCY,
+                w_extra=W_CONFIDENCE, tau_ms=TAU_MS,
+            )
+            out += [RecallResult(e, score=score) for e, score in hits]
         return out
 
     # -- writes outside a run (each one is a run of its own, committed at once) -----------------
@@ -343,16 +337,15 @@ class Mind:
         self.close()
 
 
-_GOAL_CAP = (
-    "Active goal cap reached ({n}/{cap}). Complete a goal with mind_complete_goal before setting a new one."
-)
+# The seed's texts (models are prompted with them).
+_GOAL_CAP = "Active goal cap reached ({cap}). Complete or archive an existing goal before setting a new one."
 _PIN_CAP = (
-    "Pinned reflection cap reached ({n}/{cap}). Unpin an outdated standing rule with "
-    "mind_unpin_reflection before pinning a new one, or record this reflection without pin."
+    "Pinned reflection cap reached ({cap}). Call mind_recall with type:'reflection' and pinned:true to list "
+    "current pinned reflections, then call mind_unpin_reflection to remove one before adding another."
 )
 _PIN_WARNING = (
-    "{n} of {cap} pinned reflections are in use. Review your standing rules and unpin outdated ones "
-    "with mind_unpin_reflection."
+    "Pinned reflection count is {n} of {cap}. Review and unpin standing rules that are no longer "
+    "universally applicable."
 )
 
 
@@ -409,10 +402,13 @@ class MindRun:
         return await asyncio.to_thread(self.call, name, arguments)
 
     def _tool_recall(self, a: dict[str, Any]) -> dict[str, Any]:
+        limit = a.get("limit", 5)
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)  # JSON schema counts 2.0 as an integer; so do we
         results = self.recall(
             a["query"], type=a.get("type", "all"), status=a.get("status", "active"), tags=a.get("tags"),
             pinned=a.get("pinned"), include_expired=a.get("includeExpired", False), threshold=a.get("threshold"),
-            limit=a.get("limit", 5),
+            limit=limit,
         )
         return {"status": "ok", "results": [r.to_dict() for r in results]}
 
@@ -528,8 +524,8 @@ class MindRun:
         related_to: str | None = None,
     ) -> Reflected:
         """Append a reflection (never deduplicated). ``pin=True`` makes it a standing rule shown
-        in every header, up to ``max_pinned_reflections``; the result carries a warning when
-        pinned rules are within 2 of that cap. Expires after ``ttl_defaults.reflection`` if set."""
+        in every header, up to ``max_pinned_reflections``; the result carries a warning when the
+        rules pinned before this one are within 2 of that cap. Expires after ``ttl_defaults.reflection`` if set."""
         check_text(content, "content")
         check_text(related_to, "related_to", optional=True)
         check_bool(pin, "pin")
@@ -551,8 +547,8 @@ class MindRun:
                 n = self._pinned_in_use(now)
                 cap = cfg.max_pinned_reflections
                 if n >= cap:
-                    raise MindError(_PIN_CAP.format(n=n, cap=cap))
-                if n + 1 >= cap - 2:
+                    raise MindError(_PIN_CAP.format(cap=cap))
+                if n >= cap - 2:  # the seed's rule: the count before this pin is within 2 of the cap
                     warning = _PIN_WARNING.format(n=n + 1, cap=cap)
             rid = new_id()
             self._draft.reflections[rid] = DraftReflection(
@@ -609,7 +605,7 @@ class MindRun:
             others, _ = self.mind._claims.others_pending(self)
             n = self.mind._repo.snapshot().active_goal_count() + len(self._draft.goals) + others
             if n >= cap:
-                raise MindError(_GOAL_CAP.format(n=n, cap=cap))
+                raise MindError(_GOAL_CAP.format(cap=cap))
             gid = new_id()
             self._draft.goals[gid] = DraftGoal(gid, description, priority, tag_list, due, now, now)
             self._sync_pending()
