@@ -3,6 +3,10 @@ implementation, with its speed relative to mindcore measured in the same run.
 
     python benches/report.py                # full sizes
     MINDCORE_BENCH_QUICK=1 python benches/report.py --out /tmp/B.md   # smoke run
+    python benches/report.py --update benches/bench_mind.py   # re-measure some files, keep the rest
+
+The raw pytest-benchmark results are kept beside the report (``BENCHMARKS.json``) so that
+``--update`` can replace the groups of the files it re-runs and keep every other group.
 """
 
 from __future__ import annotations
@@ -99,8 +103,11 @@ def main() -> int:
     )
     parser.add_argument("--out", default=str(ROOT / "BENCHMARKS.md"))
     parser.add_argument("--json", help="render an existing pytest-benchmark JSON instead of running")
+    parser.add_argument("--update", action="store_true",
+                        help="re-run only FILES and merge their groups into the kept results")
     parser.add_argument("files", nargs="*", help="bench files (default: all of benches/)")
     args = parser.parse_args()
+    kept = Path(args.out).with_suffix(".json")
     if args.json:
         results = json.loads(Path(args.json).read_text())
     else:
@@ -123,6 +130,11 @@ def main() -> int:
                 print(f"benchmarks failed (exit {code})", file=sys.stderr)
                 return code or 1
             results = json.loads(out.read_text())
+        if args.update and kept.exists():
+            old = json.loads(kept.read_text())
+            fresh = {b.get("group") or b["name"] for b in results["benchmarks"]}
+            results["benchmarks"] = [b for b in old["benchmarks"] if (b.get("group") or b["name"]) not in fresh] + results["benchmarks"]
+        kept.write_text(json.dumps(results))
     Path(args.out).write_text(render(results))
     print(f"wrote {args.out}")
     return 0
