@@ -40,7 +40,6 @@ import numpy as np
 import pytest
 
 from mindcore.ltm import RecallWeights
-from mindcore.ltm.types import indexed_text
 from mindcore.ltm.locomo import (
     KS,
     Conversation,
@@ -50,6 +49,7 @@ from mindcore.ltm.locomo import (
     load_locomo,
     score_rankings,
 )
+from mindcore.ltm.types import indexed_text
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 GROUP = "ltm: locomo recall@k" + (" (2 conversations)" if QUICK else "")
