@@ -337,6 +337,42 @@ def test_render_recalled(store: Any, emb: Any) -> None:
     assert ltm.render([]) == ""
 
 
+def test_context_is_recalled_by_but_never_rendered(store: Any, emb: Any) -> None:
+    ltm = make(store, emb)
+    stored = ltm.remember("Went there last weekend with the kids", kind="event",
+                         context="Bob: Have you ever been to the Louvre?\nAlice:")
+    ltm.remember_many(["Likes jazz", "Works as a nurse", "Has a cat named Miso"])
+    assert stored is not None and stored.context == "Bob: Have you ever been to the Louvre?\nAlice:"
+    # Only the context mentions the Louvre and Alice: the memory is found through it.
+    hits = ltm.recall("When did Alice visit the Louvre?", k=1)
+    assert [m.id for m in hits] == [stored.id] and hits[0].context == stored.context
+    block = ltm.render(hits)
+    assert "Went there last weekend with the kids" in block and "Louvre" not in block and "Bob" not in block
+    # Stored durably: a fresh store reads the context back; a bare memory has none.
+    fresh = make(mindcore.open(store.uri), emb)
+    assert {m.text: m.context for m in fresh.memories()}["Went there last weekend with the kids"] == stored.context
+    assert {m.text: m.context for m in fresh.memories()}["Likes jazz"] is None
+    assert fresh.recall("Alice Louvre", k=1)[0].id == stored.id
+
+
+def test_context_validation_and_secrets(store: Any, emb: Any) -> None:
+    from mindcore.ltm.types import CONTEXT_WINDOW_CHARS, MAX_CONTEXT_CHARS, indexed_text
+
+    ltm = make(store, emb)
+    with pytest.raises(ValueError, match="context"):
+        ltm.remember("fact", context=42)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="context"):
+        ltm.remember("fact", context="x" * (MAX_CONTEXT_CHARS + 1))
+    assert len(ltm) == 0
+    # A context that looks like a credential refuses the whole memory.
+    assert ltm.try_remember("Uses the staging server", context=SECRET).status == "secret"
+    assert ltm.remember("Blank context is none", context="   ").context is None  # type: ignore[union-attr]
+    # Only the context's tail (nearest the fact) is embedded, so the fact stays in the model's window.
+    assert indexed_text("fact", "a" * 5000 + "tail:") == "a" * (CONTEXT_WINDOW_CHARS - 5) + "tail: fact"
+    assert indexed_text("fact", "previous turn") == "previous turn\nfact"
+    assert indexed_text("fact", None) == "fact"
+
+
 # -- secrets ---------------------------------------------------------------------------------------
 
 

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from mindcore.kernels import BM25Index, hybrid_topk, looks_like_secret
 from mindcore.ltm._lexical import lexical_terms
-from mindcore.ltm.types import Memory
+from mindcore.ltm.types import Memory, indexed_text
 
 __all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
 
@@ -30,8 +30,11 @@ COLUMNS: dict[str, pa.DataType] = {
     "last_accessed_at": pa.int64(),
     # max(created_at, last_accessed_at): the one time column recall's recency decays from.
     "recency_at": pa.int64(),
-    # What BM25 indexes (mindcore.ltm._lexical), computed once at write time.
+    # What BM25 indexes (mindcore.ltm._lexical, over the context and the text), computed once at
+    # write time.
     "terms": pa.string(),
+    # Optional text that situates the fact (Memory.context): embedded and indexed, never rendered.
+    "context": pa.string(),
 }
 _READ_COLUMNS = ["id", "created_at", *COLUMNS]
 _MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
@@ -61,6 +64,7 @@ class NewMemory:
     importance: float
     created_at: int
     source: str
+    context: str | None = None
 
 
 def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
@@ -76,7 +80,8 @@ def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
         "source": pa.array([m.source for m in memories], pa.string()),
         "last_accessed_at": pa.array([m.last_accessed_at for m in memories], pa.int64()),
         "recency_at": pa.array([max(m.created_at, m.last_accessed_at) for m in memories], pa.int64()),
-        "terms": pa.array([lexical_terms(m.text) for m in memories], pa.string()),
+        "terms": pa.array([lexical_terms(indexed_text(m.text, m.context)) for m in memories], pa.string()),
+        "context": pa.array([m.context for m in memories], pa.string()),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1]),
     })
 
@@ -94,6 +99,7 @@ def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: f
         source=str(row.get("source") or "manual"),
         score=score,
         similarity=similarity,
+        context=None if row.get("context") is None else str(row["context"]),
     )
 
 
@@ -179,8 +185,9 @@ class MemoryRepo:
             recency_ms=np.ascontiguousarray(rows.column("recency_at").to_numpy(), dtype=np.int64),
             importance=np.ascontiguousarray(rows.column("importance").to_numpy(), dtype=np.float32),
             bm25=BM25Index([
-                lexical_terms(str(text)) if terms is None else str(terms)
-                for text, terms in zip(rows.column("text").to_pylist(), rows.column("terms").to_pylist(), strict=True)
+                lexical_terms(indexed_text(str(text), context)) if terms is None else str(terms)
+                for text, context, terms in zip(rows.column("text").to_pylist(), rows.column("context").to_pylist(),
+                                                rows.column("terms").to_pylist(), strict=True)
             ]),
         )
         self._lexical = view
@@ -222,7 +229,8 @@ class MemoryRepo:
         from mindcore.store import new_id
 
         return Memory(id=new_id(), text=row.text, kind=row.kind, importance=row.importance,
-                      created_at=row.created_at, last_accessed_at=row.created_at, source=row.source)
+                      created_at=row.created_at, last_accessed_at=row.created_at, source=row.source,
+                      context=row.context)
 
     def insert(self, rows: Sequence[NewMemory], vectors: np.ndarray) -> list[Memory | None]:
         """Insert ``rows`` in one commit: the stored memory for each, ``None`` where refused."""
@@ -232,11 +240,12 @@ class MemoryRepo:
 
     def write(self, memories: Sequence[Memory], vectors: np.ndarray, *, delete: Sequence[str] = ()) -> set[str]:
         """Insert ``memories`` and delete the ids in ``delete`` as one commit; returns the ids
-        written. Every text passes the secret filter here, whoever the caller is: a memory that
+        written. Every text (and context) passes the secret filter here, whoever the caller is: a memory that
         looks like a credential is not written."""
         if len(memories) != len(vectors):
             raise ValueError(f"{len(memories)} memories but {len(vectors)} vectors")
-        keep = [i for i, m in enumerate(memories) if not looks_like_secret(m.text)]
+        keep = [i for i, m in enumerate(memories)
+                if not looks_like_secret(m.text) and not (m.context and looks_like_secret(m.context))]
         if not keep and not delete:
             return set()
         with self.table.unit_of_work(self.ns) as uow:

@@ -48,6 +48,10 @@ class Turn:
     dia_id: str
     text: str
     timestamp_ms: int
+    speaker: str = ""
+    # The previous turn of the same session with its speaker, then this turn's speaker
+    # ("Melanie: How are you?\nCaroline:"): the memory's context (see LongTermMemory.remember).
+    context: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +98,12 @@ def load_locomo(path: str | Path) -> list[Conversation]:
         while f"session_{session}" in conv:
             when = _parse_date(conv[f"session_{session}_date_time"])
             last_ms = max(last_ms, when)
-            turns.extend(Turn(t["dia_id"], _turn_text(t), when) for t in conv[f"session_{session}"])
+            previous = ""
+            for t in conv[f"session_{session}"]:
+                speaker, text = str(t.get("speaker", "")).strip(), _turn_text(t)
+                context = f"{previous}\n{speaker}:" if previous else f"{speaker}:"
+                turns.append(Turn(t["dia_id"], text, when, speaker, context if speaker else previous))
+                previous = f"{speaker}: {text}" if speaker else text
             session += 1
         known = {t.dia_id for t in turns}
         questions = []
@@ -173,9 +182,16 @@ def evaluate_locomo(
     ks: Sequence[int] = KS,
     conversations: Sequence[Conversation] | None = None,
     progress: Callable[[str], None] | None = None,
+    context: bool = True,
 ) -> LocomoReport:
     """Store each conversation in its own long-term memory (a temporary local store) and score every
-    question's recall@k. Give ``path`` to ``locomo10.json`` or already loaded ``conversations``."""
+    question's recall@k. Give ``path`` to ``locomo10.json`` or already loaded ``conversations``.
+
+    Each turn is stored with ``remember_many`` as one memory: ``text`` is the turn (the memory
+    shown to the model), and with ``context`` (the default) the previous turn of the session and the
+    speaker are the memory's ``context`` (embedded and indexed, never rendered; see
+    :meth:`LongTermMemory.remember`). ``context=False`` stores the bare turn text.
+    """
     import mindcore
     from mindcore.ltm.memory import LongTermMemory
 
@@ -191,7 +207,8 @@ def evaluate_locomo(
                                  namespace="locomo", embedder=embedder, max_items=0, weights=weights,
                                  clock=_fixed(conv.now_ms))
             results = ltm.remember_many(
-                [{"text": t.text, "created_at": t.timestamp_ms} for t in conv.turns], dedupe=False
+                [{"text": t.text, "created_at": t.timestamp_ms, "context": t.context if context else None}
+                 for t in conv.turns], dedupe=False
             )
             dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True) if r.memory}
             hits = ltm.recall_many([q.question for q in conv.questions], k=k_max, touch=False)

@@ -9,11 +9,13 @@ from typing import Any, Literal
 __all__ = [
     "DEFAULT_KIND",
     "KINDS",
+    "MAX_CONTEXT_CHARS",
     "MAX_TEXT_CHARS",
     "ExtractionReport",
     "Memory",
     "RememberResult",
     "RememberStatus",
+    "indexed_text",
 ]
 
 # The seed's categories: stable preferences, identity facts, project context, decisions, notable events.
@@ -21,6 +23,11 @@ KINDS: tuple[str, ...] = ("preference", "identity", "project", "decision", "even
 DEFAULT_KIND = "fact"
 # A memory is one short fact; anything longer is a document, not a memory.
 MAX_TEXT_CHARS = 2_000
+# A memory's context (see Memory.context) is at most this long; recall uses its last
+# CONTEXT_WINDOW_CHARS (the part nearest the fact), so a long context cannot push the fact itself
+# out of the embedder's window (256 tokens for the default model).
+MAX_CONTEXT_CHARS = 2_000
+CONTEXT_WINDOW_CHARS = 600
 
 RememberStatus = Literal["stored", "duplicate", "secret", "evicted"]
 
@@ -30,7 +37,9 @@ class Memory:
     """One durable fact about a user.
 
     Timestamps are unix milliseconds (UTC). ``score`` and ``similarity`` are set on memories returned
-    by :meth:`LongTermMemory.recall` (``None`` elsewhere).
+    by :meth:`LongTermMemory.recall` (``None`` elsewhere). ``context`` is optional text that situates
+    the fact (e.g. the conversation turn it came from and who said it): recall embeds and indexes it
+    with ``text``, but the rendered block shows ``text`` only.
 
     >>> m = Memory(id="m1", text="Prefers green tea", kind="preference", importance=0.8,
     ...            created_at=0, last_accessed_at=0)
@@ -47,6 +56,7 @@ class Memory:
     source: str = "manual"
     score: float | None = None
     similarity: float | None = None
+    context: str | None = None
 
     @property
     def created(self) -> datetime:
@@ -59,6 +69,18 @@ class Memory:
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what the ``ltm_recall`` tool returns per memory)."""
         return asdict(self)
+
+
+def indexed_text(text: str, context: str | None) -> str:
+    """What recall embeds and indexes for a memory: its context (if any), then its text.
+
+    >>> indexed_text("I went to the support group yesterday.", "Melanie: How was your week?\nCaroline:")
+    'Melanie: How was your week?\nCaroline: I went to the support group yesterday.'
+    """
+    if not context:
+        return text
+    context = context[-CONTEXT_WINDOW_CHARS:]
+    return f"{context} {text}" if context.endswith(":") else f"{context}\n{text}"
 
 
 @dataclass(frozen=True, slots=True)
