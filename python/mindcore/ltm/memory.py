@@ -139,6 +139,9 @@ class LongTermMemory:
     True
     """
 
+    # At most this many queued background turns are stored in one commit.
+    _COALESCE_MAX = 64
+
     def __init__(
         self,
         store: Any,
@@ -182,6 +185,10 @@ class LongTermMemory:
         _LIVE.add(self)
         _register_exit_hook()
         self._background_pool: ThreadPoolExecutor | None = None
+        # Background extractions waiting for the worker (see remember_conversation_in_background).
+        self._queue_lock = threading.Lock()
+        self._queued: list[tuple[list[Any], Future[ExtractionReport]]] = []
+        self._draining = False
         self._toolset = build_toolset(self)
 
     @classmethod
@@ -474,10 +481,41 @@ class LongTermMemory:
         """Fire-and-forget :meth:`remember_conversation` on this memory's background thread.
 
         The messages are copied now; :meth:`flush` (or the returned future) waits for the result.
+        Turns queued while the worker is busy are extracted one after the other (one LLM call at a
+        time) and stored together, in one commit: a burst of turns costs one write instead of one
+        per turn (a commit costs far more than the pipeline's own work; see ``benches/bench_ltm.py``).
         """
         self._require_extractor()
         snapshot = [dict(m) if isinstance(m, Mapping) else m for m in messages]
-        return self._background.submit(self.remember_conversation, snapshot)
+        future: Future[ExtractionReport] = Future()
+        with self._queue_lock:
+            self._queued.append((snapshot, future))
+            start, self._draining = not self._draining, True
+        if start:
+            self._background.submit(self._drain_queue)
+        return future
+
+    def _drain_queue(self) -> None:
+        """The background worker: extract and store whatever is queued, in batches of at most
+        ``_COALESCE_MAX`` turns, until the queue is empty."""
+        while True:
+            with self._queue_lock:
+                batch, self._queued = self._queued[: self._COALESCE_MAX], self._queued[self._COALESCE_MAX:]
+                if not batch:
+                    self._draining = False
+                    return
+            live = [(m, f) for m, f in batch if f.set_running_or_notify_cancel()]
+            if not live:
+                continue
+            try:
+                reports = self._extract_and_ingest([m for m, _ in live], concurrency=1)
+            except Exception as exc:  # a failed commit fails this batch's futures, not the worker
+                log.exception("long-term memory: background extraction failed")
+                for _, f in live:
+                    f.set_exception(exc)
+                continue
+            for (_, f), report in zip(live, reports, strict=True):
+                f.set_result(report)
 
     def ingest_extraction(self, reply: str) -> ExtractionReport:
         """Parse an extraction LLM's reply and store its candidates (the pipeline after the LLM call)."""
@@ -523,6 +561,11 @@ class LongTermMemory:
         store every candidate in one pass and one commit. One report per conversation."""
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency: expected a positive int, got {concurrency!r}")
+        self._require_extractor()
+        return self._extract_and_ingest(conversations, concurrency=concurrency)
+
+    def _extract_and_ingest(self, conversations: Sequence[Iterable[Any]], *,
+                            concurrency: int) -> list[ExtractionReport]:
         extractor = self._require_extractor()
         rendered = [render_conversation(c) for c in conversations]
 
@@ -534,8 +577,11 @@ class LongTermMemory:
             except Exception as exc:  # one failed call loses that conversation only
                 return self._failed(f"extraction LLM failed: {type(exc).__name__}: {exc}")
 
-        with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mindcore-ltm-extract") as pool:
-            replies = list(pool.map(ask, rendered))
+        if concurrency == 1:
+            replies = [ask(c) for c in rendered]
+        else:
+            with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mindcore-ltm-extract") as pool:
+                replies = list(pool.map(ask, rendered))
         ingested = iter(self.ingest_extractions([r for r in replies if isinstance(r, str)]))
         return [r if isinstance(r, ExtractionReport) else next(ingested) for r in replies]
 
