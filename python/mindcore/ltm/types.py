@@ -72,7 +72,8 @@ class Memory:
 
 
 def indexed_text(text: str, context: str | None) -> str:
-    """What recall embeds and indexes for a memory: its context (if any), then its text.
+    r"""What recall embeds and indexes for a memory: its context (if any), then its text (after a
+    space when the context ends with ``:``, a speaker label, else on a new line).
 
     >>> indexed_text("I went to the support group yesterday.", "Melanie: How was your week?\nCaroline:")
     'Melanie: How was your week?\nCaroline: I went to the support group yesterday.'
