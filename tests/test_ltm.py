@@ -356,7 +356,7 @@ def test_context_is_recalled_by_but_never_rendered(store: Any, emb: Any) -> None
 
 
 def test_context_validation_and_secrets(store: Any, emb: Any) -> None:
-    from mindcore.ltm.types import CONTEXT_WINDOW_CHARS, MAX_CONTEXT_CHARS, indexed_text
+    from mindcore.ltm.types import CONTEXT_WINDOW_CHARS, MAX_CONTEXT_CHARS, embedded_text, indexed_text
 
     ltm = make(store, emb)
     with pytest.raises(ValueError, match="context"):
@@ -371,6 +371,11 @@ def test_context_validation_and_secrets(store: Any, emb: Any) -> None:
     assert indexed_text("fact", "a" * 5000 + "tail:") == "a" * (CONTEXT_WINDOW_CHARS - 5) + "tail: fact"
     assert indexed_text("fact", "previous turn") == "previous turn\nfact"
     assert indexed_text("fact", None) == "fact"
+    # The vector embeds the fact after the context's last line only; BM25 indexes all of it.
+    assert embedded_text("fact", "Bob: a question?\nAlice:") == "Alice: fact"
+    assert embedded_text("fact", "one line of context") == "one line of context\nfact"
+    assert embedded_text("fact", "ends with a newline\n") == "ends with a newline\nfact"
+    assert embedded_text("fact", None) == "fact"
 
 
 # -- secrets ---------------------------------------------------------------------------------------
