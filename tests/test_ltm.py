@@ -604,6 +604,10 @@ def test_a_failed_background_commit_fails_its_futures_not_the_worker(store: Any,
     ok = ltm.remember_conversation_in_background(CONVERSATION)
     ltm.flush()
     assert [m.text for m in ok.result().stored] == ["Has a cat"]
+    ltm.close()
+    with pytest.raises(RuntimeError):  # after close, like any shut-down executor
+        ltm.remember_conversation_in_background(CONVERSATION)
+    assert ltm._queued == [] and not ltm._draining
 
 
 # -- eviction --------------------------------------------------------------------------------------

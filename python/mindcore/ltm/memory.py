@@ -500,7 +500,15 @@ class LongTermMemory:
             self._queued.append((snapshot, future))
             start, self._draining = not self._draining, True
         if start:
-            self._background.submit(self._drain_queue)
+            try:
+                self._background.submit(self._drain_queue)
+            except RuntimeError as exc:  # the worker was shut down (close): nothing queued will run
+                with self._queue_lock:
+                    stranded, self._queued, self._draining = self._queued, [], False
+                for _, f in stranded:
+                    if f is not future and f.set_running_or_notify_cancel():
+                        f.set_exception(exc)
+                raise
         return future
 
     def _drain_queue(self) -> None:
