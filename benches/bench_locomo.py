@@ -18,8 +18,8 @@ date, each question with a resolvable evidence id is a query, recall = |evidence
 
 Settings were chosen on conversations 0-4 only; ``MINDCORE_LOCOMO_SPLIT=tune`` / ``held-out``
 evaluates conversations 0-4 / 5-9 (the default is all ten). Measured (default embedder, R@5/10/25/50):
-``mindcore`` all 63.1 / 72.2 / 79.4 / 84.3, tuning half 65.2 / 74.5 / 80.8 / 85.2, held-out half
-61.0 / 69.9 / 77.9 / 83.4; ``mindcore-bare`` all 53.6 / 60.5 / 69.5 / 75.6.
+``mindcore`` all 64.1 / 71.9 / 80.5 / 85.3, tuning half 66.3 / 74.5 / 81.8 / 86.4, held-out half
+61.9 / 69.3 / 79.1 / 84.3; ``mindcore-bare`` all 53.6 / 60.5 / 69.5 / 75.6.
 
 Published anchors (README): BM25 46.3 / 54.2 / 63.0 / 70.7, DRAGON 56.7 / 66.2 / 76.7 / 82.7. Each
 row's extra_info holds R@5/10/25/50 overall (``r@k``), without category 5 and per category; the
@@ -49,7 +49,7 @@ from mindcore.ltm.locomo import (
     load_locomo,
     score_rankings,
 )
-from mindcore.ltm.types import indexed_text
+from mindcore.ltm.types import embedded_text
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 GROUP = "ltm: locomo recall@k" + (" (2 conversations)" if QUICK else "")
@@ -92,7 +92,7 @@ def setup() -> dict[str, Any]:
     conversations = {"all": conversations, "tune": conversations[:5], "held-out": conversations[5:]}[split]
     conversations = conversations[: 2 if QUICK else None]
     texts = [t.text for c in conversations for t in c.turns] + [q.question for c in conversations for q in c.questions]
-    texts += [indexed_text(t.text, t.context) for c in conversations for t in c.turns]
+    texts += [embedded_text(t.text, t.context) for c in conversations for t in c.turns]
     return {"conversations": conversations, "embedder": _Precomputed(inner, texts)}
 
 

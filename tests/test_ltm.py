@@ -356,7 +356,7 @@ def test_context_is_recalled_by_but_never_rendered(store: Any, emb: Any) -> None
 
 
 def test_context_validation_and_secrets(store: Any, emb: Any) -> None:
-    from mindcore.ltm.types import CONTEXT_WINDOW_CHARS, MAX_CONTEXT_CHARS, indexed_text
+    from mindcore.ltm.types import CONTEXT_WINDOW_CHARS, MAX_CONTEXT_CHARS, embedded_text, indexed_text
 
     ltm = make(store, emb)
     with pytest.raises(ValueError, match="context"):
@@ -371,6 +371,11 @@ def test_context_validation_and_secrets(store: Any, emb: Any) -> None:
     assert indexed_text("fact", "a" * 5000 + "tail:") == "a" * (CONTEXT_WINDOW_CHARS - 5) + "tail: fact"
     assert indexed_text("fact", "previous turn") == "previous turn\nfact"
     assert indexed_text("fact", None) == "fact"
+    # The vector embeds the fact after the context's last line only; BM25 indexes all of it.
+    assert embedded_text("fact", "Bob: a question?\nAlice:") == "Alice: fact"
+    assert embedded_text("fact", "one line of context") == "one line of context\nfact"
+    assert embedded_text("fact", "ends with a newline\n") == "ends with a newline\nfact"
+    assert embedded_text("fact", None) == "fact"
 
 
 # -- secrets ---------------------------------------------------------------------------------------
@@ -532,6 +537,77 @@ def test_async_and_background_extraction(store: Any, emb: Any) -> None:
     cat = ltm.recall("cat", k=1)[0]
     assert asyncio.run(ltm.aforget(cat.id)) is True
     assert asyncio.run(ltm.aclear()) == len(report.stored) + 2
+
+
+class _GatedLLM:
+    """Replies in order; the first call waits for ``gate`` so that later turns queue up meanwhile."""
+
+    def __init__(self, replies: list[str | Exception]) -> None:
+        self.replies, self.gate, self.calls = list(replies), threading.Event(), 0
+
+    def complete(self, messages: Any, **kw: Any) -> str:
+        self.calls += 1
+        if self.calls == 1:
+            assert self.gate.wait(10)
+        reply = self.replies.pop(0)
+        if isinstance(reply, Exception):
+            raise reply
+        return reply
+
+
+def test_queued_background_turns_are_stored_in_one_commit(store: Any, emb: Any) -> None:
+    llm = _GatedLLM([
+        _reply({"text": "Lives in Lyon"}),
+        _reply({"text": "Plays the cello"}, {"text": "Lives in Lyon"}),
+        LLMError("boom"),
+        _reply({"text": "Keeps bees"}, {"text": SECRET}),
+        _reply({"text": "Plays the cello"}),
+    ])
+    ltm = make(store, emb, extractor=llm)
+    commits: list[int] = []
+    real_write = ltm._repo.write
+    ltm._repo.write = lambda memories, vectors, delete=(): commits.append(len(memories)) or real_write(  # type: ignore[method-assign]
+        memories, vectors, delete=delete)
+    first = ltm.remember_conversation_in_background(CONVERSATION)
+    while llm.calls == 0:  # the worker is inside the first LLM call
+        time.sleep(0.001)
+    queued = [ltm.remember_conversation_in_background(CONVERSATION) for _ in range(4)]
+    cancelled = ltm.remember_conversation_in_background(CONVERSATION)
+    assert cancelled.cancel()
+    llm.gate.set()
+    ltm.flush()
+    assert first.result().stored[0].text == "Lives in Lyon"
+    reports = [f.result() for f in queued]
+    # The four queued turns: one commit, reports as if stored one turn after the other.
+    assert commits == [1, 2]
+    assert [m.text for m in reports[0].stored] == ["Plays the cello"] and reports[0].duplicates == 1
+    assert reports[1].error is not None and "boom" in reports[1].error and not reports[1].stored
+    assert [m.text for m in reports[2].stored] == ["Keeps bees"] and reports[2].secrets == 1
+    assert reports[3].stored == [] and reports[3].duplicates == 1
+    assert sorted(m.text for m in ltm.memories()) == ["Keeps bees", "Lives in Lyon", "Plays the cello"]
+    assert llm.calls == 5 and cancelled.cancelled()
+
+
+def test_a_failed_background_commit_fails_its_futures_not_the_worker(store: Any, emb: Any) -> None:
+    ltm = make(store, emb, extractor=ScriptedLLM([_reply({"text": "Lives in Lyon"}), _reply({"text": "Has a cat"})]))
+    real_write = ltm._repo.write
+
+    def broken(*a: Any, **kw: Any) -> set[str]:
+        raise OSError("disk full")
+
+    ltm._repo.write = broken  # type: ignore[method-assign]
+    failed = ltm.remember_conversation_in_background(CONVERSATION)
+    ltm.flush()
+    with pytest.raises(OSError, match="disk full"):
+        failed.result()
+    ltm._repo.write = real_write  # type: ignore[method-assign]
+    ok = ltm.remember_conversation_in_background(CONVERSATION)
+    ltm.flush()
+    assert [m.text for m in ok.result().stored] == ["Has a cat"]
+    ltm.close()
+    with pytest.raises(RuntimeError):  # after close, like any shut-down executor
+        ltm.remember_conversation_in_background(CONVERSATION)
+    assert ltm._queued == [] and not ltm._draining
 
 
 # -- eviction --------------------------------------------------------------------------------------

@@ -2,8 +2,8 @@
 1,977 questions) runs in seconds, so a drop in retrieval quality fails the suite.
 
 Floors sit just under the measured values (default weights: seed hybrid + BM25 fusion; each turn
-stored with the previous turn and the speaker as its context: 61.5 / 69.5 / 77.7 / 82.3 overall,
-57.8 / 65.7 / 74.3 / 79.3 without category 5; bare turn texts measured 52.2 / 58.6 / 66.8 / 73.2).
+stored with the previous turn and the speaker as its context: 61.8 / 69.4 / 77.4 / 82.3 overall,
+58.9 / 65.7 / 74.4 / 79.5 without category 5; bare turn texts measured 52.2 / 58.6 / 66.8 / 73.2).
 The quality figures with the default embedder come from ``benches/bench_locomo.py``.
 """
 
@@ -56,10 +56,10 @@ def test_scorer_reproduces_the_bm25_floor(conversations: list[Conversation]) -> 
 def test_locomo_recall_with_the_hashing_embedder(conversations: list[Conversation]) -> None:
     report = evaluate_locomo(conversations=conversations, embedder=HashEmbedder())
     assert report.n["all"] == 1_977 and report.n["without_adversarial"] == 1_531
-    floors = {5: 60.8, 10: 68.8, 25: 77.0, 50: 81.6}
+    floors = {5: 61.1, 10: 68.7, 25: 76.7, 50: 81.6}
     for k in KS:
         assert 100 * report.overall[k] >= floors[k], (k, report.overall)
-    floors_no5 = {5: 57.1, 10: 65.0, 25: 73.6, 50: 78.6}
+    floors_no5 = {5: 58.2, 10: 65.0, 25: 73.7, 50: 78.8}
     for k in KS:
         assert 100 * report.without_adversarial[k] >= floors_no5[k], (k, report.without_adversarial)
 
@@ -85,4 +85,4 @@ def test_turn_context_beats_bare_turns_on_locomo(conversations: list[Conversatio
     with_context = evaluate_locomo(conversations=subset, embedder=HashEmbedder())
     bare = evaluate_locomo(conversations=subset, embedder=HashEmbedder(), context=False)
     for k in KS:
-        assert with_context.overall[k] > bare.overall[k] + 0.03, (k, with_context.overall, bare.overall)
+        assert with_context.overall[k] > bare.overall[k] + 0.05, (k, with_context.overall, bare.overall)

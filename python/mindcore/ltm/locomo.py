@@ -1,7 +1,8 @@
 """LoCoMo turn-level recall@k for long-term memory (the evaluation behind ``benches/bench_locomo.py``).
 
 Scoring follows the shared data README exactly: every turn (``text``, plus ``blip_caption`` when
-present) is one memory stamped with its session date; each question with at least one evidence id
+present) is one memory stamped with its session date (with, by default, the previous turn of the
+session and the speaker as the memory's ``context``: see :func:`evaluate_locomo`); each question with at least one evidence id
 that matches a turn is a query; recall = |evidence ∩ top-k| / |evidence| (ids that match no turn are
 skipped), averaged over questions, for k = 5, 10, 25, 50, overall, per category and without
 category 5. "Now" is the conversation's last session date. Recall does not bump last access here,

@@ -15,6 +15,7 @@ __all__ = [
     "Memory",
     "RememberResult",
     "RememberStatus",
+    "embedded_text",
     "indexed_text",
 ]
 
@@ -72,7 +73,9 @@ class Memory:
 
 
 def indexed_text(text: str, context: str | None) -> str:
-    """What recall embeds and indexes for a memory: its context (if any), then its text.
+    r"""What recall's lexical (BM25) side indexes for a memory: its context (if any), then its text
+    (after a space when the context ends with ``:``, a speaker label, else on a new line). The
+    vector embeds less of the context: see :func:`embedded_text`.
 
     >>> indexed_text("I went to the support group yesterday.", "Melanie: How was your week?\nCaroline:")
     'Melanie: How was your week?\nCaroline: I went to the support group yesterday.'
@@ -81,6 +84,22 @@ def indexed_text(text: str, context: str | None) -> str:
         return text
     context = context[-CONTEXT_WINDOW_CHARS:]
     return f"{context} {text}" if context.endswith(":") else f"{context}\n{text}"
+
+
+def embedded_text(text: str, context: str | None) -> str:
+    r"""What recall embeds for a memory: its text after the context's last line only (the words
+    right before the fact, e.g. the speaker label). BM25 indexes the whole context
+    (:func:`indexed_text`): a sparse index adds the context's terms without diluting the fact's,
+    while one dense vector for fact and context drifts toward the context. On LoCoMo's tuning half
+    (conversations 0-4) this measured +1.1 / 0.0 / +1.0 / +1.2 recall@5/10/25/50 over embedding the
+    whole context (held-out half: +0.9 / -0.6 / +1.2 / +0.9).
+
+    >>> embedded_text("I went to the support group yesterday.", "Melanie: How was your week?\nCaroline:")
+    'Caroline: I went to the support group yesterday.'
+    """
+    if not context:
+        return text
+    return indexed_text(text, context.strip().rsplit("\n", 1)[-1].strip() or None)
 
 
 @dataclass(frozen=True, slots=True)
