@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _bench import finish, size_label
 
 import mindcore
 from mindcore.llm import ScriptedLLM
@@ -73,17 +74,6 @@ def _texts(rng: np.random.Generator, n: int, start: int = 0) -> list[str]:
     return [f"Memory {start + i}: likes " + " ".join(rng.choice(WORDS, 5)) for i in range(n)]
 
 
-def _finish(benchmark: Any, impl: str, group: str, items: int) -> None:
-    benchmark.group = group
-    benchmark.extra_info["impl"] = impl
-    benchmark.extra_info["items"] = items
-
-
-def _percentiles(benchmark: Any) -> None:
-    data = np.asarray(benchmark.stats.stats.data) * 1e3
-    if len(data):
-        benchmark.extra_info["p50_ms"] = round(float(np.percentile(data, 50)), 4)
-        benchmark.extra_info["p99_ms"] = round(float(np.percentile(data, 99)), 4)
 
 
 @pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"n={n}")
@@ -109,9 +99,6 @@ def corpus(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
         seed.close()
 
 
-def _label(n: int) -> str:
-    return f"{n // 1000}k" if n >= 1000 else str(n)
-
 
 def _rounds(n: int) -> int:
     return 200 if n < 10_000 else 60
@@ -121,17 +108,15 @@ def test_recall_mindcore(benchmark: Any, corpus: dict[str, Any]) -> None:
     ltm: LongTermMemory = corpus["ltm"]
     qs = itertools.cycle(corpus["queries"])
     assert len(ltm.recall(corpus["queries"][1], k=K)) == K
-    _finish(benchmark, "mindcore", f"ltm: recall top-{K} n={_label(corpus['n'])}", 1)
+    finish(benchmark, "mindcore", f"ltm: recall top-{K} n={size_label(corpus['n'])}", 1)
     benchmark.pedantic(lambda: ltm.recall(next(qs), k=K), rounds=_rounds(corpus["n"]), warmup_rounds=3)
-    _percentiles(benchmark)
 
 
 def test_recall_mindcore_seed(benchmark: Any, corpus: dict[str, Any]) -> None:
     seed: LongTermMemory = corpus["seed"]
     qs = itertools.cycle(corpus["queries"])
-    _finish(benchmark, "mindcore-seed", f"ltm: recall top-{K} n={_label(corpus['n'])}", 1)
+    finish(benchmark, "mindcore-seed", f"ltm: recall top-{K} n={size_label(corpus['n'])}", 1)
     benchmark.pedantic(lambda: seed.recall(next(qs), k=K), rounds=_rounds(corpus["n"]), warmup_rounds=3)
-    _percentiles(benchmark)
 
 
 def test_recall_lancedb(benchmark: Any, corpus: dict[str, Any]) -> None:
@@ -156,9 +141,8 @@ def test_recall_lancedb(benchmark: Any, corpus: dict[str, Any]) -> None:
         assert search(q) == [m.id for m in cosine.recall(q, k=K, touch=False)]
     cosine.close()
     qs = itertools.cycle(corpus["queries"])
-    _finish(benchmark, "lancedb", f"ltm: recall top-{K} n={_label(corpus['n'])}", 1)
+    finish(benchmark, "lancedb", f"ltm: recall top-{K} n={size_label(corpus['n'])}", 1)
     benchmark.pedantic(lambda: search(next(qs)), rounds=_rounds(corpus["n"]) // 2, warmup_rounds=1)
-    _percentiles(benchmark)
 
 
 def test_recall_after_write(benchmark: Any, corpus: dict[str, Any]) -> None:
@@ -174,9 +158,8 @@ def test_recall_after_write(benchmark: Any, corpus: dict[str, Any]) -> None:
         ltm.remember(text)
         return (next(qs),), {"k": K}
 
-    _finish(benchmark, "mindcore", f"ltm: first recall after a write n={_label(corpus['n'])}", 1)
+    finish(benchmark, "mindcore", f"ltm: first recall after a write n={size_label(corpus['n'])}", 1)
     benchmark.pedantic(ltm.recall, setup=write, rounds=20 if corpus["n"] < 10_000 else 8)
-    _percentiles(benchmark)
 
 
 def test_extraction_pipeline(benchmark: Any) -> None:
@@ -201,7 +184,7 @@ def test_extraction_pipeline(benchmark: Any) -> None:
         upfront = 2 if QUICK else 60
         for _ in range(upfront):
             assert len(ltm.remember_conversation(conversation).stored) == 8
-        _finish(benchmark, "mindcore", "ltm: extraction pipeline (8 candidates per turn)", 8)
+        finish(benchmark, "mindcore", "ltm: extraction pipeline (8 candidates per turn)", 8)
         timed = rounds + 2 - upfront - 1
         report = benchmark.pedantic(lambda: ltm.remember_conversation(conversation), rounds=timed,
                                     warmup_rounds=1)
@@ -238,7 +221,7 @@ def test_extraction_pipeline_background(benchmark: Any, impl: str, monkeypatch: 
             futures = [ltm.remember_conversation_in_background(conversation) for _ in range(burst)]
             return [f.result() for f in futures]
 
-        _finish(benchmark, impl, "ltm: extraction pipeline (8 candidates per turn)", 8 * burst)
+        finish(benchmark, impl, "ltm: extraction pipeline (8 candidates per turn)", 8 * burst)
         reports = benchmark.pedantic(burst_of_turns, rounds=rounds, warmup_rounds=1)
         assert all(r.ok and r.candidates == 8 and len(r.stored) + r.evicted >= 8 for r in reports)
         assert len(ltm) == 500
@@ -264,7 +247,7 @@ def test_extraction_pipeline_batch(benchmark: Any) -> None:
         ltm = LongTermMemory(mindcore.open(tmp), user_id="bench-user", embedder=emb, max_items=500)
         ltm.ingest_extractions(batches.pop())  # the scope starts full
         group = f"ltm: extraction pipeline batch ({per_batch} turns x 8 candidates)"
-        _finish(benchmark, "mindcore", group, per_batch * 8)
+        finish(benchmark, "mindcore", group, per_batch * 8)
         reports = benchmark.pedantic(lambda: ltm.ingest_extractions(batches.pop()), rounds=rounds,
                                      warmup_rounds=1)
         assert all(r.ok for r in reports) and len(ltm) == 500

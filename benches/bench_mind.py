@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _bench import finish, size_label
 
 import mindcore
 from mindcore.kernels import hash_embed
@@ -107,27 +108,14 @@ def mind(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
         m.close()
 
 
-def _label(n: int) -> str:
-    return f"{n // 1000}k" if n >= 1000 else str(n)
 
-
-def _finish(benchmark: Any, impl: str, group: str) -> None:
-    benchmark.group = group
-    benchmark.extra_info["impl"] = impl
-
-
-def _percentiles(benchmark: Any) -> None:
-    data = np.asarray(benchmark.stats.stats.data) * 1e3
-    benchmark.extra_info["p50_ms"] = round(float(np.percentile(data, 50)), 4)
-    benchmark.extra_info["p99_ms"] = round(float(np.percentile(data, 99)), 4)
 
 
 def test_header(benchmark: Any, mind: dict[str, Any]) -> None:
     m: Mind = mind["mind"]
-    _finish(benchmark, "mindcore", f"mind: header n={_label(mind['n'])}")
+    finish(benchmark, "mindcore", f"mind: header n={size_label(mind['n'])}")
     out = benchmark.pedantic(m.header, rounds=300, warmup_rounds=3)
     assert "## Beliefs" in out
-    _percentiles(benchmark)
 
 
 def test_header_lancedb(benchmark: Any, mind: dict[str, Any]) -> None:
@@ -163,18 +151,16 @@ def test_header_lancedb(benchmark: Any, mind: dict[str, Any]) -> None:
                              token_budget=cfg.token_budget)
 
     assert header() == m.header()
-    _finish(benchmark, "lancedb", f"mind: header n={_label(mind['n'])}")
+    finish(benchmark, "lancedb", f"mind: header n={size_label(mind['n'])}")
     benchmark.pedantic(header, rounds=100, warmup_rounds=3)
-    _percentiles(benchmark)
 
 
 def test_recall_mindcore(benchmark: Any, mind: dict[str, Any]) -> None:
     m: Mind = mind["mind"]
     qs = itertools.cycle(mind["queries"])
     assert m.recall(mind["queries"][0], threshold=0)
-    _finish(benchmark, "mindcore", f"mind: recall n={_label(mind['n'])}")
+    finish(benchmark, "mindcore", f"mind: recall n={size_label(mind['n'])}")
     benchmark.pedantic(lambda: m.recall(next(qs)), rounds=300, warmup_rounds=3)
-    _percentiles(benchmark)
 
 
 def test_recall_lancedb(benchmark: Any, mind: dict[str, Any]) -> None:
@@ -216,6 +202,5 @@ def test_recall_lancedb(benchmark: Any, mind: dict[str, Any]) -> None:
         overlap.append(len(ref & got) / max(1, len(ref)))
     assert np.mean(overlap) >= 0.95, overlap
     qs = itertools.cycle(mind["queries"])
-    _finish(benchmark, "lancedb", f"mind: recall n={_label(mind['n'])}")
+    finish(benchmark, "lancedb", f"mind: recall n={size_label(mind['n'])}")
     benchmark.pedantic(lambda: recall(next(qs)), rounds=100, warmup_rounds=3)
-    _percentiles(benchmark)

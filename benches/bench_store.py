@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from _bench import finish, size_label
 
 import mindcore
 from mindcore.store import StoreConfig, Table
@@ -47,9 +48,6 @@ class _Dims:
         raise NotImplementedError("the bench passes vectors")
 
 
-def _label(n: int) -> str:
-    return f"{n // 1000}k"
-
 
 def _unit(rng: np.random.Generator, n: int) -> np.ndarray:
     v = rng.standard_normal((n, DIM)).astype(np.float32)
@@ -69,18 +67,6 @@ def _arrow(ids: list[str], vecs: np.ndarray, rng: np.random.Generator) -> pa.Tab
 COLUMNS = {"text": pa.string(), "importance": pa.float32()}
 
 
-def _finish(benchmark: Any, impl: str, group: str, items: int | None = None) -> None:
-    benchmark.group = group
-    benchmark.extra_info["impl"] = impl
-    if items is not None:
-        benchmark.extra_info["items"] = items
-
-
-def _percentiles(benchmark: Any) -> None:
-    data = np.asarray(benchmark.stats.stats.data) * 1e3
-    if len(data):
-        benchmark.extra_info["p50_ms"] = round(float(np.percentile(data, 50)), 4)
-        benchmark.extra_info["p99_ms"] = round(float(np.percentile(data, 99)), 4)
 
 
 def _dir_usage(path: Path) -> tuple[int, int]:
@@ -91,7 +77,7 @@ def _dir_usage(path: Path) -> tuple[int, int]:
 # -- recall ----------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module", params=SIZES, ids=_label)
+@pytest.fixture(scope="module", params=SIZES, ids=size_label)
 def corpus(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
     n = int(request.param)
     rng = np.random.default_rng(n)
@@ -127,9 +113,8 @@ def test_recall_mindcore(benchmark: Any, corpus: dict[str, Any]) -> None:
     for q in corpus["queries"][:8]:  # same answer as numpy
         got = [int(h.id[1:]) for h in t.search(NS, q, k=10)]
         assert got == _numpy_top10(corpus["vecs"], q).tolist()
-    _finish(benchmark, "mindcore", f"store: recall top-10 n={_label(corpus['n'])} d={DIM}", 1)
+    finish(benchmark, "mindcore", f"store: recall top-10 n={size_label(corpus['n'])} d={DIM}", 1)
     benchmark.pedantic(lambda: t.search(NS, next(qs), k=10), rounds=_rounds(corpus["n"]), warmup_rounds=3)
-    _percentiles(benchmark)
 
 
 def test_recall_lancedb(benchmark: Any, corpus: dict[str, Any]) -> None:
@@ -145,17 +130,15 @@ def test_recall_lancedb(benchmark: Any, corpus: dict[str, Any]) -> None:
     for q in corpus["queries"][:4]:
         got = [int(i[1:]) for i in search(q).column("id").to_pylist()]
         assert len(set(got) & set(_numpy_top10(corpus["vecs"], q).tolist())) >= 9
-    _finish(benchmark, "lancedb", f"store: recall top-10 n={_label(corpus['n'])} d={DIM}", 1)
+    finish(benchmark, "lancedb", f"store: recall top-10 n={size_label(corpus['n'])} d={DIM}", 1)
     benchmark.pedantic(lambda: search(next(qs)), rounds=_rounds(corpus["n"], slow=True), warmup_rounds=1)
-    _percentiles(benchmark)
 
 
 def test_recall_numpy(benchmark: Any, corpus: dict[str, Any]) -> None:
     vecs = corpus["vecs"]
     qs = itertools.cycle(corpus["queries"])
-    _finish(benchmark, "numpy", f"store: recall top-10 n={_label(corpus['n'])} d={DIM}", 1)
+    finish(benchmark, "numpy", f"store: recall top-10 n={size_label(corpus['n'])} d={DIM}", 1)
     benchmark.pedantic(lambda: _numpy_top10(vecs, next(qs)), rounds=_rounds(corpus["n"]), warmup_rounds=3)
-    _percentiles(benchmark)
 
 
 # -- writes ----------------------------------------------------------------------------------------
@@ -183,7 +166,7 @@ WRITE_ROUNDS = 30 if QUICK else 300
 def test_write_single_mindcore(benchmark: Any, write_table: Table) -> None:
     rng = np.random.default_rng(2)
     rows = iter(_rows("w", WRITE_ROUNDS + 10, rng))
-    _finish(benchmark, "mindcore", "store: write single-row", 1)
+    finish(benchmark, "mindcore", "store: write single-row", 1)
     benchmark.pedantic(lambda: write_table.upsert(NS, [next(rows)]), rounds=WRITE_ROUNDS, warmup_rounds=2)
     assert write_table.count(NS) == 1000 + WRITE_ROUNDS + 2
 
@@ -200,7 +183,7 @@ def test_write_single_lancedb(benchmark: Any, write_table: Table) -> None:
         lance.merge_insert(["namespace", "id"]).when_matched_update_all().when_not_matched_insert_all().execute(
             next(batches), on_bad_vectors="null")
 
-    _finish(benchmark, "lancedb", "store: write single-row", 1)
+    finish(benchmark, "lancedb", "store: write single-row", 1)
     benchmark.pedantic(write, rounds=WRITE_ROUNDS, warmup_rounds=2)
     assert lance.count_rows() == 1000 + WRITE_ROUNDS + 2
 
@@ -211,7 +194,7 @@ BATCH_ROUNDS = 5 if QUICK else 20
 def test_write_batch_mindcore(benchmark: Any, write_table: Table) -> None:
     rng = np.random.default_rng(3)
     batches = iter([_rows(f"b{j}-", 1000, rng) for j in range(BATCH_ROUNDS + 1)])
-    _finish(benchmark, "mindcore", "store: write 1000-row", 1000)
+    finish(benchmark, "mindcore", "store: write 1000-row", 1000)
     benchmark.pedantic(lambda: write_table.upsert(NS, next(batches)), rounds=BATCH_ROUNDS, warmup_rounds=1)
     assert write_table.count(NS) == 1000 * (BATCH_ROUNDS + 2)
 
@@ -219,7 +202,7 @@ def test_write_batch_mindcore(benchmark: Any, write_table: Table) -> None:
 def test_write_batch_mindcore_arrow(benchmark: Any, write_table: Table) -> None:
     rng = np.random.default_rng(3)
     batches = iter([_arrow([f"b{j}-{i}" for i in range(1000)], _unit(rng, 1000), rng) for j in range(BATCH_ROUNDS + 1)])
-    _finish(benchmark, "mindcore", "store: write 1000-row arrow", 1000)
+    finish(benchmark, "mindcore", "store: write 1000-row arrow", 1000)
     benchmark.pedantic(lambda: write_table.upsert(NS, next(batches)), rounds=BATCH_ROUNDS, warmup_rounds=1)
     assert write_table.count(NS) == 1000 * (BATCH_ROUNDS + 2)
 
@@ -236,7 +219,7 @@ def test_write_batch_lancedb(benchmark: Any, write_table: Table, group: str) -> 
         lance.merge_insert(["namespace", "id"]).when_matched_update_all().when_not_matched_insert_all().execute(
             next(batches), on_bad_vectors="null")
 
-    _finish(benchmark, "lancedb", group, 1000)
+    finish(benchmark, "lancedb", group, 1000)
     benchmark.pedantic(write, rounds=BATCH_ROUNDS, warmup_rounds=1)
     assert lance.count_rows() == 1000 * (BATCH_ROUNDS + 2)
 
@@ -275,19 +258,17 @@ def test_point_read_after_churn(benchmark: Any, churned: dict[str, Any], which: 
     t: Table = churned[which]
     ids = itertools.cycle(np.random.default_rng(5).permutation(churned["ids"]).tolist())
     assert t.count(NS) == CHURN_WRITES
-    _finish(benchmark, "mindcore" if which == "churned" else "fresh-compacted",
+    finish(benchmark, "mindcore" if which == "churned" else "fresh-compacted",
             f"store: point read after {CHURN_LABEL} single-row writes", 1)
     benchmark.extra_info.update(churned["info"][which])
     benchmark.pedantic(lambda: t.get(NS, [next(ids)]), rounds=50 if QUICK else 200, warmup_rounds=3)
-    _percentiles(benchmark)
 
 
 @pytest.mark.parametrize("which", ["churned", "fresh"])
 def test_namespace_load_after_churn(benchmark: Any, churned: dict[str, Any], which: str) -> None:
     t: Table = churned[which]
-    _finish(benchmark, "mindcore" if which == "churned" else "fresh-compacted",
+    finish(benchmark, "mindcore" if which == "churned" else "fresh-compacted",
             f"store: namespace load after {CHURN_LABEL} single-row writes", CHURN_WRITES)
     benchmark.extra_info.update(churned["info"][which])
     result = benchmark.pedantic(lambda: t.scan_arrow(NS), rounds=10 if QUICK else 30, warmup_rounds=1)
     assert result.num_rows == CHURN_WRITES
-    _percentiles(benchmark)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from _bench import size_label
 from numpy.typing import NDArray
 
 from mindcore.kernels import hybrid_topk
@@ -42,9 +43,6 @@ SINGLE_NS = [2_000, 10_000, 20_000] if QUICK else [10_000, 100_000, 1_000_000]
 BATCH_Q, BATCH_N = (64, 10_000) if QUICK else (1_000, 100_000)
 F32 = np.float32
 
-
-def _label(n: int) -> str:
-    return f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n // 1000}k"
 
 
 @dataclass
@@ -170,7 +168,7 @@ def test_single(benchmark: Any, n: int, impl: str) -> None:
     benchmark.extra_info["bytes"] = dat.matrix.nbytes
     if impl in BANDWIDTH_IMPLS:
         m = dat.matrix
-        benchmark.group = f"topk: bandwidth n={_label(n)} d={D}"
+        benchmark.group = f"topk: bandwidth n={size_label(n)} d={D}"
         benchmark.extra_info["note"] = "one read of the matrix, " + ("1 thread" if impl == "numpy-sum" else "BLAS")
         proxy: Callable[[], Any] = m.sum if impl == "numpy-sum" else (lambda: m @ q)
         benchmark.pedantic(proxy, rounds=_rounds(n * D), warmup_rounds=2)
@@ -185,7 +183,7 @@ def test_single(benchmark: Any, n: int, impl: str) -> None:
         benchmark.extra_info["note"] = "similarity only; rows normalised at build time"
     else:
         _same_hits(got, mindcore_topk(dat, q), dat, q)
-    benchmark.group = f"topk: single n={_label(n)} d={D}"
+    benchmark.group = f"topk: single n={size_label(n)} d={D}"
     benchmark.pedantic(fn, args=(dat, q), rounds=_rounds(n * D), warmup_rounds=2)
 
 
@@ -220,7 +218,7 @@ def test_batch(benchmark: Any, impl: str) -> None:
             np.testing.assert_allclose(cos[got[i]], cos[want], atol=1e-5)
     else:
         benchmark.extra_info["note"] = "the bare GEMM, no top-k"
-    benchmark.group = f"topk: batch q={BATCH_Q} n={_label(BATCH_N)} d={D}"
+    benchmark.group = f"topk: batch q={BATCH_Q} n={size_label(BATCH_N)} d={D}"
     benchmark.extra_info["impl"] = impl
     benchmark.extra_info["items"] = BATCH_Q * BATCH_N
     benchmark.pedantic(fn, args=(dat, qs), rounds=5 if QUICK else 4, warmup_rounds=1)
