@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from mindcore._core import __version__
+from mindcore.errors import MindcoreError
 from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
@@ -44,7 +45,7 @@ _LAZY: dict[str, str] = {
     "RecallResult": "mindcore.mind",
 }
 
-__all__ = ["__version__", "looks_like_secret", *sorted(_LAZY)]
+__all__ = ["MindcoreError", "__version__", "looks_like_secret", *sorted(_LAZY)]
 
 
 def __getattr__(name: str) -> Any:

@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from mindcore.errors import ToolError
+
 __all__ = ["ToolError", "ToolSpec", "Toolset", "parse_arguments", "tool_error"]
 
 ToolResult = dict[str, Any]
@@ -29,10 +31,6 @@ Handler = Callable[[dict[str, Any]], ToolResult]
 
 # Models sometimes send megabytes of junk; nothing we accept is anywhere near this.
 MAX_ARGUMENT_CHARS = 1_000_000
-
-
-class ToolError(Exception):
-    """Raised by a handler (or argument checks) for a problem the model should read and fix."""
 
 
 def tool_error(message: str) -> ToolResult:

@@ -11,15 +11,9 @@ from numpy.typing import NDArray
 # does): reading OpenAIEmbedder.dim may send a request, and isinstance must never do that.
 from typing_extensions import Protocol, runtime_checkable
 
+from mindcore.errors import EmbeddingError
+
 __all__ = ["Embedder", "EmbeddingError"]
-
-
-class EmbeddingError(RuntimeError):
-    """An embedding model or endpoint failed, or returned vectors that cannot be used.
-
-    The message names the model or endpoint and the cause; the original exception, if any, is
-    chained as ``__cause__``.
-    """
 
 
 @runtime_checkable

@@ -7,6 +7,8 @@ from typing import TypedDict
 
 from typing_extensions import Protocol, runtime_checkable  # isinstance() never evaluates attributes
 
+from mindcore.errors import LLMError
+
 __all__ = ["LLM", "ROLES", "LLMError", "Message", "check_messages"]
 
 #: Roles a message may have. ``developer`` is OpenAI's newer name for ``system``.
@@ -18,11 +20,6 @@ class Message(TypedDict):
 
     role: str
     content: str
-
-
-class LLMError(RuntimeError):
-    """A language model call failed. The message names the endpoint (or client) and the cause;
-    the original exception, if any, is chained as ``__cause__``."""
 
 
 @runtime_checkable

@@ -6,13 +6,10 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from mindcore.llm.base import LLMError, Message, check_max_tokens, check_messages
+from mindcore.errors import ScriptExhaustedError
+from mindcore.llm.base import Message, check_max_tokens, check_messages
 
 __all__ = ["ScriptExhaustedError", "ScriptedCall", "ScriptedLLM"]
-
-
-class ScriptExhaustedError(LLMError):
-    """A :class:`ScriptedLLM` was called more times than it has replies."""
 
 
 @dataclass(frozen=True)

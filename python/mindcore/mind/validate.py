@@ -9,16 +9,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
+from mindcore.errors import MindError
 from mindcore.mind.tools import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 
 __all__ = ["MindError", "check_bool", "check_choice", "check_id", "check_tags", "check_text"]
 
 T = TypeVar("T", bound=str)
-
-
-class MindError(ValueError):
-    """A request the mind refuses (bad argument, cap reached, unknown id). Tool calls return it
-    to the model as ``{"status": "error", "error": ...}``; the store is left untouched."""
 
 
 def check_text(value: object, name: str, *, optional: bool = False) -> str | None:

@@ -9,6 +9,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any, Literal
 
+from mindcore.errors import ReadOnlyError, WorkingMemoryError
 from mindcore.kernels import estimate_tokens
 from mindcore.toolspec import ToolError, Toolset, ToolSpec, parse_arguments
 from mindcore.working._repo import StateRepo
@@ -26,14 +27,6 @@ TOOL_NAME = "working_memory_update"
 # The seed's tool name (not valid for every provider) and its legacy function-call convention.
 SEED_TOOL_NAME = "working-memory/update"
 LEGACY_TOOL_NAME = "updateWorkingMemory"
-
-
-class WorkingMemoryError(ValueError):
-    """An update was rejected; the message says why and the stored state is unchanged."""
-
-
-class ReadOnlyError(WorkingMemoryError):
-    """A write was attempted on a ``read_only=True`` working memory."""
 
 
 class WorkingMemory:

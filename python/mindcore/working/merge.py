@@ -6,15 +6,13 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from mindcore.errors import MergeError
+
 __all__ = ["MAX_DEPTH", "UNSAFE_KEYS", "MergeError", "deep_merge", "sanitize"]
 
 # Keys that pollute prototypes in the JavaScript tools our state is often handed to; never stored.
 UNSAFE_KEYS = frozenset({"__proto__", "constructor", "prototype"})
 MAX_DEPTH = 32
-
-
-class MergeError(ValueError):
-    """The update cannot be merged (too deep, or a non-string key)."""
 
 
 def sanitize(value: Any, *, _depth: int = 0) -> Any:

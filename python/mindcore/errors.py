@@ -1,0 +1,122 @@
+"""Every error mindcore raises on purpose, under one root: catch :class:`MindcoreError` once.
+
+The specific classes keep their builtin bases (``ValueError``, ``TimeoutError``, ...), so code
+that caught those before still does. Each class is also importable from the package it concerns
+(``mindcore.store.StoreError``, ``mindcore.working.WorkingMemoryError``, ...): they are the same
+objects.
+
+>>> from mindcore.errors import MindcoreError, LockTimeoutError
+>>> issubclass(LockTimeoutError, MindcoreError) and issubclass(LockTimeoutError, TimeoutError)
+True
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "EmbedderMismatchError",
+    "EmbeddingError",
+    "ExtractionParseError",
+    "InvalidInputError",
+    "KernelError",
+    "LLMError",
+    "LockTimeoutError",
+    "MergeError",
+    "MindError",
+    "MindcoreError",
+    "ReadOnlyError",
+    "SchemaError",
+    "ScriptExhaustedError",
+    "StoreError",
+    "StoreNotWritableError",
+    "ToolError",
+    "WorkingMemoryError",
+]
+
+
+class MindcoreError(Exception):
+    """The root of every error mindcore raises on purpose."""
+
+
+class InvalidInputError(MindcoreError, ValueError):
+    """An argument is the wrong type or out of range (a bool where a number belongs, a lone
+    surrogate in text, a NaN in a vector). The message names the argument and the value."""
+
+
+class KernelError(MindcoreError, ValueError):
+    """A Rust kernel refused its input (bad shape, dtype, NaN, dimension mismatch)."""
+
+
+# --- storage ---
+
+
+class StoreError(MindcoreError):
+    """Base class of every error the store raises on purpose."""
+
+
+class SchemaError(StoreError, ValueError):
+    """A table's stored schema and the one asked for cannot be reconciled (a column changed type,
+    or a new column is not nullable)."""
+
+
+class EmbedderMismatchError(StoreError, ValueError):
+    """The store (or a table) was built with another embedding model or dimension."""
+
+
+class LockTimeoutError(StoreError, TimeoutError):
+    """Another writer held a table's write lock for longer than the configured timeout."""
+
+
+class StoreNotWritableError(StoreError, PermissionError):
+    """The store cannot be written (opened ``read_only=True``, or the process lacks permission):
+    raised when a capability opens, not after its writes were accepted."""
+
+
+# --- models ---
+
+
+class EmbeddingError(MindcoreError, RuntimeError):
+    """An embedding model or endpoint failed, or returned vectors that cannot be used.
+
+    The message names the model or endpoint and the cause; the original exception, if any, is
+    chained as ``__cause__``.
+    """
+
+
+class LLMError(MindcoreError, RuntimeError):
+    """A language model call failed. The message names the endpoint (or client) and the cause;
+    the original exception, if any, is chained as ``__cause__``."""
+
+
+class ScriptExhaustedError(LLMError):
+    """A scripted LLM was called more times than it has replies."""
+
+
+# --- tools ---
+
+
+class ToolError(MindcoreError):
+    """Raised by a handler (or argument checks) for a problem the model should read and fix."""
+
+
+# --- capabilities ---
+
+
+class MindError(MindcoreError, ValueError):
+    """A request the mind refuses (bad argument, cap reached, unknown id). Tool calls return it
+    to the model as ``{"status": "error", "error": ...}``; the store is left untouched."""
+
+
+class WorkingMemoryError(MindcoreError, ValueError):
+    """An update was rejected; the message says why and the stored state is unchanged."""
+
+
+class ReadOnlyError(WorkingMemoryError):
+    """A write was attempted on a ``read_only=True`` working memory."""
+
+
+class MergeError(MindcoreError, ValueError):
+    """A working-memory update cannot be merged (too deep, or a non-string key)."""
+
+
+class ExtractionParseError(MindcoreError, ValueError):
+    """The extraction LLM's reply holds no usable JSON list of memories; nothing is stored."""
