@@ -27,12 +27,12 @@ import math
 import os
 import random
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from mindcore.eval import data_dir
 from mindcore.kernels import BM25Index, bm25_tokenize
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
@@ -42,13 +42,8 @@ K = 10
 K1, B = 0.9, 0.4
 
 
-def _data_dir() -> Path:
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return local if local.is_dir() else Path("/work/shared/data")
-
-
 def _load() -> tuple[list[str], list[str]]:
-    data = _data_dir() / "tools"
+    data = data_dir() / "tools"
     if not (data / "bfcl" / "tool_pool.jsonl").exists():
         pytest.skip(f"shared tool data not found under {data}")
     base: list[str] = []

@@ -11,7 +11,6 @@ import json
 import os
 from collections.abc import Callable
 from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 from numpy.typing import NDArray
 
 from mindcore.embed import HashEmbedder, MiniLMEmbedder
+from mindcore.eval import data_dir
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 N_SENTENCES = 64 if QUICK else 512
@@ -26,14 +26,9 @@ BATCH = 32
 GROUP = "embed: sentences"
 
 
-def _data_dir() -> Path:
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return local if local.is_dir() else Path("/work/shared/data")
-
-
 @cache
 def sentences() -> list[str]:
-    path = _data_dir() / "locomo" / "locomo10.json"
+    path = data_dir() / "locomo" / "locomo10.json"
     if not path.is_file():
         pytest.skip(f"LoCoMo data not found at {path}")
     turns = [

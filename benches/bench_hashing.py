@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 
+from mindcore.eval import data_dir
 from mindcore.kernels import bm25_tokenize, hash_embed
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
@@ -29,14 +29,9 @@ DIM = 384
 GROUP = f"hashing: {N_TEXTS // 1000}k LoCoMo turns dim={DIM}"
 
 
-def _data_dir() -> Path:
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return local if local.is_dir() else Path("/work/shared/data")
-
-
 @pytest.fixture(scope="module")
 def turns() -> list[str]:
-    path = _data_dir() / "locomo" / "locomo10.json"
+    path = data_dir() / "locomo" / "locomo10.json"
     if not path.exists():
         pytest.skip(f"LoCoMo not found at {path}")
     texts: list[str] = []

@@ -1,6 +1,6 @@
 """LoCoMo turn-level recall@k of long-term memory with the default embedder (a quality bench).
 
-Scoring exactly as ``shared/data/README.md`` says (see :mod:`mindcore.ltm.locomo`): every turn
+Scoring exactly as ``shared/data/README.md`` says (see :mod:`mindcore.eval.locomo`): every turn
 (text plus BLIP caption) is one memory stamped with its session date, ``now`` is the last session
 date, each question with a resolvable evidence id is a query, recall = |evidence ∩ top-k| /
 |evidence|. Group ``ltm: locomo recall@k``, one row per retriever, all in the same run:
@@ -39,8 +39,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from mindcore.ltm import RecallWeights
-from mindcore.ltm.locomo import (
+from mindcore.eval import data_dir
+from mindcore.eval.locomo import (
     KS,
     Conversation,
     LocomoReport,
@@ -49,6 +49,7 @@ from mindcore.ltm.locomo import (
     load_locomo,
     score_rankings,
 )
+from mindcore.ltm import RecallWeights
 from mindcore.ltm.types import embedded_text
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
@@ -57,11 +58,7 @@ ANCHORS = {"bm25-published": (46.3, 54.2, 63.0, 70.7), "dragon-published": (56.7
 
 
 def _data() -> Path:
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo10.json"
-    path = local if local.exists() else Path("/work/shared/data/locomo/locomo10.json")
-    if not path.exists():
-        pytest.skip(f"LoCoMo data not found at {local}")
-    return path
+    return data_dir() / "locomo" / "locomo10.json"
 
 
 class _Precomputed:

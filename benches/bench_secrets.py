@@ -29,6 +29,7 @@ from typing import Any
 
 import pytest
 
+from mindcore.eval import data_dir
 from mindcore.kernels import SecretScanner
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
@@ -38,13 +39,6 @@ TURNS_REPEAT = 1 if QUICK else 4
 SECRET_EVERY_BYTES = 10_000  # one secret per ~10 kB of chat
 
 ROOT = Path(__file__).resolve().parents[1]
-
-
-def data_dir() -> Path:
-    for path in (ROOT.parent / "shared" / "data", Path("/work/shared/data")):
-        if (path / "locomo" / "locomo10.json").is_file():
-            return path
-    pytest.skip("shared evaluation data (locomo, secrets) not found")
 
 
 @cache

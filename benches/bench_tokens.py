@@ -29,16 +29,12 @@ import tiktoken
 import tiktoken_ext.openai_public as openai_public
 
 from mindcore import _core
+from mindcore.eval import data_dir
 from mindcore.kernels import count_tokens, encode, estimate_message_tokens, estimate_tokens
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 TARGET_BYTES = 1_000_000 if QUICK else 10_000_000
 ESTIMATE_TEXTS = 10_000 if QUICK else 100_000
-
-
-def _data_dir() -> Path:
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return local if local.is_dir() else Path("/work/shared/data")
 
 
 @functools.cache
@@ -72,7 +68,7 @@ MULTILINGUAL = [
 
 @pytest.fixture(scope="module")
 def corpus() -> list[str]:
-    data = _data_dir()
+    data = data_dir()
     locomo = data / "locomo" / "locomo10.json"
     bfcl = data / "tools" / "bfcl" / "tool_pool.jsonl"
     metatool = data / "tools" / "metatool" / "plugin_des.json"

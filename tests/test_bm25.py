@@ -9,7 +9,6 @@ import threading
 import unicodedata
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,13 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mindcore.kernels.bm25
+from mindcore.eval import data_dir
 from mindcore.kernels import BM25Index, bm25_tokenize
-
-
-def _data_dir() -> Path:
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return local if local.is_dir() else Path("/work/shared/data")
-
 
 # --- pure-Python reference -------------------------------------------------------------------
 
@@ -75,7 +69,7 @@ def ref_top_k(scores: np.ndarray, k: int, normalize: bool) -> tuple[list[int], l
 
 @pytest.fixture(scope="module")
 def tool_docs() -> list[str]:
-    path = _data_dir() / "tools" / "bfcl" / "tool_pool.jsonl"
+    path = data_dir() / "tools" / "bfcl" / "tool_pool.jsonl"
     if not path.exists():
         pytest.skip(f"shared tool data not found at {path}")
     with path.open() as f:

@@ -15,12 +15,6 @@ from mindcore.embed import CachedEmbedder, Embedder, EmbeddingCache, EmbeddingEr
 FAST_RETRY = {"retry-after-ms": "5"}  # the SDK honours it: retries without the default 0.5 s backoff
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_EMBEDDING_MODEL", "OPENAI_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
 def server() -> Iterator[FakeOpenAI]:
     with FakeOpenAI(dim=8) as s:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -25,16 +24,9 @@ FAST_RETRY = {"retry-after-ms": "5"}
 HELLO: list[Message] = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hello"}]
 
 
-@pytest.fixture(autouse=True)
-def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_EMBEDDING_MODEL", "OPENAI_MODEL"):
-        monkeypatch.delenv(name, raising=False)
-
-
 @pytest.fixture
-def server() -> Iterator[FakeOpenAI]:
-    with FakeOpenAI() as s:
-        yield s
+def server(openai_server: FakeOpenAI) -> FakeOpenAI:
+    return openai_server
 
 
 def make(server: FakeOpenAI, **kwargs: Any) -> OpenAICompatibleLLM:

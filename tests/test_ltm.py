@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import Clock
 
 import mindcore
 from mindcore.embed import HashEmbedder
@@ -28,29 +29,6 @@ HOSTILE_IDS = [
     "u1", "u1'", "u1%", "u1*", "u1' OR '1'='1", 'u1" OR 1=1 --', "u1); DROP TABLE memories; --", "u1\\",
     "u1_", "%", "*", "ünïcødé 🎉", "u1\x00", "u1\n", "U1", " u1",
 ]
-
-
-class Clock:
-    def __init__(self, now: int = T0) -> None:
-        self.now = now
-
-    def __call__(self) -> int:
-        return self.now
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    return mindcore.open(str(tmp_path / "store"))
-
-
-@pytest.fixture
-def emb() -> HashEmbedder:
-    return HashEmbedder()
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
 
 
 def make(store: Any, emb: Any, clock: Clock | None = None, **kw: Any) -> LongTermMemory:

@@ -15,16 +15,13 @@ from pathlib import Path
 import pytest
 
 from mindcore.embed import HashEmbedder
+from mindcore.eval import data_dir
+from mindcore.eval.locomo import KS, Conversation, bm25_rankings, evaluate_locomo, load_locomo, score_rankings
 from mindcore.ltm import RecallWeights
-from mindcore.ltm.locomo import KS, Conversation, bm25_rankings, evaluate_locomo, load_locomo, score_rankings
 
 
 def _data() -> Path:
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo10.json"
-    path = local if local.exists() else Path("/work/shared/data/locomo/locomo10.json")
-    if not path.exists():
-        pytest.skip(f"LoCoMo data not found at {local}")
-    return path
+    return data_dir() / "locomo" / "locomo10.json"
 
 
 @pytest.fixture(scope="module")

@@ -10,6 +10,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import Clock
 
 import mindcore
 from mindcore.embed import HashEmbedder
@@ -17,34 +18,6 @@ from mindcore.mind import Belief, Mind, MindConfig, MindError, Reflection
 
 DAY = 86_400_000
 T0 = int(datetime(2026, 5, 20, 12, 0, tzinfo=UTC).timestamp() * 1000)
-
-
-class Clock:
-    def __init__(self, t: int = T0) -> None:
-        self.t = t
-
-    def __call__(self) -> int:
-        return self.t
-
-    def advance(self, days: float) -> None:
-        self.t += int(days * DAY)
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def emb() -> HashEmbedder:
-    return HashEmbedder(dim=384)
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    s = mindcore.open(tmp_path / "store")
-    yield s
-    s.close()
 
 
 def make(store: Any, clock: Clock, emb: Any, agent: str = "tester", **cfg: Any) -> Mind:
@@ -201,9 +174,9 @@ def _seed(mind: Mind, clock: Clock) -> dict[str, tuple[str, int, float]]:
     for kind, text, conf in TEXTS:
         if kind == "belief":
             bid = mind.believe(text, confidence=conf, tags=["api"] if "API" in text else [], expires_in="365d").id
-            out[bid] = (text, clock.t, {"low": 0.3, "medium": 0.6, "high": 1.0}[conf or "medium"])
+            out[bid] = (text, clock.now, {"low": 0.3, "medium": 0.6, "high": 1.0}[conf or "medium"])
         else:
-            out[mind.reflect(text, tags=["api"]).id] = (text, clock.t, 0.6)
+            out[mind.reflect(text, tags=["api"]).id] = (text, clock.now, 0.6)
         clock.advance(3)
     return out
 
@@ -219,7 +192,7 @@ def test_recall_scores_match_the_formula(store: Any, clock: Clock, emb: Any) -> 
     for r in results:
         text, created, weight = stored[r.id]
         cos = float(np.dot(q, emb.embed([text])[0]))
-        want = 0.6 * cos + 0.2 * math.exp(-(clock.t - created) / DAY / 30) + 0.2 * weight
+        want = 0.6 * cos + 0.2 * math.exp(-(clock.now - created) / DAY / 30) + 0.2 * weight
         assert r.score == pytest.approx(want, abs=1e-5)
     for kind in ("belief", "reflection"):
         scores = [r.score for r in results if r.type == kind]
@@ -291,7 +264,7 @@ def test_recall_age_counts_from_creation(store: Any, clock: Clock, emb: Any) -> 
     assert mind.believe("The nightly backup takes forty minutes", confidence="medium").action == "updated_store"
     clock.advance(5)
     [r] = mind.recall("nightly backup", type="belief", threshold=0)
-    assert r.id == bid and r.entry.updated_at == clock.t - 5 * DAY
+    assert r.id == bid and r.entry.updated_at == clock.now - 5 * DAY
     assert r.score == pytest.approx(
         _formula(emb, "nightly backup", "The nightly backup takes forty minutes", 15 * DAY, 0.6), abs=1e-5)
 
@@ -378,7 +351,7 @@ def test_believe_dedupes_draft_then_store_then_creates(store: Any, clock: Clock,
     b = mind.get(first["id"])  # type: ignore[assignment]
     assert isinstance(b, Belief)
     assert (b.content, b.confidence, b.tags) == ("tsmc q2 2026 capacity is fully booked", "high", ["tsmc"])
-    assert b.created_at == created and b.updated_at == clock.t and b.expires_at == clock.t + 7 * DAY
+    assert b.created_at == created and b.updated_at == clock.now and b.expires_at == clock.now + 7 * DAY
     assert len(mind.beliefs()) == 2
 
 
@@ -423,9 +396,9 @@ def test_confidence_only_rises_unless_downgrade_allowed(store: Any, clock: Clock
 def test_expiry_defaults_and_override(store: Any, clock: Clock, emb: Any) -> None:
     mind = make(store, clock, emb, ttl_defaults={"belief": "60d", "reflection": "90d"})
     b = mind.get(mind.believe("Default lifetime belief").id)
-    assert isinstance(b, Belief) and b.expires_at == clock.t + 60 * DAY
+    assert isinstance(b, Belief) and b.expires_at == clock.now + 60 * DAY
     r = mind.get(mind.reflect("Reflections honour their ttl default").id)
-    assert isinstance(r, Reflection) and r.expires_at == clock.t + 90 * DAY
+    assert isinstance(r, Reflection) and r.expires_at == clock.now + 90 * DAY
     none = make(store, clock, emb, agent="no-ttl", ttl_defaults={"belief": None})
     b = none.get(none.believe("Never expires").id)
     assert isinstance(b, Belief) and b.expires_at is None

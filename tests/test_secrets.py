@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 import mindcore
 import mindcore.kernels.secrets
 from mindcore import _core
+from mindcore.eval import data_dir
 from mindcore.kernels import (
     Finding,
     SecretRule,
@@ -701,14 +702,6 @@ def test_adversarial_input_scans_in_linear_time(unit: str) -> None:
 # --------------------------------------------------------------------------------------------
 # Quality on the gitleaks and secretlint rule tests, and on ordinary chat
 # --------------------------------------------------------------------------------------------
-
-
-def data_dir() -> Path:
-    candidates = [Path(__file__).resolve().parents[1].parent / "shared" / "data", Path("/work/shared/data")]
-    for path in candidates:
-        if (path / "secrets").is_dir():
-            return path
-    pytest.skip(f"shared evaluation data not found (looked in {', '.join(map(str, candidates))})")
 
 
 def load_jsonl(path: Path) -> Iterator[dict[str, Any]]:

@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 import mindcore
+from mindcore.eval import data_dir
 from mindcore.store import Store, StoreConfig, Table, col
 from mindcore.store.table import Table as TableImpl
 
@@ -291,13 +292,8 @@ def test_async_search(mem: tuple[Table, dict[str, Any]]) -> None:
 # -- the vector index on large namespaces ---------------------------------------------------------------
 
 
-def _shared_data() -> Path:
-    here = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return here if here.is_dir() else Path("/work/shared/data")
-
-
 def _real_texts(limit: int) -> list[str]:
-    data = _shared_data()
+    data = data_dir()
     texts: list[str] = []
     locomo = data / "locomo" / "locomo10.json"
     if locomo.is_file():

@@ -18,7 +18,6 @@ import math
 import random
 import threading
 import time
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -30,6 +29,7 @@ from hypothesis import strategies as st
 
 import mindcore.kernels.tokens
 from mindcore import _core
+from mindcore.eval import data_dir
 from mindcore.kernels import (
     ENCODINGS,
     count_tokens,
@@ -91,15 +91,10 @@ def visible_split(name: str, chunks: list[str]) -> list[str]:
     return [enc.decode_single_token_bytes(t).decode() for t in enc.encode_ordinary("".join(chunks))]
 
 
-def _data_dir() -> Path:
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-    return local if local.is_dir() else Path("/work/shared/data")
-
-
 @functools.cache
 def shared_texts() -> tuple[str, ...]:
     """LoCoMo turns, tool descriptions (BFCL, MetaTool) and BFCL tool specs as JSON."""
-    data = _data_dir()
+    data = data_dir()
     locomo, bfcl, metatool = (
         data / "locomo" / "locomo10.json",
         data / "tools" / "bfcl" / "tool_pool.jsonl",

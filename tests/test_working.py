@@ -5,13 +5,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-from pathlib import Path
 from typing import Any
 
 import pydantic
 import pytest
 
-import mindcore
 from mindcore.working import ReadOnlyError, WorkingMemory, WorkingMemoryError
 from mindcore.working.merge import MAX_DEPTH, deep_merge
 
@@ -38,11 +36,6 @@ class Plan(pydantic.BaseModel):
 
 
 HOSTILE_IDS = ["a' OR 1=1 --", 'b"; DROP TABLE x; --', "c\\", "%", "*", "t\x00nul", "ünïcødé 🎉", "id' OR '1'='1"]
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    return mindcore.open(str(tmp_path / "store"))
 
 
 def test_text_mode_template_replace_and_render(store: Any) -> None:

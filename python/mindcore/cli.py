@@ -132,6 +132,7 @@ def demo() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mindcore", description="memory and context for LLM agents")
+    parser.add_argument("--version", action="version", version=f"mindcore {mindcore.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run every part offline on the embedded defaults")
     args = parser.parse_args(argv)

@@ -25,7 +25,7 @@ def check_text(value: object, name: str, *, optional: bool = False) -> str | Non
     >>> check_text("x" * 4001, "content")
     Traceback (most recent call last):
     ...
-    mindcore.mind.validate.MindError: content: is 4,001 characters; the limit is 4,000
+    mindcore.errors.MindError: content: is 4,001 characters; the limit is 4,000
     """
     if value is None and optional:
         return None

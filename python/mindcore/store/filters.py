@@ -10,7 +10,7 @@ LanceDB does (the tests check the two against each other on random data).
 >>> from mindcore.store import col
 >>> f = (col("type").eq("belief") & col("tags").contains_all(["ops"])) | col("pinned").eq(True)
 >>> f
-Or((And((Cmp('type', '=', 'belief'), TagsAll('tags', ('ops',)))), Cmp('pinned', '=', True)))
+Or(parts=(And(parts=(Cmp(column='type', op='=', value='belief'), TagsAll(column='tags', values=('ops',)))), Cmp(column='pinned', op='=', value=True)))
 """
 
 from __future__ import annotations
@@ -110,7 +110,7 @@ def all_of(*filters: Filter | None) -> Filter:
     """Rows matching every filter (``None`` entries are skipped; no filters matches every row).
 
     >>> all_of(col("a").eq(1), None)
-    Cmp('a', '=', 1)
+    Cmp(column='a', op='=', value=1)
     """
     parts: list[Filter] = []
     for f in filters:
@@ -125,7 +125,7 @@ def any_of(*filters: Filter | None) -> Filter:
     """Rows matching at least one filter (``None`` entries are skipped; none matches no row).
 
     >>> any_of(col("a").eq(1), col("a").eq(2))
-    Or((Cmp('a', '=', 1), Cmp('a', '=', 2)))
+    Or(parts=(Cmp(column='a', op='=', value=1), Cmp(column='a', op='=', value=2)))
     """
     parts: list[Filter] = []
     for f in filters:
@@ -184,7 +184,7 @@ class Col:
         end open).
 
         >>> col("created_at").between(10, 20, closed="left")
-        And((Cmp('created_at', '>=', 10), Cmp('created_at', '<', 20)))
+        And(parts=(Cmp(column='created_at', op='>=', value=10), Cmp(column='created_at', op='<', value=20)))
         """
         if closed not in ("both", "left", "right", "none"):
             raise ValueError(f"closed: expected 'both', 'left', 'right' or 'none', got {closed!r}")
@@ -226,7 +226,7 @@ def col(name: str) -> Col:
     """Start a condition on column ``name``.
 
     >>> col("namespace").eq("mind/agent-1")
-    Cmp('namespace', '=', 'mind/agent-1')
+    Cmp(column='namespace', op='=', value='mind/agent-1')
     """
     return Col(name)
 

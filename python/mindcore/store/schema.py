@@ -102,7 +102,6 @@ def build_schema(columns: ColumnsSpec | None, dim: int | None) -> pa.Schema:
     """The full schema of a table: standard columns, then ``columns`` (which must be nullable).
 
     >>> import pyarrow as pa
-import pyarrow.compute as pc
     >>> build_schema({"content": pa.string()}, 3).names
     ['id', 'namespace', 'created_at', 'updated_at', 'tags', 'metadata', 'vector', 'content']
     """

@@ -1,0 +1,81 @@
+"""Fixtures shared by the whole suite: a real LanceDB store on disk, the hashing embedder, a manual
+clock, a local OpenAI-compatible server and the evaluation data folder.
+
+A test module overrides a fixture by defining one of the same name (``tests/test_store.py`` opens
+its store without background compaction, for example); ``clock`` starts at the module's ``T0``
+when the module defines one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from _openai_server import FakeOpenAI
+
+import mindcore
+from mindcore.embed import HashEmbedder
+from mindcore.eval import data_dir as find_data_dir
+from mindcore.store import Store
+
+DAY = 86_400_000
+T0 = 1_700_000_000_000  # 2023-11-14, unix ms
+
+# Variables that change what the library does (endpoints, opt-in switches). Tests never inherit
+# them from the shell that runs the suite; a test that needs one sets it with monkeypatch.
+_ENVIRONMENT = (
+    "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_EMBEDDING_MODEL", "OPENAI_MODEL",
+    "MINDCORE_MEMORY_ENABLED", "MINDCORE_HOME", "MINDCORE_LLM_MODEL", "MINDCORE_LLM_BASE_URL", "MINDCORE_TOKEN",
+)
+
+
+class Clock:
+    """A clock a test moves by hand: ``clock()`` is the time in unix ms."""
+
+    def __init__(self, now: int = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, days: float = 0, *, ms: int = 0) -> None:
+        self.now += int(days * DAY) + ms
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _ENVIRONMENT:
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    """A fresh store in a temporary folder, closed after the test."""
+    s = mindcore.open(tmp_path / "store")
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def emb() -> HashEmbedder:
+    """The deterministic hashing embedder (384 dimensions, no model files)."""
+    return HashEmbedder(dim=384)
+
+
+@pytest.fixture
+def clock(request: pytest.FixtureRequest) -> Clock:
+    return Clock(getattr(request.module, "T0", T0))
+
+
+@pytest.fixture
+def openai_server() -> Iterator[FakeOpenAI]:
+    """A local OpenAI-compatible server on 127.0.0.1 (8-dimensional embeddings, echo replies)."""
+    with FakeOpenAI() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """``shared/data`` beside the checkout (or ``$MINDCORE_DATA_DIR``): LoCoMo, tools, secrets."""
+    return find_data_dir()
