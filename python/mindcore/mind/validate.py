@@ -7,8 +7,9 @@ Python, ``expiresIn`` from a model); tool handlers turn it into a tool error.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import TypeVar
 
+from mindcore import validation
 from mindcore.errors import MindError
 from mindcore.mind.tools import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
 
@@ -27,58 +28,22 @@ def check_text(value: object, name: str, *, optional: bool = False) -> str | Non
     ...
     mindcore.errors.MindError: content: is 4,001 characters; the limit is 4,000
     """
-    if value is None and optional:
-        return None
-    if not isinstance(value, str):
-        raise MindError(f"{name}: expected a string, got {_kind(value)}")
-    if not value.strip():
-        raise MindError(f"{name}: must not be empty")
-    if len(value) > MAX_TEXT_CHARS:
-        raise MindError(f"{name}: is {len(value):,} characters; the limit is {MAX_TEXT_CHARS:,}")
-    return value
+    return validation.check_text(value, name, max_chars=MAX_TEXT_CHARS, optional=optional, error=MindError)
 
 
 def check_choice(value: object, name: str, choices: Sequence[T]) -> T:
     """One of ``choices``."""
-    for c in choices:
-        if value == c and isinstance(value, str):
-            return c
-    allowed = ", ".join(repr(c) for c in choices)
-    raise MindError(f"{name}: {value!r} is not one of {allowed}")
+    return validation.check_choice(value, name, choices, error=MindError)
 
 
 def check_bool(value: object, name: str) -> bool:
-    if not isinstance(value, bool):
-        raise MindError(f"{name}: expected true or false, got {_kind(value)}")
-    return value
+    return validation.check_bool(value, name, error=MindError)
 
 
 def check_tags(value: object, name: str = "tags") -> list[str]:
     """A list of at most :data:`MAX_TAGS` non-empty tags (duplicates removed, order kept)."""
-    if isinstance(value, str) or not isinstance(value, Sequence):
-        raise MindError(f"{name}: expected a list of strings, got {_kind(value)}")
-    if len(value) > MAX_TAGS:
-        raise MindError(f"{name}: {len(value)} tags; the limit is {MAX_TAGS}")
-    out: list[str] = []
-    for i, tag in enumerate(value):
-        if not isinstance(tag, str):
-            raise MindError(f"{name}[{i}]: expected a string, got {_kind(tag)}")
-        if not tag.strip():
-            raise MindError(f"{name}[{i}]: must not be empty")
-        if len(tag) > MAX_TAG_CHARS:
-            raise MindError(f"{name}[{i}]: is {len(tag)} characters; the limit is {MAX_TAG_CHARS}")
-        if tag not in out:
-            out.append(tag)
-    return out
+    return validation.check_tags(value, name, max_tags=MAX_TAGS, max_chars=MAX_TAG_CHARS, error=MindError)
 
 
 def check_id(value: object, name: str = "id") -> str:
-    if not isinstance(value, str) or not value.strip():
-        raise MindError(f"{name}: expected a non-empty string, got {value!r}")
-    if len(value) > 200:
-        raise MindError(f"{name}: is {len(value)} characters; ids are at most 200")
-    return value.strip()
-
-
-def _kind(value: Any) -> str:
-    return "null" if value is None else type(value).__name__
+    return validation.check_id(value, name, error=MindError)
