@@ -94,6 +94,10 @@ def render(results: dict[str, Any]) -> str:
         ]
         lines += [_row(bench, reference) for bench in benches]
         lines.append("")
+    notes = ROOT / "benches" / "NOTES.md"  # hand-written notes on how settings were chosen
+    if notes.exists():
+        lines.append(notes.read_text(encoding="utf-8").rstrip())
+        lines.append("")
     return "\n".join(lines)
 
 
