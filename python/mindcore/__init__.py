@@ -1,7 +1,50 @@
 """mindcore: memory and context for LLM agents, on a Rust core.
 
-Capabilities and the store are imported on first use (LanceDB alone costs ~1.5 s to import), so
-``import mindcore`` stays fast.
+Everything starts from a store: a folder on disk (``mindcore.open("path")``), ``"memory://"``, or
+``"s3://bucket/prefix"`` to share one memory between machines. Each capability takes the store (or a
+path) first, exposes the tools a model calls as a :class:`Toolset` (``.tools``), and raises errors
+under :class:`MindcoreError`.
+
+**Agent Mind** (:class:`Mind`): goals, beliefs and reflections that persist across runs; a run's
+writes land together when it ends, and ``run.header`` is the prompt block that shows them.
+
+>>> import mindcore
+>>> from mindcore.embed import HashEmbedder          # deterministic, no model files; omit for the bundled model
+>>> store = mindcore.open("memory://tour")
+>>> mind = mindcore.Mind(store, agent="tour", embedder=HashEmbedder())
+>>> with mind.run() as run:
+...     run.call("mind_believe", {"content": "The launch moved to May", "confidence": "high"})["status"]
+'ok'
+>>> [b.content for b in mind.beliefs()]
+['The launch moved to May']
+
+**Working memory** (:class:`WorkingMemory`): a scratchpad per thread, or per user across threads;
+free text or a schema-checked dict, deep-merged on update.
+
+>>> wm = mindcore.WorkingMemory(store, thread_id="t1")
+>>> wm.update({"content": "step 1 done"})
+'step 1 done'
+>>> print(wm.render())
+<working_memory>
+step 1 done
+</working_memory>
+
+**Long-term memory** (:class:`LongTermMemory`): durable facts about a user, extracted by an LLM
+from conversations or stored directly, recalled by meaning and by words; secrets are refused.
+
+>>> ltm = mindcore.LongTermMemory.create(store, user_id="u1", enabled=True, embedder=HashEmbedder())
+>>> ltm.remember("Prefers green tea over coffee", kind="preference").text
+'Prefers green tea over coffee'
+>>> [m.text for m in ltm.recall("what does the user drink?", k=1)]
+['Prefers green tea over coffee']
+>>> ltm.remember("my token is ghp_abcdefghijklmnopqrstuvwxyz0123456789") is None
+True
+>>> ltm.close()
+
+Below the capabilities: :mod:`mindcore.kernels` (Rust: hybrid top-k, exact token counts, secret
+scanning, budget packing, BM25, a hashing embedder), :mod:`mindcore.store` (LanceDB tables,
+filters, units of work), :mod:`mindcore.embed` and :mod:`mindcore.llm` (model protocols and
+clients). Capabilities and the store load on first use, so ``import mindcore`` stays fast.
 """
 
 from __future__ import annotations

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from mindcore._openai import AsyncClients, Endpoint, explain, request_errors, resolve_endpoint
 from mindcore.embed.base import EmbeddingError, check_texts, empty, normalize_rows
 from mindcore.embed.cache import EmbeddingCache, aembed_cached, embed_cached, resolve_cache
-from mindcore.llm._openai import AsyncClients, Endpoint, explain, request_errors, resolve_endpoint
 
 if TYPE_CHECKING:
     from openai import OpenAI

@@ -7,7 +7,7 @@ import math
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from mindcore.llm._openai import AsyncClients, Endpoint, explain, request_errors, resolve_endpoint
+from mindcore._openai import AsyncClients, Endpoint, explain, request_errors, resolve_endpoint
 from mindcore.llm.base import LLMError, Message, check_max_tokens, check_messages
 
 if TYPE_CHECKING:
