@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from mindcore.store import StoreConfig as StoreConfig
     from mindcore.store import aopen as aopen
     from mindcore.store import open as open
+    from mindcore.toolspec import Toolset as Toolset
+    from mindcore.toolspec import ToolSpec as ToolSpec
     from mindcore.working import WorkingMemory as WorkingMemory
 
 # public name -> module that defines it
@@ -43,6 +45,8 @@ _LAZY: dict[str, str] = {
     "Belief": "mindcore.mind",
     "Reflection": "mindcore.mind",
     "RecallResult": "mindcore.mind",
+    "Toolset": "mindcore.toolspec",
+    "ToolSpec": "mindcore.toolspec",
 }
 
 __all__ = ["MindcoreError", "__version__", "looks_like_secret", *sorted(_LAZY)]

@@ -29,6 +29,7 @@ __all__ = [
     "StoreError",
     "StoreNotWritableError",
     "ToolError",
+    "ToolNameClashError",
     "WorkingMemoryError",
 ]
 
@@ -96,6 +97,11 @@ class ScriptExhaustedError(LLMError):
 
 class ToolError(MindcoreError):
     """Raised by a handler (or argument checks) for a problem the model should read and fix."""
+
+
+class ToolNameClashError(MindcoreError, ValueError):
+    """Two tools (or a tool and an alias) would answer to the same name in one
+    :class:`~mindcore.toolspec.Toolset`. The message names the tool."""
 
 
 # --- capabilities ---
