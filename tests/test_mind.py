@@ -69,7 +69,7 @@ def test_empty_store_has_no_header(store: Any, clock: Clock, emb: Any) -> None:
     other.believe("A medium-confidence belief", confidence="medium")
     other.complete_goal(other.set_goal("A goal already done"))
     assert other.header() == "" and other.run().header == ""
-    assert len(run.tools) == 7 and {t["function"]["name"] for t in run.toolset.openai()} == {
+    assert len(run.tools) == 7 and {t["function"]["name"] for t in run.tools.openai()} == {
         "mind_recall", "mind_believe", "mind_reflect", "mind_unpin_reflection", "mind_set_goal",
         "mind_update_goal", "mind_complete_goal"}
 

@@ -7,6 +7,7 @@ import logging
 import os
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 
 from mindcore.mind._repo import Repo, StoreView
-from mindcore.mind.config import MindConfig, parse_due_by, parse_duration
+from mindcore.mind.config import MindConfig, parse_due_by
 from mindcore.mind.draft import (
     Claims,
     DraftBelief,
@@ -44,9 +45,17 @@ from mindcore.mind.entries import (
 )
 from mindcore.mind.header import render_header
 from mindcore.mind.recall import TAU_MS, W_CONFIDENCE, W_RECENCY, W_SIMILARITY, match_goals
-from mindcore.mind.tools import TOOL_SPECS
-from mindcore.mind.validate import MindError, check_bool, check_choice, check_id, check_tags, check_text
-from mindcore.toolspec import ToolError, Toolset, ToolSpec
+from mindcore.mind.tools import build_toolset
+from mindcore.mind.validate import (
+    MindError,
+    check_bool,
+    check_choice,
+    check_duration,
+    check_id,
+    check_tags,
+    check_text,
+)
+from mindcore.toolspec import Toolset
 
 if TYPE_CHECKING:
     from mindcore.store import EmbedderLike, Store
@@ -376,76 +385,28 @@ class MindRun:
     # -- tools ----------------------------------------------------------------------------------
 
     @property
-    def tools(self) -> list[ToolSpec]:
-        """The seven tool specs (``.to_openai()``, ``.to_anthropic()``, ``.to_mcp()``)."""
-        return list(TOOL_SPECS)
+    def tools(self) -> Toolset:
+        """The seven tools, bound to this run: iterate for the specs (``.to_openai()``,
+        ``.to_anthropic()``, ``.to_mcp()``), ``.openai()`` for a provider's list, ``.call()`` to run
+        a model's call, ``+`` to combine with another capability's tools."""
+        if self._toolset is None:
+            self._toolset = build_toolset(self)
+        return self._toolset
 
     @property
     def toolset(self) -> Toolset:
-        """The tools bound to this run's handlers (``.openai()``, ``.anthropic()``, ``.call()``)."""
-        if self._toolset is None:
-            handlers = {
-                "mind_recall": self._tool_recall, "mind_believe": self._tool_believe,
-                "mind_reflect": self._tool_reflect, "mind_unpin_reflection": self._tool_unpin,
-                "mind_set_goal": self._tool_set_goal, "mind_update_goal": self._tool_update_goal,
-                "mind_complete_goal": self._tool_complete_goal,
-            }
-            self._toolset = Toolset([(spec, _as_tool(handlers[spec.name])) for spec in TOOL_SPECS])
-        return self._toolset
+        """Deprecated: :attr:`tools` is the same :class:`~mindcore.toolspec.Toolset`."""
+        warnings.warn("MindRun.toolset is deprecated; use MindRun.tools (the same Toolset)",
+                      DeprecationWarning, stacklevel=2)
+        return self.tools
 
     def call(self, name: str, arguments: str | bytes | dict[str, Any] | None = None) -> dict[str, Any]:
         """Run a model's tool call (arguments as a JSON string or a dict) and return the result
         for the model; bad arguments come back as ``{"status": "error", "error": "..."}``."""
-        return self.toolset.call(name, arguments)
+        return self.tools.call(name, arguments)
 
     async def acall(self, name: str, arguments: str | bytes | dict[str, Any] | None = None) -> dict[str, Any]:
         return await asyncio.to_thread(self.call, name, arguments)
-
-    def _tool_recall(self, a: dict[str, Any]) -> dict[str, Any]:
-        limit = a.get("limit", 5)
-        if isinstance(limit, float) and limit.is_integer():
-            limit = int(limit)  # JSON schema counts 2.0 as an integer; so do we
-        results = self.recall(
-            a["query"], type=a.get("type", "all"), status=a.get("status", "active"), tags=a.get("tags"),
-            pinned=a.get("pinned"), include_expired=a.get("includeExpired", False), threshold=a.get("threshold"),
-            limit=limit,
-        )
-        return {"status": "ok", "results": [r.to_dict() for r in results]}
-
-    def _tool_believe(self, a: dict[str, Any]) -> dict[str, Any]:
-        check_text(a["content"], "content")
-        expires = a.get("expiresIn")
-        ttl = None if expires is None else _duration(expires, "expiresIn")
-        r = self._believe(a["content"], a.get("confidence", "medium"), a.get("tags"), ttl,
-                          a.get("allowDowngrade", False))
-        return {"status": "ok", "action": r.action, "id": r.id}
-
-    def _tool_reflect(self, a: dict[str, Any]) -> dict[str, Any]:
-        check_text(a["content"], "content")
-        check_text(a.get("relatedTo"), "relatedTo", optional=True)
-        r = self._reflect(a["content"], a.get("pin", False), a.get("tags"), a.get("relatedTo"))
-        out: dict[str, Any] = {"status": "ok", "id": r.id}
-        if r.warning:
-            out["warning"] = r.warning
-        return out
-
-    def _tool_unpin(self, a: dict[str, Any]) -> dict[str, Any]:
-        self.unpin_reflection(a["id"])
-        return {"status": "ok"}
-
-    def _tool_set_goal(self, a: dict[str, Any]) -> dict[str, Any]:
-        check_text(a["description"], "description")
-        gid = self._set_goal(a["description"], a.get("priority", "normal"), a.get("tags"), a.get("dueBy"), "dueBy")
-        return {"status": "ok", "id": gid}
-
-    def _tool_update_goal(self, a: dict[str, Any]) -> dict[str, Any]:
-        self.update_goal(a["id"], description=a.get("description"), priority=a.get("priority"),
-                         progress=a.get("progress"))
-        return {"status": "ok"}
-
-    def _tool_complete_goal(self, a: dict[str, Any]) -> dict[str, Any]:
-        self.complete_goal(a["id"], a.get("outcome"))
-        return {"status": "ok"}
 
     # -- the Python API -------------------------------------------------------------------------
 
@@ -469,7 +430,7 @@ class MindRun:
         check_text(content, "content")
         check_choice(confidence, "confidence", CONFIDENCES)
         check_bool(allow_downgrade, "allow_downgrade")
-        ttl = None if expires_in is None else _duration(expires_in, "expires_in")
+        ttl = None if expires_in is None else check_duration(expires_in, "expires_in")
         return self._believe(content, confidence, tags, ttl, allow_downgrade)
 
     def _believe(self, content: str, confidence: Confidence, tags: Sequence[str] | None, ttl_ms: int | None,
@@ -772,21 +733,3 @@ class _AsyncRun:
     ) -> None:
         assert self._run is not None
         await asyncio.to_thread(self._run._exit, et, ev)
-
-
-def _duration(text: object, name: str) -> int:
-    try:
-        return parse_duration(text, arg=name)
-    except ValueError as e:
-        raise MindError(str(e)) from None
-
-
-def _as_tool(fn: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def handler(args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return fn(args)
-        except MindError as e:
-            raise ToolError(str(e)) from None
-
-    return handler
-

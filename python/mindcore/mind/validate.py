@@ -10,11 +10,29 @@ from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from mindcore.errors import MindError
-from mindcore.mind.tools import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
+from mindcore.mind.config import parse_duration
 
-__all__ = ["MindError", "check_bool", "check_choice", "check_id", "check_tags", "check_text"]
+__all__ = [
+    "MAX_LIMIT",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_TEXT_CHARS",
+    "MindError",
+    "check_bool",
+    "check_choice",
+    "check_duration",
+    "check_id",
+    "check_tags",
+    "check_text",
+]
 
 T = TypeVar("T", bound=str)
+
+#: Longest accepted free text (content, description, progress, outcome, query, relatedTo).
+MAX_TEXT_CHARS = 4000
+MAX_TAGS = 32
+MAX_TAG_CHARS = 100
+MAX_LIMIT = 100
 
 
 def check_text(value: object, name: str, *, optional: bool = False) -> str | None:
@@ -25,7 +43,7 @@ def check_text(value: object, name: str, *, optional: bool = False) -> str | Non
     >>> check_text("x" * 4001, "content")
     Traceback (most recent call last):
     ...
-    mindcore.mind.validate.MindError: content: is 4,001 characters; the limit is 4,000
+    mindcore.errors.MindError: content: is 4,001 characters; the limit is 4,000
     """
     if value is None and optional:
         return None
@@ -78,6 +96,14 @@ def check_id(value: object, name: str = "id") -> str:
     if len(value) > 200:
         raise MindError(f"{name}: is {len(value)} characters; ids are at most 200")
     return value.strip()
+
+
+def check_duration(value: object, name: str) -> int:
+    """A ``<n>d|h|m|s`` duration in milliseconds (see :func:`~mindcore.mind.parse_duration`)."""
+    try:
+        return parse_duration(value, arg=name)
+    except ValueError as e:
+        raise MindError(str(e)) from None
 
 
 def _kind(value: Any) -> str:
