@@ -377,6 +377,8 @@ class MindRun:
         #: The ``--- AGENT MIND ---`` block for the system prompt ("" when there is nothing to show).
         self.header: str = mind.header()
         self._toolset: Toolset | None = None
+        # A run dropped with pending writes loses them: say so (flush detaches this).
+        self._unflushed = weakref.finalize(self, _warn_unflushed, self._draft, mind.namespace)
 
     def __repr__(self) -> str:
         state = "flushed" if self._closed else f"{len(self._draft)} pending"
@@ -655,12 +657,17 @@ class MindRun:
 
     def flush(self, *, error: bool = False) -> FlushReport:
         """End the run: commit the draft as one unit (see the flush rules in
-        :mod:`mindcore.mind.draft`). Idempotent: later calls return the first report."""
+        :mod:`mindcore.mind.draft`). Idempotent: later calls return the first report.
+
+        ``with mind.run() as run:`` calls it when the block ends; code that cannot use ``with``
+        calls it (or :meth:`close`) itself. A run dropped with pending writes and never flushed
+        loses them, with a :class:`ResourceWarning` that names them."""
         with self._lock:
             if self._closed:
                 assert self.report is not None
                 return self.report
             self._closed = True
+            self._unflushed.detach()
             mind = self.mind
             try:
                 if len(self._draft) == 0:
@@ -683,6 +690,14 @@ class MindRun:
 
     async def aflush(self, *, error: bool = False) -> FlushReport:
         return await asyncio.to_thread(lambda: self.flush(error=error))
+
+    def close(self) -> FlushReport:
+        """End the run, committing its pending writes (:meth:`flush`); later calls of its tools
+        and methods are errors. Idempotent."""
+        return self.flush()
+
+    async def aclose(self) -> FlushReport:
+        return await asyncio.to_thread(self.close)
 
     def _exit(self, et: type[BaseException] | None, ev: BaseException | None) -> None:
         if et is None:
@@ -715,6 +730,16 @@ class MindRun:
 
     def _sync_pending(self) -> None:
         self.mind._claims.set_pending(self, goals=len(self._draft.goals), pins=self._draft.pinned_count())
+
+
+def _warn_unflushed(draft: DraftBuffer, namespace: str) -> None:
+    pending = draft.summary()
+    if pending:
+        warnings.warn(
+            f"a run of mind {namespace!r} was dropped without a flush; its writes are lost: {pending}. "
+            "Use `with mind.run() as run:`, or call run.flush() or run.close() when done",
+            ResourceWarning, stacklevel=2,
+        )
 
 
 class _AsyncRun:
