@@ -11,10 +11,13 @@ from typing import Any, Literal
 
 from mindcore.errors import ReadOnlyError, WorkingMemoryError
 from mindcore.kernels import estimate_tokens
-from mindcore.toolspec import ToolError, Toolset, ToolSpec, parse_arguments
+from mindcore.toolspec import Toolset, ToolSpec
 from mindcore.working._repo import StateRepo
 from mindcore.working.merge import MergeError, deep_merge
 from mindcore.working.schema import StateSchema
+from mindcore.working.tools import LEGACY_TOOL_NAME, build_toolset, call_legacy
+from mindcore.working.tools import SEED_TOOL_NAME as SEED_TOOL_NAME  # where these names used to live
+from mindcore.working.tools import TOOL_NAME as TOOL_NAME
 
 __all__ = ["ReadOnlyError", "WorkingMemory", "WorkingMemoryError"]
 
@@ -23,10 +26,6 @@ log = logging.getLogger("mindcore.working")
 State = str | dict[str, Any]
 Scope = Literal["thread", "resource"]
 
-TOOL_NAME = "working_memory_update"
-# The seed's tool name (not valid for every provider) and its legacy function-call convention.
-SEED_TOOL_NAME = "working-memory/update"
-LEGACY_TOOL_NAME = "updateWorkingMemory"
 
 
 class WorkingMemory:
@@ -90,10 +89,7 @@ class WorkingMemory:
         # (stored text, its state, its rendered block) for the text last read or written: reads
         # of an unchanged state cost neither a decode, a validation nor a render.
         self._memo: tuple[str, State, str] | None = None
-        self._toolset = Toolset(
-            [(self._tool_spec(), self._tool_update)],
-            aliases={SEED_TOOL_NAME: TOOL_NAME},
-        )
+        self._toolset = build_toolset(self)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -152,6 +148,8 @@ class WorkingMemory:
 
     @property
     def tools(self) -> Toolset:
+        """The update tool as a :class:`~mindcore.toolspec.Toolset` (``.openai()``, ``.call()``,
+        ``+`` to combine with another capability's tools)."""
         return self._toolset
 
     def call(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -159,13 +157,7 @@ class WorkingMemory:
         a tool error the model can read on a bad update; the legacy ``updateWorkingMemory`` call logs a
         warning and leaves the state unchanged, as the seed's legacy path does."""
         if name == LEGACY_TOOL_NAME:
-            try:
-                args = parse_arguments(arguments)
-                state = self.update(args)
-            except (ToolError, WorkingMemoryError) as exc:
-                log.warning("updateWorkingMemory ignored: %s", exc)
-                return {"status": "ignored", "warning": str(exc)}
-            return {"status": "ok", "state": state}
+            return call_legacy(self, arguments)
         return self._toolset.call(name, arguments)
 
     async def acall(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -247,32 +239,6 @@ class WorkingMemory:
         raw = json.dumps(new, ensure_ascii=False)
         self._memo = (raw, new, rendered)  # keyed by the text: harmless if the commit then fails
         return raw, new
-
-    def _tool_spec(self) -> ToolSpec:
-        description = (
-            "Update your working memory (a scratchpad kept across turns). "
-            + (
-                "Send only the fields to change: objects are merged, arrays and values replace."
-                if self.schema is not None
-                else "Send the complete new content; it replaces the previous text."
-            )
-        )
-        if self.schema is not None:
-            parameters = self.schema.tool_parameters()
-        else:
-            parameters = {
-                "type": "object",
-                "properties": {"content": {"type": "string", "description": "The full new working memory text."}},
-                "required": ["content"],
-                "additionalProperties": False,
-            }
-        return ToolSpec(TOOL_NAME, description, parameters)
-
-    def _tool_update(self, args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return {"status": "ok", "state": self.update(args)}
-        except WorkingMemoryError as exc:
-            raise ToolError(str(exc)) from None
 
 
 def _fresh(state: State) -> State:
