@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from mindcore.toolspec import Toolset as Toolset
     from mindcore.toolspec import ToolSpec as ToolSpec
     from mindcore.working import WorkingMemory as WorkingMemory
+    from mindcore.working import WorkingMemoryConfig as WorkingMemoryConfig
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
@@ -37,6 +38,7 @@ _LAZY: dict[str, str] = {
     "Store": "mindcore.store",
     "StoreConfig": "mindcore.store",
     "WorkingMemory": "mindcore.working",
+    "WorkingMemoryConfig": "mindcore.working",
     "LongTermMemory": "mindcore.ltm",
     "Memory": "mindcore.ltm",
     "Mind": "mindcore.mind",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 import warnings
@@ -16,6 +15,8 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
+from mindcore._args import expect_callable, expect_embedder, expect_str
+from mindcore.errors import InvalidTypeError
 from mindcore.mind._repo import Repo, StoreView
 from mindcore.mind.config import MindConfig, parse_due_by
 from mindcore.mind.draft import (
@@ -58,7 +59,8 @@ from mindcore.mind.validate import (
 from mindcore.toolspec import Toolset
 
 if TYPE_CHECKING:
-    from mindcore.store import EmbedderLike, Store
+    from mindcore.embed import Embedder
+    from mindcore.store import Store, StoreLike
 
 __all__ = ["Believed", "FlushReport", "Mind", "MindRun", "Reflected"]
 
@@ -119,7 +121,8 @@ class Mind:
     namespace ``config.namespace`` (default ``mind/<agent>``). ``embedder`` embeds beliefs,
     reflections and queries (default: the store's embedder, else the bundled offline
     :func:`mindcore.embed.default_embedder`); a store built with another embedding model or
-    dimension is refused.
+    dimension is refused, and so is a store that cannot be written
+    (:class:`~mindcore.errors.StoreNotWritableError`, raised here rather than at a run's flush).
     ``clock`` (unix ms) exists for tests.
 
     >>> import mindcore
@@ -141,21 +144,24 @@ class Mind:
 
     def __init__(
         self,
-        store: Store | str | os.PathLike[str] | None = None,
+        store: StoreLike | None = None,
         *,
         agent: str,
-        embedder: EmbedderLike | None = None,
+        embedder: Embedder | None = None,
         config: MindConfig | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
-        if not isinstance(agent, str) or not agent.strip():
-            raise ValueError(f"agent: expected a non-empty str, got {agent!r}")
+        expect_str(agent, "agent")
         if config is not None and not isinstance(config, MindConfig):
-            raise TypeError(f"config: expected a MindConfig, got {type(config).__name__}")
-        from mindcore.store import Store, open
+            raise InvalidTypeError(f"config: expected a MindConfig, got {type(config).__name__}")
+        if embedder is not None:
+            expect_embedder(embedder)
+        if clock is not None:
+            expect_callable(clock, "clock")
+        from mindcore.store import resolve_store
 
-        self._owns_store = not isinstance(store, Store)
-        self.store: Store = store if isinstance(store, Store) else open(store)
+        self.store: Store = resolve_store(store)
+        self._owns_store = self.store is not store
         self.agent = agent
         self.config = config or MindConfig()
         self.namespace = self.config.namespace_for(agent)
@@ -163,7 +169,7 @@ class Mind:
             from mindcore.embed import default_embedder
 
             embedder = self.store.embedder or default_embedder()
-        self.embedder = embedder
+        self.embedder: Embedder = embedder
         self._clock = clock or _now_ms
         self._repo = Repo(self.store, self.namespace, embedder)
         dim = self._repo.table.dim
@@ -183,7 +189,9 @@ class Mind:
     def run(self) -> MindRun:
         """Start a run: a fresh draft buffer and the header of the committed store. Use it as a
         context manager; leaving the block flushes (an exception makes it an error flush, and
-        the exception propagates)."""
+        the exception propagates). Code that cannot use ``with`` ends the run with
+        :meth:`MindRun.close`; a run dropped with pending writes loses them, with a
+        :class:`ResourceWarning`."""
         return MindRun(self)
 
     def arun(self) -> _AsyncRun:
