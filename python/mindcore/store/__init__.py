@@ -64,6 +64,10 @@ candidates instead. ``Table.vectors(namespace)`` hands the cached matrix to othe
 its own; opening either with another model or dimension raises :class:`EmbedderMismatchError`
 naming both.
 
+**Capabilities.** ``Mind``, ``WorkingMemory`` and ``LongTermMemory`` take a ``Store`` or anything
+``open`` takes as their first argument; :func:`resolve_store` is that rule (and refuses, when a
+writer opens, a store it cannot write to).
+
 **Async.** Every I/O method has an ``a``-prefixed twin (``aupsert``, ``asearch``, ...), and
 ``mindcore.store.aopen``; units of work also work with ``async with``.
 """
