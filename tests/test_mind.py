@@ -42,7 +42,7 @@ def test_empty_store_has_no_header(store: Any, clock: Clock, emb: Any) -> None:
     other.believe("A medium-confidence belief", confidence="medium")
     other.complete_goal(other.set_goal("A goal already done"))
     assert other.header() == "" and other.run().header == ""
-    assert len(run.tools) == 7 and {t["function"]["name"] for t in run.toolset.openai()} == {
+    assert len(run.tools) == 7 and {t["function"]["name"] for t in run.tools.openai()} == {
         "mind_recall", "mind_believe", "mind_reflect", "mind_unpin_reflection", "mind_set_goal",
         "mind_update_goal", "mind_complete_goal"}
 
@@ -574,8 +574,9 @@ def test_a_run_dropped_without_a_flush_gives_its_cap_slots_back(store: Any, cloc
     ok(dropped.call("mind_reflect", {"content": "Never flushed either", "pin": True}))
     run = mind.run()
     assert run.call("mind_set_goal", {"description": "Blocked by the pending goal"})["status"] == "error"
-    del dropped
-    gc.collect()
+    with pytest.warns(ResourceWarning, match="1 reflection, 1 goal"):
+        del dropped
+        gc.collect()
     ok(run.call("mind_set_goal", {"description": "Now there is room"}))
     ok(run.call("mind_reflect", {"content": "And room for a pin", "pin": True}))
     run.flush()

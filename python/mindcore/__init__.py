@@ -69,7 +69,10 @@ if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from mindcore.store import StoreConfig as StoreConfig
     from mindcore.store import aopen as aopen
     from mindcore.store import open as open
+    from mindcore.toolspec import Toolset as Toolset
+    from mindcore.toolspec import ToolSpec as ToolSpec
     from mindcore.working import WorkingMemory as WorkingMemory
+    from mindcore.working import WorkingMemoryConfig as WorkingMemoryConfig
 
 # public name -> module that defines it
 _LAZY: dict[str, str] = {
@@ -78,6 +81,7 @@ _LAZY: dict[str, str] = {
     "Store": "mindcore.store",
     "StoreConfig": "mindcore.store",
     "WorkingMemory": "mindcore.working",
+    "WorkingMemoryConfig": "mindcore.working",
     "LongTermMemory": "mindcore.ltm",
     "Memory": "mindcore.ltm",
     "Mind": "mindcore.mind",
@@ -86,6 +90,8 @@ _LAZY: dict[str, str] = {
     "Belief": "mindcore.mind",
     "Reflection": "mindcore.mind",
     "RecallResult": "mindcore.mind",
+    "Toolset": "mindcore.toolspec",
+    "ToolSpec": "mindcore.toolspec",
 }
 
 __all__ = ["MindcoreError", "__version__", "looks_like_secret", *sorted(_LAZY)]

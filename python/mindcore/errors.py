@@ -17,6 +17,7 @@ __all__ = [
     "EmbeddingError",
     "ExtractionParseError",
     "InvalidInputError",
+    "InvalidTypeError",
     "KernelError",
     "LLMError",
     "LockTimeoutError",
@@ -29,6 +30,7 @@ __all__ = [
     "StoreError",
     "StoreNotWritableError",
     "ToolError",
+    "ToolNameClashError",
     "WorkingMemoryError",
 ]
 
@@ -40,6 +42,12 @@ class MindcoreError(Exception):
 class InvalidInputError(MindcoreError, ValueError):
     """An argument is the wrong type or out of range (a bool where a number belongs, a lone
     surrogate in text, a NaN in a vector). The message names the argument and the value."""
+
+
+class InvalidTypeError(InvalidInputError, TypeError):
+    """An argument is of the wrong type (a str where a bool belongs, an object that cannot
+    embed passed as the embedder). Both a ``ValueError`` and a ``TypeError``, so code that caught
+    either before still does."""
 
 
 class KernelError(MindcoreError, ValueError):
@@ -96,6 +104,11 @@ class ScriptExhaustedError(LLMError):
 
 class ToolError(MindcoreError):
     """Raised by a handler (or argument checks) for a problem the model should read and fix."""
+
+
+class ToolNameClashError(MindcoreError, ValueError):
+    """Two tools (or a tool and an alias) would answer to the same name in one
+    :class:`~mindcore.toolspec.Toolset`. The message names the tool."""
 
 
 # --- capabilities ---

@@ -4,7 +4,8 @@ A :class:`ToolSpec` is a name, a description and a JSON-schema object for the ar
 converts to the OpenAI and Anthropic tool formats (and MCP's). A :class:`Toolset` dispatches a
 model's raw call (a JSON string or a mapping) to a handler and always returns a result the model
 can read: bad arguments become ``{"status": "error", "error": "..."}`` and never reach the handler,
-so a malformed call cannot touch stored state.
+so a malformed call cannot touch stored state. Toolsets combine (``a + b``), so an agent can offer
+the tools of every capability in one list and dispatch every call through one object.
 
 >>> spec = ToolSpec("echo", "Echo a word.", {"type": "object",
 ...     "properties": {"word": {"type": "string"}}, "required": ["word"]})
@@ -17,14 +18,18 @@ so a malformed call cannot touch stored state.
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Callable, Iterable, Mapping
+import logging
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mindcore.errors import ToolError
+from mindcore.errors import InvalidInputError, MindcoreError, ToolError, ToolNameClashError
 
-__all__ = ["ToolError", "ToolSpec", "Toolset", "parse_arguments", "tool_error"]
+__all__ = ["ToolError", "ToolNameClashError", "ToolSpec", "Toolset", "parse_arguments", "tool_error"]
+
+log = logging.getLogger("mindcore.tools")
 
 ToolResult = dict[str, Any]
 Handler = Callable[[dict[str, Any]], ToolResult]
@@ -131,40 +136,105 @@ def _build_validator(schema: Mapping[str, Any]) -> Any:
 class Toolset:
     """Named tools with handlers; :meth:`call` is the single entry point for a model's tool call.
 
+    Every capability's ``.tools`` is a ``Toolset``. Iterating it yields its tool specs
+    (``[t.to_openai() for t in tools]``), ``len`` counts them, :meth:`openai`, :meth:`anthropic` and
+    :meth:`mcp` list them in a provider's format, and toolsets combine with ``+`` or :meth:`merge`
+    into one that dispatches each call to the tool's own handler. :meth:`call` never raises: whatever
+    goes wrong comes back as ``{"status": "error", "error": "..."}`` for the model to read.
+
     ``aliases`` maps extra accepted names (legacy or provider-safe spellings) to a tool's name.
+
+    >>> ping = Toolset([(ToolSpec("ping", "Answer pong."), lambda args: {"status": "ok", "reply": "pong"})])
+    >>> clock = Toolset([(ToolSpec("now", "The time."), lambda args: {"status": "ok", "time": "noon"})])
+    >>> both = ping + clock
+    >>> len(both), [t.name for t in both]
+    (2, ['ping', 'now'])
+    >>> both.call("now")
+    {'status': 'ok', 'time': 'noon'}
+    >>> ping + ping
+    Traceback (most recent call last):
+    ...
+    mindcore.errors.ToolNameClashError: duplicate tool name 'ping': two tools in one Toolset cannot share a name
     """
 
     def __init__(
         self,
-        tools: Iterable[tuple[ToolSpec, Handler]],
+        tools: Iterable[tuple[ToolSpec, Handler]] = (),
         *,
         aliases: Mapping[str, str] | None = None,
     ) -> None:
         self._tools: dict[str, tuple[ToolSpec, Handler]] = {}
         for spec, handler in tools:
             if spec.name in self._tools:
-                raise ValueError(f"duplicate tool name {spec.name!r}")
+                raise ToolNameClashError(
+                    f"duplicate tool name {spec.name!r}: two tools in one Toolset cannot share a name"
+                )
             self._tools[spec.name] = (spec, handler)
         self._aliases = dict(aliases or {})
         for alias, target in self._aliases.items():
+            if alias in self._tools:
+                raise ToolNameClashError(f"alias {alias!r} is also the name of a tool")
             if target not in self._tools:
                 raise ValueError(f"alias {alias!r} points at unknown tool {target!r}")
+
+    @classmethod
+    def merge(cls, *toolsets: Toolset) -> Toolset:
+        """One toolset with every tool and alias of ``toolsets``, in order. A name used by two of
+        them raises :class:`~mindcore.errors.ToolNameClashError` naming it."""
+        tools: list[tuple[ToolSpec, Handler]] = []
+        aliases: dict[str, str] = {}
+        for toolset in toolsets:
+            if not isinstance(toolset, Toolset):
+                raise InvalidInputError(f"Toolset.merge: expected Toolsets, got {type(toolset).__name__}")
+            tools += toolset._tools.values()
+            for alias, target in toolset._aliases.items():
+                if alias in aliases:
+                    raise ToolNameClashError(f"duplicate alias {alias!r}: two toolsets accept that name")
+                aliases[alias] = target
+        return cls(tools, aliases=aliases)
+
+    def __add__(self, other: object) -> Toolset:
+        if not isinstance(other, Toolset):
+            return NotImplemented
+        return Toolset.merge(self, other)
+
+    def __iter__(self) -> Iterator[ToolSpec]:
+        return iter(self.specs)
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools or name in self._aliases
+
+    def __repr__(self) -> str:
+        return f"Toolset({list(self._tools)!r})"
 
     @property
     def specs(self) -> list[ToolSpec]:
         return [spec for spec, _ in self._tools.values()]
 
-    def __contains__(self, name: object) -> bool:
-        return name in self._tools or name in self._aliases
+    @property
+    def names(self) -> list[str]:
+        """The tools' names, in order (aliases not included)."""
+        return list(self._tools)
 
     def openai(self) -> list[dict[str, Any]]:
+        """The OpenAI Chat Completions ``tools`` list."""
         return [spec.to_openai() for spec in self.specs]
 
     def anthropic(self) -> list[dict[str, Any]]:
+        """The Anthropic Messages ``tools`` list."""
         return [spec.to_anthropic() for spec in self.specs]
 
+    def mcp(self) -> list[dict[str, Any]]:
+        """The Model Context Protocol ``tools/list`` entries."""
+        return [spec.to_mcp() for spec in self.specs]
+
     def call(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> ToolResult:
-        """Validate and run one tool call; every failure the model caused comes back as a tool error."""
+        """Validate and run one tool call. Never raises: an unknown tool, bad arguments or any
+        exception from the handler comes back as ``{"status": "error", "error": "..."}`` (mindcore's
+        own errors with their message as is, others as ``"<type>: <message>"``)."""
         entry = self._tools.get(self._aliases.get(name, name))
         if entry is None:
             known = ", ".join(sorted(self._tools))
@@ -174,5 +244,12 @@ class Toolset:
             args = parse_arguments(arguments)
             spec.validate(args)
             return handler(args)
-        except ToolError as exc:
+        except MindcoreError as exc:
             return tool_error(str(exc))
+        except Exception as exc:  # a handler's bug must not crash the agent loop; the model reads it
+            log.warning("tool %s failed", spec.name, exc_info=True)
+            return tool_error(f"{type(exc).__name__}: {exc}")
+
+    async def acall(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> ToolResult:
+        """:meth:`call` off the event loop (handlers may do I/O)."""
+        return await asyncio.to_thread(self.call, name, arguments)

@@ -22,16 +22,23 @@ from __future__ import annotations
 
 import math
 import operator
-from collections.abc import Sequence
-from typing import Any, SupportsFloat, SupportsIndex, TypeVar, cast
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, SupportsFloat, SupportsIndex, TypeVar, cast
 
-from mindcore.errors import InvalidInputError
+from mindcore.errors import InvalidInputError, InvalidTypeError
+
+if TYPE_CHECKING:
+    from mindcore.embed.base import Embedder
+    from mindcore.llm.base import LLM
 
 __all__ = [
     "check_bool",
+    "check_callable",
     "check_choice",
+    "check_embedder",
     "check_id",
     "check_int",
+    "check_llm",
     "check_number",
     "check_tags",
     "check_text",
@@ -40,7 +47,13 @@ __all__ = [
 ]
 
 T = TypeVar("T", bound=str)
+F = TypeVar("F", bound=Callable[..., object])
 ErrorType = type[Exception]
+
+
+def _type_error(error: ErrorType) -> ErrorType:
+    # A wrong type is also a TypeError for callers that kept the default error class.
+    return InvalidTypeError if error is InvalidInputError else error
 
 
 def describe(value: Any) -> str:
@@ -77,7 +90,7 @@ def check_text(
     if value is None and optional:
         return None
     if not isinstance(value, str):
-        raise error(f"{name}: expected a string, got {describe(value)}")
+        raise _type_error(error)(f"{name}: expected a string, got {describe(value)}")
     if not allow_blank and not value.strip():
         raise error(f"{name}: must not be empty")
     if len(value) > max_chars:
@@ -103,7 +116,7 @@ def check_id(value: object, name: str = "id", *, max_chars: int = 200, error: Er
 def check_bool(value: object, name: str, *, error: ErrorType = InvalidInputError) -> bool:
     """``True`` or ``False``, nothing truthy in their place (``"yes"``, ``1``)."""
     if not isinstance(value, bool):
-        raise error(f"{name}: expected true or false, got {describe(value)}")
+        raise _type_error(error)(f"{name}: expected true or false, got {describe(value)}")
     return value
 
 
@@ -117,7 +130,7 @@ def check_int(
 ) -> int:
     """An integer (numpy integers too; never a bool or a float such as ``2.0``) within the bounds."""
     if isinstance(value, bool) or (not isinstance(value, int) and not _is_numpy_integer(value)):
-        raise error(f"{name}: expected an integer, got {describe(value)}")
+        raise _type_error(error)(f"{name}: expected an integer, got {describe(value)}")
     number = operator.index(cast(SupportsIndex, value))
     _check_bounds(number, name, minimum, maximum, error)
     return number
@@ -133,7 +146,7 @@ def check_number(
 ) -> float:
     """A finite real number (int or float, never a bool) within the bounds."""
     if isinstance(value, bool) or (not isinstance(value, int | float) and not _is_numpy_number(value)):
-        raise error(f"{name}: expected a number, got {describe(value)}")
+        raise _type_error(error)(f"{name}: expected a number, got {describe(value)}")
     number = float(cast(SupportsFloat, value))
     if not math.isfinite(number):
         raise error(f"{name}: must be a finite number, got {number}")
@@ -160,7 +173,7 @@ def check_tags(
 ) -> list[str]:
     """A list of at most ``max_tags`` non-empty tags (duplicates removed, order kept)."""
     if isinstance(value, str) or not isinstance(value, Sequence):
-        raise error(f"{name}: expected a list of strings, got {describe(value)}")
+        raise _type_error(error)(f"{name}: expected a list of strings, got {describe(value)}")
     if len(value) > max_tags:
         raise error(f"{name}: {len(value)} tags; the limit is {max_tags}")
     out: list[str] = []
@@ -169,6 +182,30 @@ def check_tags(
         if checked not in out:
             out.append(checked)  # type: ignore[arg-type]
     return out
+
+
+def check_callable(value: F, name: str) -> F:
+    """Something to call (a clock, a handler)."""
+    if not callable(value):
+        raise InvalidTypeError(f"{name}: expected a callable, got {describe(value)}")
+    return value
+
+
+def check_embedder(value: object, name: str = "embedder") -> Embedder:
+    """An :class:`~mindcore.embed.Embedder`, checked by what is used (``embed``), so small test
+    doubles without the async twin still pass."""
+    if value is None or not callable(getattr(value, "embed", None)):
+        raise InvalidTypeError(
+            f"{name}: expected an Embedder (an object with dim and embed(texts)), got {describe(value)}"
+        )
+    return value  # type: ignore[return-value]
+
+
+def check_llm(value: object, name: str) -> LLM:
+    """An :class:`~mindcore.llm.LLM` (an object with ``complete(messages, ...)``)."""
+    if value is None or not callable(getattr(value, "complete", None)):
+        raise InvalidTypeError(f"{name}: expected an LLM (an object with complete(messages, ...)), got {describe(value)}")
+    return value  # type: ignore[return-value]
 
 
 def _check_bounds(number: float, name: str, minimum: float | None, maximum: float | None, error: ErrorType) -> None:

@@ -31,8 +31,16 @@ class Embedder(Protocol):
     True
     """
 
-    dim: int
-    model_id: str
+    # Read-only: an embedder may compute them (or ask its endpoint once).
+    @property
+    def dim(self) -> int:
+        """The length of each vector."""
+        ...
+
+    @property
+    def model_id(self) -> str:
+        """The model and every setting that changes its vectors."""
+        ...
 
     def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
         """Embed `texts`: float32 ``(len(texts), dim)``."""

@@ -12,10 +12,11 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.kernels import dedupe_within, hybrid_topk, looks_like_secret, near_duplicates
 from mindcore.ltm._repo import MemoryRepo, NewMemory
 from mindcore.ltm.config import resolve_enabled, resolve_max_items
@@ -38,7 +39,14 @@ from mindcore.ltm.types import (
     RememberResult,
     embedded_text,
 )
+from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset
+from mindcore.validation import check_callable, check_embedder, check_llm
+
+if TYPE_CHECKING:
+    from mindcore.embed import Embedder
+    from mindcore.llm import LLM
+    from mindcore.store import Store
 
 __all__ = ["DUPLICATE_THRESHOLD", "LongTermMemory", "RecallWeights"]
 
@@ -123,7 +131,7 @@ def _require_id(name: str, value: Any, *, optional: bool = False) -> None:
     if optional and value is None:
         return
     if not isinstance(value, str) or not value:
-        raise ValueError(f"{name}: expected a non-empty string, got {value!r}")
+        raise InvalidInputError(f"{name}: expected a non-empty string, got {value!r}")
 
 
 class LongTermMemory:
@@ -150,13 +158,13 @@ class LongTermMemory:
 
     def __init__(
         self,
-        store: Any,
+        store: StoreLike,
         *,
         user_id: str,
         namespace: str = "default",
         workspace_id: str | None = None,
-        embedder: Any,
-        extractor: Any = None,
+        embedder: Embedder,
+        extractor: LLM | None = None,
         max_items: int | None = None,
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
@@ -165,10 +173,15 @@ class LongTermMemory:
         _require_id("user_id", user_id)
         _require_id("namespace", namespace)
         _require_id("workspace_id", workspace_id, optional=True)
-        if embedder is None or not callable(getattr(embedder, "embed", None)):
-            raise TypeError("embedder: expected an Embedder (an object with dim and embed(texts))")
-        if extractor is not None and not callable(getattr(extractor, "complete", None)):
-            raise TypeError("extractor: expected an LLM (an object with complete(messages, ...))")
+        check_embedder(embedder)
+        if extractor is not None:
+            check_llm(extractor, "extractor")
+        if weights is not None and not isinstance(weights, RecallWeights):
+            raise InvalidTypeError(f"weights: expected RecallWeights, got {type(weights).__name__}")
+        if clock is not None:
+            check_callable(clock, "clock")
+        if not isinstance(touch_delay, int | float) or isinstance(touch_delay, bool) or touch_delay < 0:
+            raise InvalidInputError(f"touch_delay: expected seconds >= 0, got {touch_delay!r}")
         self.user_id = user_id
         self.namespace = namespace
         self.workspace_id = workspace_id
@@ -177,12 +190,13 @@ class LongTermMemory:
         self.max_items = resolve_max_items(max_items)
         self.weights = weights or RecallWeights()
         self._clock = clock or _now_ms
-        self._repo = MemoryRepo(store, user_id=user_id, namespace=namespace, workspace_id=workspace_id,
+        # Opened (and checked writable) after the arguments: a bad argument opens nothing.
+        self.store: Store = resolve_store(store)
+        self._owns_store = self.store is not store
+        self._repo = MemoryRepo(self.store, user_id=user_id, namespace=namespace, workspace_id=workspace_id,
                                 embedder=embedder)
         self._write_lock = threading.Lock()
         # Last-access bumps are coalesced and written by one background thread, off recall's path.
-        if not isinstance(touch_delay, int | float) or isinstance(touch_delay, bool) or touch_delay < 0:
-            raise ValueError(f"touch_delay: expected seconds >= 0, got {touch_delay!r}")
         self.touch_delay = float(touch_delay)
         self._touch_lock = threading.Lock()  # guards the pending bumps and the timer
         self._touch_io = threading.Lock()  # one bump write at a time
@@ -200,13 +214,13 @@ class LongTermMemory:
     @classmethod
     def create(
         cls,
-        store: Any,
+        store: StoreLike,
         *,
         user_id: str,
         namespace: str = "default",
         workspace_id: str | None = None,
-        embedder: Any = None,
-        extractor: Any = None,
+        embedder: Embedder | None = None,
+        extractor: LLM | None = None,
         enabled: bool | None = None,
         max_items: int | None = None,
         weights: RecallWeights | None = None,
@@ -214,6 +228,10 @@ class LongTermMemory:
         touch_delay: float = 2.0,
     ) -> LongTermMemory | None:
         """A long-term memory for ``user_id``, or ``None`` when memory is off for this session.
+
+        ``store`` is a :class:`mindcore.store.Store` or anything :func:`mindcore.open` takes (a
+        path, ``memory://...``, an object-storage URI); a store that cannot be written raises
+        :class:`~mindcore.errors.StoreNotWritableError` here, not at the first write.
 
         ``enabled=False`` is a veto; ``MINDCORE_MEMORY_ENABLED=0/false`` a global veto;
         ``enabled=True`` or ``MINDCORE_MEMORY_ENABLED=1/true/yes/on`` turns it on; otherwise it is off.
@@ -704,11 +722,14 @@ class LongTermMemory:
             self._background_pool.submit(lambda: None).result()
 
     def close(self) -> None:
-        """Finish background work (pending bumps, queued extractions) and release the worker thread."""
+        """Finish background work (pending bumps, queued extractions), release the worker thread,
+        and close the store if this memory opened it (it was given a path)."""
         self.flush()
         if self._background_pool is not None:
             self._background_pool.shutdown(wait=True)
         _LIVE.discard(self)
+        if self._owns_store:  # it was given a path and opened the store itself
+            self.store.close()
 
     def __enter__(self) -> LongTermMemory:
         return self

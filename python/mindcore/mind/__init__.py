@@ -2,9 +2,9 @@
 
 A :class:`Mind` keeps an agent's entries in a store (namespace ``mind/<agent>``). Each run
 (:meth:`Mind.run`, or :meth:`Mind.arun` with ``async with``) gets the ``--- AGENT MIND ---``
-header for its system prompt, the seven tools for the model (``run.tools``: JSON-schema specs
-with ``.to_openai()`` / ``.to_anthropic()``), and a draft buffer committed as one unit when the
-block ends. An exception inside the block makes it an error flush (beliefs and reflections kept
+header for its system prompt, the seven tools for the model (``run.tools``, a
+:class:`~mindcore.toolspec.Toolset`: ``run.tools.openai()``, ``run.call(name, arguments)``), and
+a draft buffer committed as one unit when the block ends. An exception inside the block makes it an error flush (beliefs and reflections kept
 with ``error=True``, goal writes and unpins dropped), then propagates.
 
 Tools (the seed's names, parameters and result shapes): ``mind_recall``, ``mind_believe``,

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from typing import Any
 
+from mindcore.errors import InvalidInputError, InvalidTypeError
+
 __all__ = [
     "CAP_CEILING",
     "DURATION_FORMS",
@@ -119,9 +121,9 @@ def _ttl(value: TtlDefaults | Mapping[str, Any] | None) -> TtlDefaults:
     if isinstance(value, Mapping):
         unknown = set(value) - {"belief", "reflection"}
         if unknown:
-            raise ValueError(f"ttl_defaults: unknown keys {sorted(unknown)} (expected 'belief', 'reflection')")
+            raise InvalidInputError(f"ttl_defaults: unknown keys {sorted(unknown)} (expected 'belief', 'reflection')")
         return TtlDefaults(**dict(value))
-    raise TypeError(f"ttl_defaults: expected TtlDefaults or a dict, got {type(value).__name__}")
+    raise InvalidTypeError(f"ttl_defaults: expected TtlDefaults or a dict, got {type(value).__name__}")
 
 
 @dataclass(frozen=True)
@@ -153,16 +155,16 @@ class MindConfig:
             object.__setattr__(self, name, min(value, CAP_CEILING))
         w = self.recency_window_days
         if isinstance(w, bool) or not isinstance(w, int | float) or not math.isfinite(w) or w <= 0:
-            raise ValueError(f"recency_window_days: expected a positive number, got {w!r}")
+            raise InvalidInputError(f"recency_window_days: expected a positive number, got {w!r}")
         for name in ("deduplication_threshold", "retrieval_threshold"):
             t = getattr(self, name)
             if isinstance(t, bool) or not isinstance(t, int | float) or not 0.0 <= t <= 1.0:
-                raise ValueError(f"{name}: expected a number in [0, 1], got {t!r}")
+                raise InvalidInputError(f"{name}: expected a number in [0, 1], got {t!r}")
             object.__setattr__(self, name, float(t))
         object.__setattr__(self, "ttl_defaults", _ttl(self.ttl_defaults))
         ns = self.namespace
         if ns is not None and (not isinstance(ns, str) or not ns.strip()):
-            raise ValueError(f"namespace: expected a non-empty str or None, got {ns!r}")
+            raise InvalidInputError(f"namespace: expected a non-empty str or None, got {ns!r}")
 
     def namespace_for(self, agent: str) -> str:
         """The storage namespace: ``namespace`` if set, else ``mind/<agent>``."""
@@ -171,7 +173,7 @@ class MindConfig:
 
 def _int_at_least(value: object, name: str, low: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: expected an int, got {type(value).__name__}")
+        raise InvalidTypeError(f"{name}: expected an int, got {type(value).__name__}")
     if value < low:
-        raise ValueError(f"{name}: expected an int >= {low}, got {value}")
+        raise InvalidInputError(f"{name}: expected an int >= {low}, got {value}")
     return value

@@ -128,6 +128,14 @@ class DraftBuffer:
     def pinned_count(self) -> int:
         return sum(r.pinned for r in self.reflections.values())
 
+    def summary(self) -> str:
+        """The pending writes by kind, e.g. ``"1 belief, 2 goals"`` (``""`` when there are none)."""
+        kinds = (
+            (self.beliefs, "belief"), (self.reflections, "reflection"), (self.goals, "goal"),
+            (self.goal_updates, "goal update"), (self.unpins, "unpin"),
+        )
+        return ", ".join(f"{len(d)} {noun}{'' if len(d) == 1 else 's'}" for d, noun in kinds if d)
+
     def put_belief(self, d: DraftBelief) -> DraftBelief:
         """Add ``d``, or merge it into the draft belief with the same id; returns the entry kept."""
         held = self.beliefs.get(d.id)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 
+from mindcore import validation
+from mindcore.errors import InvalidTypeError
 from mindcore.mind._repo import Repo, StoreView
-from mindcore.mind.config import MindConfig, parse_due_by, parse_duration
+from mindcore.mind.config import MindConfig, parse_due_by
 from mindcore.mind.draft import (
     Claims,
     DraftBelief,
@@ -44,12 +46,21 @@ from mindcore.mind.entries import (
 )
 from mindcore.mind.header import render_header
 from mindcore.mind.recall import TAU_MS, W_CONFIDENCE, W_RECENCY, W_SIMILARITY, match_goals
-from mindcore.mind.tools import TOOL_SPECS
-from mindcore.mind.validate import MindError, check_bool, check_choice, check_id, check_tags, check_text
-from mindcore.toolspec import ToolError, Toolset, ToolSpec
+from mindcore.mind.tools import build_toolset
+from mindcore.mind.validate import (
+    MindError,
+    check_bool,
+    check_choice,
+    check_duration,
+    check_id,
+    check_tags,
+    check_text,
+)
+from mindcore.toolspec import Toolset
 
 if TYPE_CHECKING:
-    from mindcore.store import EmbedderLike, Store
+    from mindcore.embed import Embedder
+    from mindcore.store import Store, StoreLike
 
 __all__ = ["Believed", "FlushReport", "Mind", "MindRun", "Reflected"]
 
@@ -110,7 +121,8 @@ class Mind:
     namespace ``config.namespace`` (default ``mind/<agent>``). ``embedder`` embeds beliefs,
     reflections and queries (default: the store's embedder, else the bundled offline
     :func:`mindcore.embed.default_embedder`); a store built with another embedding model or
-    dimension is refused.
+    dimension is refused, and so is a store that cannot be written
+    (:class:`~mindcore.errors.StoreNotWritableError`, raised here rather than at a run's flush).
     ``clock`` (unix ms) exists for tests.
 
     >>> import mindcore
@@ -132,21 +144,24 @@ class Mind:
 
     def __init__(
         self,
-        store: Store | str | os.PathLike[str] | None = None,
+        store: StoreLike | None = None,
         *,
         agent: str,
-        embedder: EmbedderLike | None = None,
+        embedder: Embedder | None = None,
         config: MindConfig | None = None,
         clock: Callable[[], int] | None = None,
     ) -> None:
-        if not isinstance(agent, str) or not agent.strip():
-            raise ValueError(f"agent: expected a non-empty str, got {agent!r}")
+        validation.check_text(agent, "agent", max_chars=1000)
         if config is not None and not isinstance(config, MindConfig):
-            raise TypeError(f"config: expected a MindConfig, got {type(config).__name__}")
-        from mindcore.store import Store, open
+            raise InvalidTypeError(f"config: expected a MindConfig, got {type(config).__name__}")
+        if embedder is not None:
+            validation.check_embedder(embedder)
+        if clock is not None:
+            validation.check_callable(clock, "clock")
+        from mindcore.store import resolve_store
 
-        self._owns_store = not isinstance(store, Store)
-        self.store: Store = store if isinstance(store, Store) else open(store)
+        self.store: Store = resolve_store(store)
+        self._owns_store = self.store is not store
         self.agent = agent
         self.config = config or MindConfig()
         self.namespace = self.config.namespace_for(agent)
@@ -154,7 +169,7 @@ class Mind:
             from mindcore.embed import default_embedder
 
             embedder = self.store.embedder or default_embedder()
-        self.embedder = embedder
+        self.embedder: Embedder = embedder
         self._clock = clock or _now_ms
         self._repo = Repo(self.store, self.namespace, embedder)
         dim = self._repo.table.dim
@@ -174,7 +189,9 @@ class Mind:
     def run(self) -> MindRun:
         """Start a run: a fresh draft buffer and the header of the committed store. Use it as a
         context manager; leaving the block flushes (an exception makes it an error flush, and
-        the exception propagates)."""
+        the exception propagates). Code that cannot use ``with`` ends the run with
+        :meth:`MindRun.close`; a run dropped with pending writes loses them, with a
+        :class:`ResourceWarning`."""
         return MindRun(self)
 
     def arun(self) -> _AsyncRun:
@@ -368,6 +385,8 @@ class MindRun:
         #: The ``--- AGENT MIND ---`` block for the system prompt ("" when there is nothing to show).
         self.header: str = mind.header()
         self._toolset: Toolset | None = None
+        # A run dropped with pending writes loses them: say so (flush detaches this).
+        self._unflushed = weakref.finalize(self, _warn_unflushed, self._draft, mind.namespace)
 
     def __repr__(self) -> str:
         state = "flushed" if self._closed else f"{len(self._draft)} pending"
@@ -376,76 +395,28 @@ class MindRun:
     # -- tools ----------------------------------------------------------------------------------
 
     @property
-    def tools(self) -> list[ToolSpec]:
-        """The seven tool specs (``.to_openai()``, ``.to_anthropic()``, ``.to_mcp()``)."""
-        return list(TOOL_SPECS)
+    def tools(self) -> Toolset:
+        """The seven tools, bound to this run: iterate for the specs (``.to_openai()``,
+        ``.to_anthropic()``, ``.to_mcp()``), ``.openai()`` for a provider's list, ``.call()`` to run
+        a model's call, ``+`` to combine with another capability's tools."""
+        if self._toolset is None:
+            self._toolset = build_toolset(self)
+        return self._toolset
 
     @property
     def toolset(self) -> Toolset:
-        """The tools bound to this run's handlers (``.openai()``, ``.anthropic()``, ``.call()``)."""
-        if self._toolset is None:
-            handlers = {
-                "mind_recall": self._tool_recall, "mind_believe": self._tool_believe,
-                "mind_reflect": self._tool_reflect, "mind_unpin_reflection": self._tool_unpin,
-                "mind_set_goal": self._tool_set_goal, "mind_update_goal": self._tool_update_goal,
-                "mind_complete_goal": self._tool_complete_goal,
-            }
-            self._toolset = Toolset([(spec, _as_tool(handlers[spec.name])) for spec in TOOL_SPECS])
-        return self._toolset
+        """Deprecated: :attr:`tools` is the same :class:`~mindcore.toolspec.Toolset`."""
+        warnings.warn("MindRun.toolset is deprecated; use MindRun.tools (the same Toolset)",
+                      DeprecationWarning, stacklevel=2)
+        return self.tools
 
     def call(self, name: str, arguments: str | bytes | dict[str, Any] | None = None) -> dict[str, Any]:
         """Run a model's tool call (arguments as a JSON string or a dict) and return the result
         for the model; bad arguments come back as ``{"status": "error", "error": "..."}``."""
-        return self.toolset.call(name, arguments)
+        return self.tools.call(name, arguments)
 
     async def acall(self, name: str, arguments: str | bytes | dict[str, Any] | None = None) -> dict[str, Any]:
         return await asyncio.to_thread(self.call, name, arguments)
-
-    def _tool_recall(self, a: dict[str, Any]) -> dict[str, Any]:
-        limit = a.get("limit", 5)
-        if isinstance(limit, float) and limit.is_integer():
-            limit = int(limit)  # JSON schema counts 2.0 as an integer; so do we
-        results = self.recall(
-            a["query"], type=a.get("type", "all"), status=a.get("status", "active"), tags=a.get("tags"),
-            pinned=a.get("pinned"), include_expired=a.get("includeExpired", False), threshold=a.get("threshold"),
-            limit=limit,
-        )
-        return {"status": "ok", "results": [r.to_dict() for r in results]}
-
-    def _tool_believe(self, a: dict[str, Any]) -> dict[str, Any]:
-        check_text(a["content"], "content")
-        expires = a.get("expiresIn")
-        ttl = None if expires is None else _duration(expires, "expiresIn")
-        r = self._believe(a["content"], a.get("confidence", "medium"), a.get("tags"), ttl,
-                          a.get("allowDowngrade", False))
-        return {"status": "ok", "action": r.action, "id": r.id}
-
-    def _tool_reflect(self, a: dict[str, Any]) -> dict[str, Any]:
-        check_text(a["content"], "content")
-        check_text(a.get("relatedTo"), "relatedTo", optional=True)
-        r = self._reflect(a["content"], a.get("pin", False), a.get("tags"), a.get("relatedTo"))
-        out: dict[str, Any] = {"status": "ok", "id": r.id}
-        if r.warning:
-            out["warning"] = r.warning
-        return out
-
-    def _tool_unpin(self, a: dict[str, Any]) -> dict[str, Any]:
-        self.unpin_reflection(a["id"])
-        return {"status": "ok"}
-
-    def _tool_set_goal(self, a: dict[str, Any]) -> dict[str, Any]:
-        check_text(a["description"], "description")
-        gid = self._set_goal(a["description"], a.get("priority", "normal"), a.get("tags"), a.get("dueBy"), "dueBy")
-        return {"status": "ok", "id": gid}
-
-    def _tool_update_goal(self, a: dict[str, Any]) -> dict[str, Any]:
-        self.update_goal(a["id"], description=a.get("description"), priority=a.get("priority"),
-                         progress=a.get("progress"))
-        return {"status": "ok"}
-
-    def _tool_complete_goal(self, a: dict[str, Any]) -> dict[str, Any]:
-        self.complete_goal(a["id"], a.get("outcome"))
-        return {"status": "ok"}
 
     # -- the Python API -------------------------------------------------------------------------
 
@@ -469,7 +440,7 @@ class MindRun:
         check_text(content, "content")
         check_choice(confidence, "confidence", CONFIDENCES)
         check_bool(allow_downgrade, "allow_downgrade")
-        ttl = None if expires_in is None else _duration(expires_in, "expires_in")
+        ttl = None if expires_in is None else check_duration(expires_in, "expires_in")
         return self._believe(content, confidence, tags, ttl, allow_downgrade)
 
     def _believe(self, content: str, confidence: Confidence, tags: Sequence[str] | None, ttl_ms: int | None,
@@ -694,12 +665,17 @@ class MindRun:
 
     def flush(self, *, error: bool = False) -> FlushReport:
         """End the run: commit the draft as one unit (see the flush rules in
-        :mod:`mindcore.mind.draft`). Idempotent: later calls return the first report."""
+        :mod:`mindcore.mind.draft`). Idempotent: later calls return the first report.
+
+        ``with mind.run() as run:`` calls it when the block ends; code that cannot use ``with``
+        calls it (or :meth:`close`) itself. A run dropped with pending writes and never flushed
+        loses them, with a :class:`ResourceWarning` that names them."""
         with self._lock:
             if self._closed:
                 assert self.report is not None
                 return self.report
             self._closed = True
+            self._unflushed.detach()
             mind = self.mind
             try:
                 if len(self._draft) == 0:
@@ -722,6 +698,14 @@ class MindRun:
 
     async def aflush(self, *, error: bool = False) -> FlushReport:
         return await asyncio.to_thread(lambda: self.flush(error=error))
+
+    def close(self) -> FlushReport:
+        """End the run, committing its pending writes (:meth:`flush`); later calls of its tools
+        and methods are errors. Idempotent."""
+        return self.flush()
+
+    async def aclose(self) -> FlushReport:
+        return await asyncio.to_thread(self.close)
 
     def _exit(self, et: type[BaseException] | None, ev: BaseException | None) -> None:
         if et is None:
@@ -756,6 +740,16 @@ class MindRun:
         self.mind._claims.set_pending(self, goals=len(self._draft.goals), pins=self._draft.pinned_count())
 
 
+def _warn_unflushed(draft: DraftBuffer, namespace: str) -> None:
+    pending = draft.summary()
+    if pending:
+        warnings.warn(
+            f"a run of mind {namespace!r} was dropped without a flush; its writes are lost: {pending}. "
+            "Use `with mind.run() as run:`, or call run.flush() or run.close() when done",
+            ResourceWarning, stacklevel=2,
+        )
+
+
 class _AsyncRun:
     """``async with mind.arun() as run``: a :class:`MindRun` started and flushed off the loop."""
 
@@ -772,21 +766,3 @@ class _AsyncRun:
     ) -> None:
         assert self._run is not None
         await asyncio.to_thread(self._run._exit, et, ev)
-
-
-def _duration(text: object, name: str) -> int:
-    try:
-        return parse_duration(text, arg=name)
-    except ValueError as e:
-        raise MindError(str(e)) from None
-
-
-def _as_tool(fn: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], dict[str, Any]]:
-    def handler(args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return fn(args)
-        except MindError as e:
-            raise ToolError(str(e)) from None
-
-    return handler
-

@@ -1,11 +1,27 @@
 """The seven LLM-callable mind tools: names, parameters and descriptions (the seed's, since
-models are prompted with them), plus the argument checks a JSON schema cannot express well."""
+models are prompted with them) and their handlers, bound to one run by :func:`build_toolset`.
+
+The handlers check what a JSON schema cannot express well (blank text, durations, dates) and
+name arguments as the model spells them (``expiresIn``, ``dueBy``); a refused call comes back as
+``{"status": "error", "error": "..."}`` and leaves the run's draft untouched.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mindcore.toolspec import ToolSpec
+from mindcore.mind.validate import (
+    MAX_LIMIT,
+    MAX_TAG_CHARS,
+    MAX_TAGS,
+    MAX_TEXT_CHARS,
+    check_duration,
+    check_text,
+)
+from mindcore.toolspec import Toolset, ToolSpec
+
+if TYPE_CHECKING:
+    from mindcore.mind.mind import MindRun
 
 __all__ = [
     "MAX_TAGS",
@@ -13,13 +29,8 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "TOOL_NAMES",
     "TOOL_SPECS",
+    "build_toolset",
 ]
-
-#: Longest accepted free text (content, description, progress, outcome, query, relatedTo).
-MAX_TEXT_CHARS = 4000
-MAX_TAGS = 32
-MAX_TAG_CHARS = 100
-MAX_LIMIT = 100
 
 _TAGS: dict[str, Any] = {
     "type": "array",
@@ -147,3 +158,61 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
 )
 
 TOOL_NAMES: tuple[str, ...] = tuple(s.name for s in TOOL_SPECS)
+
+
+def build_toolset(run: MindRun) -> Toolset:
+    """The :class:`~mindcore.toolspec.Toolset` behind :attr:`MindRun.tools`: the seven tools,
+    writing to ``run``'s draft buffer."""
+
+    def recall(a: dict[str, Any]) -> dict[str, Any]:
+        limit = a.get("limit", 5)
+        if isinstance(limit, float) and limit.is_integer():
+            limit = int(limit)  # JSON schema counts 2.0 as an integer; so do we
+        results = run.recall(
+            a["query"], type=a.get("type", "all"), status=a.get("status", "active"), tags=a.get("tags"),
+            pinned=a.get("pinned"), include_expired=a.get("includeExpired", False), threshold=a.get("threshold"),
+            limit=limit,
+        )
+        return {"status": "ok", "results": [r.to_dict() for r in results]}
+
+    def believe(a: dict[str, Any]) -> dict[str, Any]:
+        check_text(a["content"], "content")
+        expires = a.get("expiresIn")
+        ttl = None if expires is None else check_duration(expires, "expiresIn")
+        r = run._believe(a["content"], a.get("confidence", "medium"), a.get("tags"), ttl,
+                         a.get("allowDowngrade", False))
+        return {"status": "ok", "action": r.action, "id": r.id}
+
+    def reflect(a: dict[str, Any]) -> dict[str, Any]:
+        check_text(a["content"], "content")
+        check_text(a.get("relatedTo"), "relatedTo", optional=True)
+        r = run._reflect(a["content"], a.get("pin", False), a.get("tags"), a.get("relatedTo"))
+        out: dict[str, Any] = {"status": "ok", "id": r.id}
+        if r.warning:
+            out["warning"] = r.warning
+        return out
+
+    def unpin(a: dict[str, Any]) -> dict[str, Any]:
+        run.unpin_reflection(a["id"])
+        return {"status": "ok"}
+
+    def set_goal(a: dict[str, Any]) -> dict[str, Any]:
+        check_text(a["description"], "description")
+        gid = run._set_goal(a["description"], a.get("priority", "normal"), a.get("tags"), a.get("dueBy"), "dueBy")
+        return {"status": "ok", "id": gid}
+
+    def update_goal(a: dict[str, Any]) -> dict[str, Any]:
+        run.update_goal(a["id"], description=a.get("description"), priority=a.get("priority"),
+                        progress=a.get("progress"))
+        return {"status": "ok"}
+
+    def complete_goal(a: dict[str, Any]) -> dict[str, Any]:
+        run.complete_goal(a["id"], a.get("outcome"))
+        return {"status": "ok"}
+
+    handlers = {
+        "mind_recall": recall, "mind_believe": believe, "mind_reflect": reflect, "mind_unpin_reflection": unpin,
+        "mind_set_goal": set_goal, "mind_update_goal": update_goal, "mind_complete_goal": complete_goal,
+    }
+    # A MindError from the run's checks reaches the model as a tool error (Toolset.call).
+    return Toolset([(spec, handlers[spec.name]) for spec in TOOL_SPECS])

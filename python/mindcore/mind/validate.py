@@ -11,11 +11,29 @@ from typing import TypeVar
 
 from mindcore import validation
 from mindcore.errors import MindError
-from mindcore.mind.tools import MAX_TAG_CHARS, MAX_TAGS, MAX_TEXT_CHARS
+from mindcore.mind.config import parse_duration
 
-__all__ = ["MindError", "check_bool", "check_choice", "check_id", "check_tags", "check_text"]
+__all__ = [
+    "MAX_LIMIT",
+    "MAX_TAGS",
+    "MAX_TAG_CHARS",
+    "MAX_TEXT_CHARS",
+    "MindError",
+    "check_bool",
+    "check_choice",
+    "check_duration",
+    "check_id",
+    "check_tags",
+    "check_text",
+]
 
 T = TypeVar("T", bound=str)
+
+#: Longest accepted free text (content, description, progress, outcome, query, relatedTo).
+MAX_TEXT_CHARS = 4000
+MAX_TAGS = 32
+MAX_TAG_CHARS = 100
+MAX_LIMIT = 100
 
 
 def check_text(value: object, name: str, *, optional: bool = False) -> str | None:
@@ -47,3 +65,11 @@ def check_tags(value: object, name: str = "tags") -> list[str]:
 
 def check_id(value: object, name: str = "id") -> str:
     return validation.check_id(value, name, error=MindError)
+
+
+def check_duration(value: object, name: str) -> int:
+    """A ``<n>d|h|m|s`` duration in milliseconds (see :func:`~mindcore.mind.parse_duration`)."""
+    try:
+        return parse_duration(value, arg=name)
+    except ValueError as e:
+        raise MindError(str(e)) from None

@@ -64,25 +64,32 @@ candidates instead. ``Table.vectors(namespace)`` hands the cached matrix to othe
 its own; opening either with another model or dimension raises :class:`EmbedderMismatchError`
 naming both.
 
+**Capabilities.** ``Mind``, ``WorkingMemory`` and ``LongTermMemory`` take a ``Store`` or anything
+``open`` takes as their first argument; :func:`resolve_store` is that rule (and refuses, when a
+writer opens, a store it cannot write to).
+
 **Async.** Every I/O method has an ``a``-prefixed twin (``aupsert``, ``asearch``, ...), and
 ``mindcore.store.aopen``; units of work also work with ``async with``.
 """
 
 from __future__ import annotations
 
+import warnings
+from typing import Any
+
 from mindcore.store.config import StoreConfig
 from mindcore.store.errors import EmbedderMismatchError, LockTimeoutError, SchemaError, StoreError
 from mindcore.store.filters import Col, Filter, all_of, any_of, col, to_mask, to_where
 from mindcore.store.ids import new_id
+from mindcore.store.resolve import StoreLike, resolve_store
 from mindcore.store.schema import RESERVED, Row, now_ms
 from mindcore.store.store import EmbeddingInfo, Store, aopen, open
-from mindcore.store.table import ALL_NAMESPACES, EmbedderLike, Hit, Table, UnitOfWork, WriteResult
+from mindcore.store.table import ALL_NAMESPACES, Hit, Table, UnitOfWork, WriteResult
 
 __all__ = [
     "ALL_NAMESPACES",
     "RESERVED",
     "Col",
-    "EmbedderLike",
     "EmbedderMismatchError",
     "EmbeddingInfo",
     "Filter",
@@ -93,6 +100,7 @@ __all__ = [
     "Store",
     "StoreConfig",
     "StoreError",
+    "StoreLike",
     "Table",
     "UnitOfWork",
     "WriteResult",
@@ -103,6 +111,17 @@ __all__ = [
     "new_id",
     "now_ms",
     "open",
+    "resolve_store",
     "to_mask",
     "to_where",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "EmbedderLike":
+        warnings.warn("mindcore.store.EmbedderLike is deprecated; use mindcore.embed.Embedder",
+                      DeprecationWarning, stacklevel=2)
+        from mindcore.embed import Embedder
+
+        return Embedder
+    raise AttributeError(f"module 'mindcore.store' has no attribute {name!r}")

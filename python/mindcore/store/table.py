@@ -9,11 +9,12 @@ import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, Protocol, final
+from typing import TYPE_CHECKING, Any, Literal, final
 
 import numpy as np
 import pyarrow as pa
 
+from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry
 from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
 from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, rows_to_arrow, vector_dim
@@ -31,16 +32,7 @@ log = logging.getLogger("mindcore.store")
 _GET_CHUNK = 1000
 
 
-class EmbedderLike(Protocol):
-    """What the store needs from an embedder (``mindcore.embed.Embedder`` satisfies it)."""
-
-    @property
-    def dim(self) -> int: ...
-
-    @property
-    def model_id(self) -> str: ...
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+EmbedderLike = Embedder  # deprecated alias of mindcore.embed.Embedder, kept for old imports
 
 
 @final

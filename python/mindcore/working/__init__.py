@@ -6,6 +6,7 @@ store's per-key lock, so concurrent updaters (threads or processes) never lose a
 
 from __future__ import annotations
 
+from mindcore.working.config import WorkingMemoryConfig
 from mindcore.working.memory import ReadOnlyError, WorkingMemory, WorkingMemoryError
 
-__all__ = ["ReadOnlyError", "WorkingMemory", "WorkingMemoryError"]
+__all__ = ["ReadOnlyError", "WorkingMemory", "WorkingMemoryConfig", "WorkingMemoryError"]

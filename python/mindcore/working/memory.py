@@ -4,33 +4,42 @@ with a tool call."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any, Literal
+from types import TracebackType
+from typing import Any
 
-from mindcore.errors import ReadOnlyError, WorkingMemoryError
+from mindcore.errors import InvalidInputError, InvalidTypeError, ReadOnlyError, WorkingMemoryError
 from mindcore.kernels import estimate_tokens
-from mindcore.toolspec import ToolError, Toolset, ToolSpec, parse_arguments
+from mindcore.store import StoreLike, resolve_store
+from mindcore.toolspec import Toolset, ToolSpec
 from mindcore.working._repo import StateRepo
+from mindcore.working.config import Scope, WorkingMemoryConfig
 from mindcore.working.merge import MergeError, deep_merge
 from mindcore.working.schema import StateSchema
+from mindcore.working.tools import LEGACY_TOOL_NAME, build_toolset, call_legacy
+from mindcore.working.tools import SEED_TOOL_NAME as SEED_TOOL_NAME  # where these names used to live
+from mindcore.working.tools import TOOL_NAME as TOOL_NAME
 
 __all__ = ["ReadOnlyError", "WorkingMemory", "WorkingMemoryError"]
 
 log = logging.getLogger("mindcore.working")
 
 State = str | dict[str, Any]
-Scope = Literal["thread", "resource"]
 
-TOOL_NAME = "working_memory_update"
-# The seed's tool name (not valid for every provider) and its legacy function-call convention.
-SEED_TOOL_NAME = "working-memory/update"
-LEGACY_TOOL_NAME = "updateWorkingMemory"
 
 
 class WorkingMemory:
     """A scratchpad scoped to one thread or to one resource (shared by all its threads).
+
+    ``store`` is a :class:`mindcore.store.Store` or anything :func:`mindcore.open` takes (a path,
+    ``memory://...``, an object-storage URI). The options live in ``config``
+    (:class:`~mindcore.working.WorkingMemoryConfig`); the same options given as keywords
+    (``scope=``, ``schema=``, ``template=``, ``read_only=``, ``max_tokens=``) override it. Unless
+    ``read_only``, a store that cannot be written raises
+    :class:`~mindcore.errors.StoreNotWritableError` here, not at the first update.
 
     Without ``schema`` the state is free text, replaced by each update. With ``schema`` (a pydantic
     model class or a JSON Schema dict) the state is a dict, updates are deep-merged (objects merge,
@@ -57,43 +66,43 @@ class WorkingMemory:
 
     def __init__(
         self,
-        store: Any,
+        store: StoreLike,
         *,
         thread_id: str | None = None,
         resource_id: str | None = None,
-        scope: Scope = "thread",
+        config: WorkingMemoryConfig | None = None,
+        scope: Scope | None = None,
         schema: type[Any] | Mapping[str, Any] | None = None,
         template: str | None = None,
-        read_only: bool = False,
-        max_tokens: int = 1500,
+        read_only: bool | None = None,
+        max_tokens: int | None = None,
     ) -> None:
-        if scope not in ("thread", "resource"):
-            raise ValueError(f"scope: expected 'thread' or 'resource', got {scope!r}")
-        key = thread_id if scope == "thread" else resource_id
+        if config is not None and not isinstance(config, WorkingMemoryConfig):
+            raise InvalidTypeError(f"config: expected a WorkingMemoryConfig, got {type(config).__name__}")
+        options = {"scope": scope, "schema": schema, "template": template, "read_only": read_only,
+                   "max_tokens": max_tokens}
+        given = {name: value for name, value in options.items() if value is not None}
+        cfg = dataclasses.replace(config or WorkingMemoryConfig(), **given)  # type: ignore[arg-type]
+        key = thread_id if cfg.scope == "thread" else resource_id
         if not isinstance(key, str) or not key:
-            needed = "thread_id" if scope == "thread" else "resource_id"
-            raise ValueError(f"{needed}: a non-empty string is required for scope={scope!r}")
-        if not isinstance(max_tokens, int) or max_tokens <= 0:
-            raise ValueError(f"max_tokens: expected a positive int, got {max_tokens!r}")
-        if template is not None and not isinstance(template, str):
-            raise TypeError(f"template: expected str, got {type(template).__name__}")
-        self._store = store
+            needed = "thread_id" if cfg.scope == "thread" else "resource_id"
+            raise InvalidInputError(f"{needed}: a non-empty string is required for scope={cfg.scope!r}")
+        self.config = cfg
         self.thread_id = thread_id
         self.resource_id = resource_id
-        self.scope: Scope = scope
-        self._schema_source = schema
-        self.schema = StateSchema(schema) if schema is not None else None
-        self.template = template
-        self.read_only = read_only
-        self.max_tokens = max_tokens
-        self._repo = StateRepo(store, scope=scope, key=key)
+        self.scope: Scope = cfg.scope
+        self.schema = StateSchema(cfg.schema) if cfg.schema is not None else None
+        self.template = cfg.template
+        self.read_only = cfg.read_only
+        self.max_tokens = cfg.max_tokens
+        # Opened (and checked writable unless read-only) last: a bad argument opens nothing.
+        self._store = resolve_store(store, writes=not cfg.read_only)
+        self._owns_store = self._store is not store
+        self._repo = StateRepo(self._store, scope=cfg.scope, key=key)
         # (stored text, its state, its rendered block) for the text last read or written: reads
         # of an unchanged state cost neither a decode, a validation nor a render.
         self._memo: tuple[str, State, str] | None = None
-        self._toolset = Toolset(
-            [(self._tool_spec(), self._tool_update)],
-            aliases={SEED_TOOL_NAME: TOOL_NAME},
-        )
+        self._toolset = build_toolset(self)
 
     # -- reading --------------------------------------------------------------------------------
 
@@ -152,6 +161,8 @@ class WorkingMemory:
 
     @property
     def tools(self) -> Toolset:
+        """The update tool as a :class:`~mindcore.toolspec.Toolset` (``.openai()``, ``.call()``,
+        ``+`` to combine with another capability's tools)."""
         return self._toolset
 
     def call(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -159,13 +170,7 @@ class WorkingMemory:
         a tool error the model can read on a bad update; the legacy ``updateWorkingMemory`` call logs a
         warning and leaves the state unchanged, as the seed's legacy path does."""
         if name == LEGACY_TOOL_NAME:
-            try:
-                args = parse_arguments(arguments)
-                state = self.update(args)
-            except (ToolError, WorkingMemoryError) as exc:
-                log.warning("updateWorkingMemory ignored: %s", exc)
-                return {"status": "ignored", "warning": str(exc)}
-            return {"status": "ok", "state": state}
+            return call_legacy(self, arguments)
         return self._toolset.call(name, arguments)
 
     async def acall(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -178,16 +183,18 @@ class WorkingMemory:
         updates go to the state the resource's threads share). Thread scope: the child has its own,
         initially empty, state.
         """
-        return WorkingMemory(
-            self._store,
-            thread_id=thread_id,
-            resource_id=self.resource_id,
-            scope=self.scope,
-            schema=self._schema_source,
-            template=self.template,
-            read_only=self.read_only,
-            max_tokens=self.max_tokens,
-        )
+        return WorkingMemory(self._store, thread_id=thread_id, resource_id=self.resource_id, config=self.config)
+
+    def close(self) -> None:
+        """Close the store if this working memory opened it (it was given a path)."""
+        if self._owns_store:
+            self._store.close()
+
+    def __enter__(self) -> WorkingMemory:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
 
     # -- internals ------------------------------------------------------------------------------
 
@@ -247,32 +254,6 @@ class WorkingMemory:
         raw = json.dumps(new, ensure_ascii=False)
         self._memo = (raw, new, rendered)  # keyed by the text: harmless if the commit then fails
         return raw, new
-
-    def _tool_spec(self) -> ToolSpec:
-        description = (
-            "Update your working memory (a scratchpad kept across turns). "
-            + (
-                "Send only the fields to change: objects are merged, arrays and values replace."
-                if self.schema is not None
-                else "Send the complete new content; it replaces the previous text."
-            )
-        )
-        if self.schema is not None:
-            parameters = self.schema.tool_parameters()
-        else:
-            parameters = {
-                "type": "object",
-                "properties": {"content": {"type": "string", "description": "The full new working memory text."}},
-                "required": ["content"],
-                "additionalProperties": False,
-            }
-        return ToolSpec(TOOL_NAME, description, parameters)
-
-    def _tool_update(self, args: dict[str, Any]) -> dict[str, Any]:
-        try:
-            return {"status": "ok", "state": self.update(args)}
-        except WorkingMemoryError as exc:
-            raise ToolError(str(exc)) from None
 
 
 def _fresh(state: State) -> State:

@@ -7,6 +7,8 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from mindcore.errors import InvalidInputError, InvalidTypeError
+
 __all__ = ["StateSchema"]
 
 
@@ -30,16 +32,16 @@ class StateSchema:
             try:
                 cls.check_schema(as_dict)
             except jsonschema.SchemaError as exc:
-                raise ValueError(f"schema: not a valid JSON Schema: {exc.message}") from None
+                raise InvalidInputError(f"schema: not a valid JSON Schema: {exc.message}") from None
             self._validator: Any = cls(as_dict)
             self.json_schema: dict[str, Any] = as_dict
         elif isinstance(schema, type) and hasattr(schema, "model_validate"):
             self._model = schema
             self.json_schema = schema.model_json_schema()
         else:
-            raise TypeError(f"schema: expected a pydantic model class or a JSON Schema dict, got {schema!r}")
+            raise InvalidTypeError(f"schema: expected a pydantic model class or a JSON Schema dict, got {schema!r}")
         if self.json_schema.get("type", "object") != "object":
-            raise ValueError("schema: working memory state must be an object (type 'object')")
+            raise InvalidInputError("schema: working memory state must be an object (type 'object')")
 
     def error(self, state: Mapping[str, Any]) -> str | None:
         """``None`` when ``state`` is valid, else a message naming the first failing field."""
