@@ -11,7 +11,7 @@ as UTF-8) and NUL characters.
 >>> check_int(True, "k")
 Traceback (most recent call last):
 ...
-mindcore.errors.InvalidInputError: k: expected an integer, got bool
+mindcore.errors.InvalidTypeError: k: expected an integer, got bool
 >>> check_text("caf\\ud800", "content", max_chars=100)
 Traceback (most recent call last):
 ...
@@ -23,22 +23,16 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, SupportsFloat, SupportsIndex, TypeVar, cast
+from typing import Any, SupportsFloat, SupportsIndex, TypeVar, cast
 
 from mindcore.errors import InvalidInputError, InvalidTypeError
-
-if TYPE_CHECKING:
-    from mindcore.embed.base import Embedder
-    from mindcore.llm.base import LLM
 
 __all__ = [
     "check_bool",
     "check_callable",
     "check_choice",
-    "check_embedder",
     "check_id",
     "check_int",
-    "check_llm",
     "check_number",
     "check_tags",
     "check_text",
@@ -189,23 +183,6 @@ def check_callable(value: F, name: str) -> F:
     if not callable(value):
         raise InvalidTypeError(f"{name}: expected a callable, got {describe(value)}")
     return value
-
-
-def check_embedder(value: object, name: str = "embedder") -> Embedder:
-    """An :class:`~mindcore.embed.Embedder`, checked by what is used (``embed``), so small test
-    doubles without the async twin still pass."""
-    if value is None or not callable(getattr(value, "embed", None)):
-        raise InvalidTypeError(
-            f"{name}: expected an Embedder (an object with dim and embed(texts)), got {describe(value)}"
-        )
-    return value  # type: ignore[return-value]
-
-
-def check_llm(value: object, name: str) -> LLM:
-    """An :class:`~mindcore.llm.LLM` (an object with ``complete(messages, ...)``)."""
-    if value is None or not callable(getattr(value, "complete", None)):
-        raise InvalidTypeError(f"{name}: expected an LLM (an object with complete(messages, ...)), got {describe(value)}")
-    return value  # type: ignore[return-value]
 
 
 def _check_bounds(number: float, name: str, minimum: float | None, maximum: float | None, error: ErrorType) -> None:

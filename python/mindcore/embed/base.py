@@ -11,9 +11,10 @@ from numpy.typing import NDArray
 # does): reading OpenAIEmbedder.dim may send a request, and isinstance must never do that.
 from typing_extensions import Protocol, runtime_checkable
 
-from mindcore.errors import EmbeddingError
+from mindcore.errors import EmbeddingError, InvalidTypeError
+from mindcore.validation import describe
 
-__all__ = ["Embedder", "EmbeddingError"]
+__all__ = ["Embedder", "EmbeddingError", "check_embedder"]
 
 
 @runtime_checkable
@@ -91,3 +92,13 @@ def normalize_rows(vectors: NDArray[np.floating], source: str, *, allow_zero: bo
     norms[zero] = 1.0
     out = (out / norms[:, None]).astype(np.float32, copy=False)
     return np.ascontiguousarray(out)
+
+
+def check_embedder(value: object, name: str = "embedder") -> Embedder:
+    """An :class:`~mindcore.embed.Embedder`, checked by what is used (``embed``), so small test
+    doubles without the async twin still pass."""
+    if value is None or not callable(getattr(value, "embed", None)):
+        raise InvalidTypeError(
+            f"{name}: expected an Embedder (an object with dim and embed(texts)), got {describe(value)}"
+        )
+    return value  # type: ignore[return-value]

@@ -7,9 +7,10 @@ from typing import TypedDict
 
 from typing_extensions import Protocol, runtime_checkable  # isinstance() never evaluates attributes
 
-from mindcore.errors import LLMError
+from mindcore.errors import InvalidTypeError, LLMError
+from mindcore.validation import describe
 
-__all__ = ["LLM", "ROLES", "LLMError", "Message", "check_messages"]
+__all__ = ["LLM", "ROLES", "LLMError", "Message", "check_llm", "check_messages"]
 
 #: Roles a message may have. ``developer`` is OpenAI's newer name for ``system``.
 ROLES = frozenset({"system", "developer", "user", "assistant"})
@@ -83,3 +84,10 @@ def check_max_tokens(max_tokens: int | None) -> int | None:
     if max_tokens < 1:
         raise ValueError(f"max_tokens: must be >= 1, got {max_tokens}")
     return max_tokens
+
+
+def check_llm(value: object, name: str) -> LLM:
+    """An :class:`~mindcore.llm.LLM` (an object with ``complete(messages, ...)``)."""
+    if value is None or not callable(getattr(value, "complete", None)):
+        raise InvalidTypeError(f"{name}: expected an LLM (an object with complete(messages, ...)), got {describe(value)}")
+    return value  # type: ignore[return-value]

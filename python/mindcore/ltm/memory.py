@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mindcore.embed.base import check_embedder
 from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.kernels import dedupe_within, hybrid_topk, looks_like_secret, near_duplicates
+from mindcore.llm.base import check_llm
 from mindcore.ltm._repo import MemoryRepo, NewMemory
 from mindcore.ltm.config import resolve_enabled, resolve_max_items
 from mindcore.ltm.extract import (
@@ -41,7 +43,7 @@ from mindcore.ltm.types import (
 )
 from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset
-from mindcore.validation import check_callable, check_embedder, check_llm
+from mindcore.validation import check_callable
 
 if TYPE_CHECKING:
     from mindcore.embed import Embedder

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 
 from mindcore import validation
+from mindcore.embed.base import check_embedder
 from mindcore.errors import InvalidTypeError
 from mindcore.mind._repo import Repo, StoreView
 from mindcore.mind.config import MindConfig, parse_due_by
@@ -155,7 +156,7 @@ class Mind:
         if config is not None and not isinstance(config, MindConfig):
             raise InvalidTypeError(f"config: expected a MindConfig, got {type(config).__name__}")
         if embedder is not None:
-            validation.check_embedder(embedder)
+            check_embedder(embedder)
         if clock is not None:
             validation.check_callable(clock, "clock")
         from mindcore.store import resolve_store

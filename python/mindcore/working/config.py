@@ -32,7 +32,7 @@ class WorkingMemoryConfig:
     >>> WorkingMemoryConfig(read_only="yes")
     Traceback (most recent call last):
     ...
-    mindcore.errors.InvalidTypeError: read_only: expected True or False, got 'yes'
+    mindcore.errors.InvalidTypeError: read_only: expected true or false, got str
     """
 
     scope: Scope = "thread"
