@@ -138,7 +138,7 @@ def test_goals_and_pinned_rules_are_outside_the_budget(store: Any, clock: Clock,
     mind.set_goal("A goal with a long description " * 5, priority="high")
     mind.believe("Fact A", confidence="high")  # "- Fact A (high confidence)": 26 chars -> 7 tokens
     text = mind.header()
-    assert _section(text, "## Standing Rules (Pinned)") == [f"- {r}" for r in rules]  # each far over 10 tokens
+    assert _section(text, "## Standing Rules (Pinned)") == [f"- {r.strip()}" for r in rules]  # each far over 10 tokens
     assert len(_section(text, "## Goals")) == 1
     assert _section(text, "## Beliefs") == ["- Fact A (high confidence)"]  # the budget is still whole
     zero = make(store, clock, emb, token_budget=0)

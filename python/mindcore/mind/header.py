@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from itertools import islice
 
+from mindcore.blocks import one_line as _one_line
 from mindcore.mind.entries import PRIORITY_RANK, Belief, Entry, Goal, Reflection
 
 __all__ = [
@@ -28,11 +29,6 @@ __all__ = [
 HEADER_OPEN = "--- AGENT MIND ---"
 HEADER_CLOSE = "---"
 MAX_RECENT_REFLECTIONS = 3
-
-
-def _one_line(text: str) -> str:
-    # A newline inside an entry would break the block's structure; it reads the same as a space.
-    return text.replace("\r\n", " ").replace("\n", " ").replace("\r", " ")
 
 
 def goal_line(g: Goal) -> str:

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any
 
+from mindcore.blocks import multiline, render_block
 from mindcore.errors import InvalidInputError, InvalidTypeError, ReadOnlyError, WorkingMemoryError
 from mindcore.kernels import estimate_tokens
 from mindcore.store import StoreLike, resolve_store
@@ -265,17 +266,11 @@ def _fresh(state: State) -> State:
     return fresh
 
 
-def _escape(text: str) -> str:
-    # Escape markup so no stored text can close (or open) the <working_memory> block early.
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-
-
 def _render(state: State) -> str:
     if isinstance(state, str):
         body = state.strip()
     else:
         body = json.dumps(state, indent=2, ensure_ascii=False) if state else ""
-    if not body:
-        return ""
-    return f"<working_memory>\n{_escape(body)}\n</working_memory>"
+    # One renderer for every block: no stored text can close or forge <working_memory>.
+    return render_block("working_memory", [multiline(body)] if body else [])
 
