@@ -14,7 +14,7 @@ from mindcore.mind import Mind, MindConfig
 from mindcore.store import Store
 from mindcore.working import WorkingMemory
 
-SEPARATORS = list(LINE_SEPARATORS) + ["\r\n"]
+SEPARATORS = [*LINE_SEPARATORS, "\r\n"]
 LOOKALIKES = ["\uff1c", "\ufe64", "\u2039", "\u3008", "\u27e8", "\u2329"]
 
 
