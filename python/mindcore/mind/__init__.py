@@ -22,7 +22,7 @@ Examples
 --------
 >>> import mindcore
 >>> from mindcore.embed import HashEmbedder
->>> mind = mindcore.Mind("memory://mind-doc", agent="research-tracker", embedder=HashEmbedder(),
+>>> mind = mindcore.Mind("memory://", agent="research-tracker", embedder=HashEmbedder(),
 ...                      config=mindcore.MindConfig(token_budget=400))
 >>> with mind.run() as run:
 ...     run.header  # an empty store: no block at all

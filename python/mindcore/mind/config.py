@@ -131,6 +131,10 @@ class MindConfig:
     """Options of a :class:`~mindcore.mind.Mind` (the seed's ``AgentMindConfig``).
 
     ``max_goals`` and ``max_pinned_reflections`` are clamped to 10 whatever is passed.
+    ``token_budget`` bounds the header's beliefs and recent reflections; goals and pinned rules,
+    which the seed always shows, get budgets of their own (``goals_token_budget``,
+    ``pinned_token_budget``), and no entry renders longer than ``max_entry_chars``: a handful of
+    huge goals or pins cannot blow up every prompt.
     ``namespace`` defaults to ``mind/<agent>``. ``ttl_defaults`` takes a :class:`TtlDefaults`
     or a dict such as ``{"belief": "60d", "reflection": "90d"}``.
 
@@ -140,6 +144,9 @@ class MindConfig:
     """
 
     token_budget: int = 300
+    goals_token_budget: int = 600
+    pinned_token_budget: int = 600
+    max_entry_chars: int = 500
     recency_window_days: float = 7
     max_goals: int = 10
     max_pinned_reflections: int = 10
@@ -149,7 +156,9 @@ class MindConfig:
     namespace: str | None = None
 
     def __post_init__(self) -> None:
-        _int_at_least(self.token_budget, "token_budget", 0)
+        for name in ("token_budget", "goals_token_budget", "pinned_token_budget"):
+            _int_at_least(getattr(self, name), name, 0)
+        _int_at_least(self.max_entry_chars, "max_entry_chars", 20)
         for name in ("max_goals", "max_pinned_reflections"):
             value = _int_at_least(getattr(self, name), name, 0)
             object.__setattr__(self, name, min(value, CAP_CEILING))

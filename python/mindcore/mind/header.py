@@ -7,7 +7,9 @@ the beliefs-then-reflections budget is filled by ``mindcore.kernels.pack_budget`
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from itertools import islice
 
@@ -18,6 +20,7 @@ __all__ = [
     "HEADER_CLOSE",
     "HEADER_OPEN",
     "MAX_RECENT_REFLECTIONS",
+    "HeaderBudget",
     "HeaderIndex",
     "belief_line",
     "goal_line",
@@ -26,9 +29,28 @@ __all__ = [
     "render_header",
 ]
 
+log = logging.getLogger("mindcore.mind")
+
 HEADER_OPEN = "--- AGENT MIND ---"
 HEADER_CLOSE = "---"
 MAX_RECENT_REFLECTIONS = 3
+
+
+@dataclass(frozen=True, slots=True)
+class HeaderBudget:
+    """Token budgets of the header's sections (``ceil(chars/4)`` per line) and the longest an
+    entry may render. ``None`` leaves goals or pinned rules unbounded, as the seed does."""
+
+    token_budget: int
+    goals: int | None = None
+    pinned: int | None = None
+    max_entry_chars: int | None = None
+
+
+def _clip(text: str, limit: int | None) -> str:
+    if limit is None or len(text) <= limit:
+        return text
+    return text[: limit - 1].rstrip() + "…"
 
 
 def goal_line(g: Goal) -> str:
@@ -64,13 +86,16 @@ def render_header(
     beliefs: Sequence[Belief],
     reflections: Sequence[Reflection],
     *,
-    token_budget: int,
+    token_budget: int | HeaderBudget,
 ) -> str:
     """Assemble the block from entries already selected and ordered (goals by priority then
     creation, pinned rules, high-confidence beliefs and recent reflections newest first).
 
-    Goals and pinned rules are always shown; beliefs, then at most three reflections, fill
-    ``token_budget``. Returns ``""`` when no section has a line.
+    Beliefs, then at most three reflections, fill the token budget. Goals and pinned rules fill
+    budgets of their own when a :class:`HeaderBudget` gives them (a line saying how many were left
+    out ends a cut section, and a warning is logged); each entry is clipped to
+    ``max_entry_chars``. Every entry goes through :func:`mindcore.blocks.one_line`, so no stored
+    text can start a line of its own. Returns ``""`` when no section has a line.
 
     >>> print(render_header([Goal("g", "Ship v2", "high")], [], [Belief("b", "CI is green", "high")], [],
     ...                     token_budget=300))
@@ -86,21 +111,36 @@ def render_header(
     """
     from mindcore.kernels import estimate_tokens, pack_budget
 
-    b_lines = [belief_line(b) for b in beliefs]
-    r_lines = [reflection_line(r) for r in reflections[:MAX_RECENT_REFLECTIONS]]
+    budget = token_budget if isinstance(token_budget, HeaderBudget) else HeaderBudget(token_budget)
+    clip = budget.max_entry_chars
+
+    def fit(lines: list[str], limit: int | None, what: str) -> list[str]:
+        lines = [_clip(line, clip) for line in lines]
+        if limit is None or not lines:
+            return lines
+        costs = [int(c) for c in estimate_tokens(lines, rule="chars")]
+        kept = [lines[i] for i in pack_budget(costs, budget=limit, mode="first_fit_stop")]
+        if len(kept) < len(lines):
+            cut = len(lines) - len(kept)
+            log.warning("mind header: %d %s not shown (over the %d-token budget for them)", cut, what, limit)
+            kept.append(f"(+{cut} more {what} not shown)")
+        return kept
+
+    b_lines = [_clip(belief_line(b), clip) for b in beliefs]
+    r_lines = [_clip(reflection_line(r), clip) for r in reflections[:MAX_RECENT_REFLECTIONS]]
     chosen_b: list[str] = []
     chosen_r: list[str] = []
     lines = b_lines + r_lines
     if lines:
         costs = [int(c) for c in estimate_tokens(lines, rule="chars")]
         sections = [0] * len(b_lines) + [1] * len(r_lines)
-        for i in pack_budget(costs, budget=token_budget, sections=sections, mode="first_fit_stop"):
+        for i in pack_budget(costs, budget=budget.token_budget, sections=sections, mode="first_fit_stop"):
             (chosen_b if i < len(b_lines) else chosen_r).append(lines[i])
 
     parts = [HEADER_OPEN, ""]
     for title, body in (
-        ("## Goals", [goal_line(g) for g in goals]),
-        ("## Standing Rules (Pinned)", [pinned_line(r) for r in pinned]),
+        ("## Goals", fit([goal_line(g) for g in goals], budget.goals, "goals")),
+        ("## Standing Rules (Pinned)", fit([pinned_line(r) for r in pinned], budget.pinned, "pinned rules")),
         ("## Beliefs", chosen_b),
         ("## Recent Reflections", chosen_r),
     ):

@@ -45,7 +45,7 @@ from mindcore.mind.entries import (
     RecallResult,
     Reflection,
 )
-from mindcore.mind.header import render_header
+from mindcore.mind.header import HeaderBudget, render_header
 from mindcore.mind.recall import TAU_MS, W_CONFIDENCE, W_RECENCY, W_SIMILARITY, match_goals
 from mindcore.mind.tools import build_toolset
 from mindcore.mind.validate import (
@@ -128,7 +128,7 @@ class Mind:
 
     >>> import mindcore
     >>> from mindcore.embed import HashEmbedder
-    >>> mind = mindcore.Mind("memory://doc-mind", agent="research-tracker", embedder=HashEmbedder())
+    >>> mind = mindcore.Mind("memory://", agent="research-tracker", embedder=HashEmbedder())
     >>> with mind.run() as run:
     ...     run.header
     ...     run.call("mind_believe", {"content": "TSMC Q2 capacity is booked", "confidence": "high"})["action"]
@@ -211,7 +211,8 @@ class Mind:
         goals, pinned, beliefs, recent = snap.header.select(
             now_ms=self.now(), window_ms=cfg.recency_window_days * 86_400_000, token_budget=cfg.token_budget
         )
-        return render_header(goals, pinned, beliefs, recent, token_budget=cfg.token_budget)
+        budget = HeaderBudget(cfg.token_budget, cfg.goals_token_budget, cfg.pinned_token_budget, cfg.max_entry_chars)
+        return render_header(goals, pinned, beliefs, recent, token_budget=budget)
 
     def goals(self, status: GoalStatus | Literal["all"] = "active") -> list[Goal]:
         """Goals with ``status`` (or all), by priority then creation."""
