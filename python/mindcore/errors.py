@@ -27,6 +27,7 @@ __all__ = [
     "ReadOnlyError",
     "SchemaError",
     "ScriptExhaustedError",
+    "SecretRefusedError",
     "StoreError",
     "StoreNotWritableError",
     "ToolError",
@@ -52,6 +53,11 @@ class InvalidTypeError(InvalidInputError, TypeError):
 
 class KernelError(MindcoreError, ValueError):
     """A Rust kernel refused its input (bad shape, dtype, NaN, dimension mismatch)."""
+
+
+class SecretRefusedError(MindcoreError, ValueError):
+    """Text was not stored because it looks like a secret or personal data the policy refuses; the
+    message names the field and the rule. Nothing was written."""
 
 
 # --- storage ---

@@ -10,6 +10,7 @@ from datetime import UTC, date, datetime
 from typing import Any
 
 from mindcore.errors import InvalidInputError, InvalidTypeError
+from mindcore.policy import SecretPolicy
 
 __all__ = [
     "CAP_CEILING",
@@ -134,7 +135,9 @@ class MindConfig:
     ``token_budget`` bounds the header's beliefs and recent reflections; goals and pinned rules,
     which the seed always shows, get budgets of their own (``goals_token_budget``,
     ``pinned_token_budget``), and no entry renders longer than ``max_entry_chars``: a handful of
-    huge goals or pins cannot blow up every prompt.
+    huge goals or pins cannot blow up every prompt. ``secrets`` is the
+    :class:`~mindcore.policy.SecretPolicy` every text the mind stores goes through (refuse by
+    default).
     ``namespace`` defaults to ``mind/<agent>``. ``ttl_defaults`` takes a :class:`TtlDefaults`
     or a dict such as ``{"belief": "60d", "reflection": "90d"}``.
 
@@ -154,6 +157,7 @@ class MindConfig:
     retrieval_threshold: float = 0.35
     ttl_defaults: TtlDefaults = field(default_factory=TtlDefaults)
     namespace: str | None = None
+    secrets: SecretPolicy = field(default_factory=SecretPolicy)
 
     def __post_init__(self) -> None:
         for name in ("token_budget", "goals_token_budget", "pinned_token_budget"):
@@ -171,6 +175,8 @@ class MindConfig:
                 raise InvalidInputError(f"{name}: expected a number in [0, 1], got {t!r}")
             object.__setattr__(self, name, float(t))
         object.__setattr__(self, "ttl_defaults", _ttl(self.ttl_defaults))
+        if not isinstance(self.secrets, SecretPolicy):
+            raise InvalidTypeError(f"secrets: expected a SecretPolicy, got {type(self.secrets).__name__}")
         ns = self.namespace
         if ns is not None and (not isinstance(ns, str) or not ns.strip()):
             raise InvalidInputError(f"namespace: expected a non-empty str or None, got {ns!r}")

@@ -452,6 +452,8 @@ class MindRun:
         tag_list = None if tags is None else check_tags(tags)
         self._live()
         mind, cfg = self.mind, self.mind.config
+        content = cfg.secrets.screen(content, "content")
+        tag_list = None if tag_list is None else cfg.secrets.screen_all(tag_list, "tags")
         now = mind.now()
         if ttl_ms is None:
             ttl_ms = cfg.ttl_defaults.belief_ms
@@ -510,6 +512,9 @@ class MindRun:
         tag_list = check_tags(tags or [])
         self._live()
         mind, cfg = self.mind, self.mind.config
+        content = cfg.secrets.screen(content, "content")
+        tag_list = cfg.secrets.screen_all(tag_list, "tags")
+        related_to = cfg.secrets.screen_optional(related_to, "relatedTo")
         now = mind.now()
         vec = mind._embed([content])[0]
         ttl = cfg.ttl_defaults.reflection_ms
@@ -564,7 +569,9 @@ class MindRun:
                   due_name: str) -> str:
         from mindcore.store import new_id
 
-        tag_list = check_tags(tags or [])
+        secrets = self.mind.config.secrets
+        description = secrets.screen(description, "description")
+        tag_list = secrets.screen_all(check_tags(tags or []), "tags")
         now = self.mind.now()
         due = None
         if due_by is not None:
@@ -601,6 +608,9 @@ class MindRun:
             check_choice(priority, "priority", PRIORITIES)
         if description is None and priority is None and progress is None:
             raise MindError("give at least one of description, priority, progress")
+        secrets = self.mind.config.secrets
+        description = secrets.screen_optional(description, "description")
+        progress = secrets.screen_optional(progress, "progress")
         now = self.mind.now()
         with self._lock:
             self._live()
@@ -632,6 +642,7 @@ class MindRun:
         gid = check_id(id)
         check_text(outcome, "outcome", optional=True)
         mind = self.mind
+        outcome = mind.config.secrets.screen_optional(outcome, "outcome")
         with self._lock:
             self._live()
             repo = mind._repo

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from mindcore.errors import InvalidInputError, InvalidTypeError
+from mindcore.policy import SecretPolicy
 from mindcore.validation import check_bool, check_int
 
 __all__ = ["DEFAULT_MAX_TOKENS", "Scope", "WorkingMemoryConfig"]
@@ -25,7 +26,8 @@ class WorkingMemoryConfig:
     then a dict, updates deep-merge and must validate); ``None`` for free text. ``template``: the
     text shown while a text state is empty. ``read_only``: updates are refused (and the store need
     not be writable). ``max_tokens``: an update that would make the rendered block longer is
-    refused.
+    refused. ``secrets``: the :class:`~mindcore.policy.SecretPolicy` every update goes through
+    (refuse by default; ``SecretPolicy(action="redact")`` stores placeholders instead).
 
     >>> WorkingMemoryConfig(scope="resource", max_tokens=800).max_tokens
     800
@@ -40,6 +42,7 @@ class WorkingMemoryConfig:
     template: str | None = None
     read_only: bool = False
     max_tokens: int = DEFAULT_MAX_TOKENS
+    secrets: SecretPolicy = field(default_factory=SecretPolicy)
 
     def __post_init__(self) -> None:
         if self.scope not in ("thread", "resource"):
@@ -48,3 +51,5 @@ class WorkingMemoryConfig:
             raise InvalidTypeError(f"template: expected str, got {type(self.template).__name__}")
         check_bool(self.read_only, "read_only")
         check_int(self.max_tokens, "max_tokens", minimum=1)
+        if not isinstance(self.secrets, SecretPolicy):
+            raise InvalidTypeError(f"secrets: expected a SecretPolicy, got {type(self.secrets).__name__}")

@@ -139,6 +139,7 @@ class WorkingMemory:
             content = patch.get("content")
             if not isinstance(content, str) or set(patch) - {"content"}:
                 raise WorkingMemoryError('text working memory takes exactly {"content": "<text>"}')
+        patch = self.config.secrets.screen_value(dict(patch), "update")
         return _fresh(self._repo.modify(lambda current: self._apply(current, patch)))
 
     async def aupdate(self, patch: Mapping[str, Any]) -> State:
