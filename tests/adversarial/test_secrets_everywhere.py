@@ -68,7 +68,7 @@ def test_every_mind_write_path_refuses_secrets(store: Store, clock: Clock, kind:
 
 def test_the_python_api_refuses_too(store: Store, clock: Clock) -> None:
     mind = _mind(store, clock)
-    with mind.run() as run, pytest.raises(SecretRefusedError, match="content: not stored.*github-token"):
+    with mind.run() as run, pytest.raises(SecretRefusedError, match=r"content: not stored.*github-token"):
         run.believe(f"key {SECRETS['github']}")
     assert mind.beliefs() == []
 
