@@ -71,6 +71,37 @@ def empty(dim: int) -> NDArray[np.float32]:
     return np.zeros((0, dim), dtype=np.float32)
 
 
+def bad_vector_row(vectors: NDArray[np.float32]) -> tuple[int, str] | None:
+    """The first row of a 2-d float32 array that no scorer can use, and why: NaN or infinity, or a
+    squared norm that overflows float32 (every component near 3e38 is finite, but cosine and dot
+    products over it are not). ``None`` when every row is usable.
+
+    >>> bad_vector_row(np.array([[1, 0], [3e38, 3e38]], dtype=np.float32))
+    (1, 'its squared norm overflows float32')
+    """
+    finite = np.isfinite(vectors).all(axis=1)
+    if not finite.all():
+        return int(np.argmin(finite)), "it contains NaN or infinity"
+    with np.errstate(over="ignore"):
+        squares = np.einsum("ij,ij->i", vectors, vectors)
+    usable = np.isfinite(squares)
+    if not usable.all():
+        return int(np.argmin(usable)), "its squared norm overflows float32"
+    return None
+
+
+def check_vectors(vectors: object, count: int, dim: int, source: str) -> NDArray[np.float32]:
+    """``count`` usable ``dim``-wide vectors from an embedder, as C-contiguous float32, or an
+    :class:`EmbeddingError` naming ``source``, the text and the problem."""
+    out = np.ascontiguousarray(vectors, dtype=np.float32)
+    if out.shape != (count, dim):
+        raise EmbeddingError(f"{source}: returned shape {out.shape} for {count} text(s); expected ({count}, {dim})")
+    bad = bad_vector_row(out)
+    if bad is not None:
+        raise EmbeddingError(f"{source}: the vector for text {bad[0]} is unusable: {bad[1]}")
+    return out
+
+
 def normalize_rows(vectors: NDArray[np.floating], source: str, *, allow_zero: bool = False) -> NDArray[np.float32]:
     """Rows of `vectors` scaled to L2 norm 1, as a C-contiguous float32 array.
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 import numpy as np
 
 from mindcore import validation
-from mindcore.embed.base import check_embedder
+from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidTypeError
 from mindcore.mind._repo import Repo, StoreView
 from mindcore.mind.config import MindConfig, parse_due_by
@@ -335,14 +335,7 @@ class Mind:
     # -- helpers --------------------------------------------------------------------------------
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        vecs = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
-        if vecs.shape != (len(texts), self.dim):
-            raise ValueError(
-                f"embedder returned shape {vecs.shape} for {len(texts)} text(s); expected ({len(texts)}, {self.dim})"
-            )
-        if not np.isfinite(vecs).all():
-            raise ValueError("embedder returned NaN or infinity")
-        return vecs
+        return check_vectors(self.embedder.embed(texts), len(texts), self.dim, f"embedder {self.embedder.model_id}")
 
     def close(self) -> None:
         """Close the store if this mind opened it."""

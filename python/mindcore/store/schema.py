@@ -28,6 +28,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mindcore.embed.base import bad_vector_row
 from mindcore.store.errors import SchemaError
 
 __all__ = [
@@ -260,8 +261,9 @@ def _arrow_rows(data: pa.Table, schema: pa.Schema, namespace: str, ts: int) -> p
             rows_ok = ~np.asarray(arr.is_null().to_numpy(zero_copy_only=False), dtype=bool)
             if field.type.list_size and rows_ok.any():
                 mat = np.asarray(flat, dtype=np.float32).reshape(n, field.type.list_size)[rows_ok]
-                if not np.isfinite(mat).all():
-                    raise ValueError("rows: 'vector' contains NaN or infinity")
+                bad = bad_vector_row(mat)
+                if bad is not None:
+                    raise ValueError(f"rows: 'vector' of a row is unusable: {bad[1]}")
             arrays.append(arr)
         else:
             arrays.append(_cast(col, field))
