@@ -18,6 +18,7 @@ __all__ = [
     "ExtractionParseError",
     "InvalidInputError",
     "KernelError",
+    "KernelTypeError",
     "LLMError",
     "LockTimeoutError",
     "MergeError",
@@ -43,7 +44,14 @@ class InvalidInputError(MindcoreError, ValueError):
 
 
 class KernelError(MindcoreError, ValueError):
-    """A Rust kernel refused its input (bad shape, dtype, NaN, dimension mismatch)."""
+    """A kernel (``mindcore.kernels``) refused a value: a bad shape, a NaN, a dimension mismatch,
+    an argument out of range. The message names the argument."""
+
+
+class KernelTypeError(MindcoreError, TypeError):
+    """A kernel (``mindcore.kernels``) was given a value of the wrong type (a list where a numpy
+    array belongs, a float32 array where int64 is needed, a str where a list of str is). The
+    message names the argument and the type expected."""
 
 
 # --- storage ---

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from mindcore import _core
+import mindcore._core as _core
+from mindcore.errors import KernelError, KernelTypeError
 
 __all__ = ["BM25Index", "bm25_tokenize"]
 
@@ -15,11 +16,11 @@ __all__ = ["BM25Index", "bm25_tokenize"]
 def _str_list(values: Iterable[str], arg: str) -> list[str]:
     """`values` as a list of str; a bare str (a common slip for `[text]`) is refused."""
     if isinstance(values, str | bytes):
-        raise TypeError(f"{arg}: expected a sequence of str, got {type(values).__name__} (wrap it in a list)")
+        raise KernelTypeError(f"{arg}: expected a sequence of str, got {type(values).__name__} (wrap it in a list)")
     out = list(values)
     for i, v in enumerate(out):
         if not isinstance(v, str):
-            raise TypeError(f"{arg}: expected a sequence of str, item {i} is {type(v).__name__}")
+            raise KernelTypeError(f"{arg}: expected a sequence of str, item {i} is {type(v).__name__}")
     return out
 
 
@@ -36,7 +37,7 @@ def bm25_tokenize(text: str) -> list[str]:
     ['get', 'weather', 'são', 'paulo', '3', 'day', 'forecast']
     """
     if not isinstance(text, str):
-        raise TypeError(f"text: expected str, got {type(text).__name__}")
+        raise KernelTypeError(f"text: expected str, got {type(text).__name__}")
     return _core.bm25_tokenize(text)
 
 
@@ -131,13 +132,13 @@ class BM25Index:
         0
         """
         if isinstance(k, bool) or not isinstance(k, int):
-            raise TypeError(f"k: expected int, got {type(k).__name__}")
+            raise KernelTypeError(f"k: expected int, got {type(k).__name__}")
         if k < 1:
-            raise ValueError(f"k: must be >= 1, got {k}")
+            raise KernelError(f"k: must be >= 1, got {k}")
         return self._index.top_k(_query(query), k, bool(normalize))
 
 
 def _query(query: str) -> str:
     if not isinstance(query, str):
-        raise TypeError(f"query: expected str, got {type(query).__name__}")
+        raise KernelTypeError(f"query: expected str, got {type(query).__name__}")
     return query
