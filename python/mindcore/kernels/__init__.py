@@ -1,7 +1,7 @@
 """The Rust kernels behind every capability, with validated, documented Python signatures.
 
 Nothing above this package reimplements scoring, token counting, secret scanning, packing,
-BM25 or hashing embeddings: call these. The kernels sit at the bottom of
+BM25 (and its text analysis) or hashing embeddings: call these. The kernels sit at the bottom of
 the package: they import only ``mindcore._core`` and ``mindcore.errors``. Bad input raises
 :class:`~mindcore.errors.KernelError` (a ``ValueError``) or
 :class:`~mindcore.errors.KernelTypeError` (a ``TypeError``), both under ``MindcoreError``.
@@ -47,6 +47,7 @@ from mindcore.kernels.packing import pack_budget as pack_budget
 
 # --- bm25 ---
 # isort: split
+from mindcore.kernels.bm25 import ENGLISH_STOP_WORDS as ENGLISH_STOP_WORDS
 from mindcore.kernels.bm25 import BM25Index as BM25Index
 from mindcore.kernels.bm25 import bm25_tokenize as bm25_tokenize
 
@@ -57,6 +58,7 @@ from mindcore.kernels.hashing import hash_embed as hash_embed
 __all__ = [
     "DEFAULT_PLACEHOLDER",
     "ENCODINGS",
+    "ENGLISH_STOP_WORDS",
     "BM25Index",
     "Encoding",
     "EstimateRule",
