@@ -47,18 +47,24 @@ def _python_lexical_terms(text: str) -> str:
 
 
 def _locomo_texts() -> list[str]:
+    """Every turn of LoCoMo alone and as recall indexes it (after the previous turn and the
+    speaker), every question and answer, every session summary."""
     local = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo10.json"
     path = local if local.exists() else Path("/work/shared/data/locomo/locomo10.json")
     if not path.exists():
         pytest.skip(f"LoCoMo data not found at {local}")
-    from mindcore.ltm.locomo import load_locomo
-
     texts: list[str] = []
-    for conv in load_locomo(path):
-        texts += [indexed_text(t.text, t.context) for t in conv.turns]
-        texts += [q.question for q in conv.questions]
-    for sample in json.loads(path.read_text(encoding="utf-8")):  # answers, summaries, observations too
-        texts += [str(qa.get("answer", qa.get("adversarial_answer", ""))) for qa in sample["qa"]]
+    for sample in json.loads(path.read_text(encoding="utf-8")):
+        previous = ""
+        for key, session in sample["conversation"].items():
+            if not key.startswith("session_") or not isinstance(session, list):
+                continue
+            for turn in session:
+                text = f"{turn['text']} [image: {turn['blip_caption']}]" if turn.get("blip_caption") else turn["text"]
+                texts += [text, indexed_text(text, f"{previous}\n{turn['speaker']}:")]
+                previous = f"{turn['speaker']}: {text}"
+        for qa in sample["qa"]:
+            texts += [str(qa["question"]), str(qa.get("answer", qa.get("adversarial_answer", "")))]
         texts += [str(v) for v in sample.get("session_summary", {}).values()]
     return texts
 
