@@ -83,3 +83,4 @@ def test_bad_types_raise_kernel_type_error(arg: str, call: Callable[[], Any]) ->
     with pytest.raises(KernelTypeError, match=arg) as info:
         call()
     assert isinstance(info.value, TypeError) and isinstance(info.value, MindcoreError)
+    assert isinstance(info.value, KernelError)  # one class catches every refusal of a kernel

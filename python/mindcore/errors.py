@@ -48,10 +48,12 @@ class KernelError(MindcoreError, ValueError):
     an argument out of range. The message names the argument."""
 
 
-class KernelTypeError(MindcoreError, TypeError):
+class KernelTypeError(KernelError, TypeError):
     """A kernel (``mindcore.kernels``) was given a value of the wrong type (a list where a numpy
     array belongs, a float32 array where int64 is needed, a str where a list of str is). The
-    message names the argument and the type expected."""
+    message names the argument and the type expected. Both a ``ValueError`` (a
+    :class:`KernelError`: catch that once for every input a kernel refuses) and a ``TypeError``,
+    so code that caught either before still does."""
 
 
 # --- storage ---

@@ -3,8 +3,8 @@
 Nothing above this package reimplements scoring, token counting, secret scanning, packing,
 BM25 (and its text analysis) or hashing embeddings: call these. The kernels sit at the bottom of
 the package: they import only ``mindcore._core`` and ``mindcore.errors``. Bad input raises
-:class:`~mindcore.errors.KernelError` (a ``ValueError``) or
-:class:`~mindcore.errors.KernelTypeError` (a ``TypeError``), both under ``MindcoreError``.
+:class:`~mindcore.errors.KernelError` (a ``ValueError``), for a wrong type its subclass
+:class:`~mindcore.errors.KernelTypeError` (also a ``TypeError``), both under ``MindcoreError``.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 //! Input validation shared by every binding: one place decides what a valid array is and
 //! how a kernel error reads in Python.
 //!
-//! Every input error is raised as `mindcore.errors.KernelError` (a `ValueError`) or
-//! `mindcore.errors.KernelTypeError` (a `TypeError`), both under `mindcore.MindcoreError`, so
-//! callers can catch mindcore's errors once and code that caught the builtins still does.
+//! Every input error is raised as `mindcore.errors.KernelError` (a `ValueError`) or its
+//! subclass `mindcore.errors.KernelTypeError` (also a `TypeError`), under `mindcore.MindcoreError`,
+//! so callers can catch mindcore's errors once and code that caught the builtins still does.
 
 use mindcore_kernels::KernelError;
 use numpy::{Element, PyArrayDescrMethods, PyReadonlyArray1, PyReadonlyArray2, PyUntypedArray, PyUntypedArrayMethods};
