@@ -174,6 +174,68 @@ def test_lexical_view_follows_writes(store: Any, emb: Any) -> None:
     assert ltm.recall("Biscuit", k=5) == []
 
 
+def test_lexical_index_is_patched_from_the_cache_not_rebuilt(store: Any, emb: Any, clock: Clock) -> None:
+    """After this process's writes (remember, the last-access bump, forget, a second writer) recall's
+    BM25 index is patched in place from the store's cached namespace: no table scan, the stored
+    texts never analysed again, and scores equal to an index built afresh from the scope."""
+    from unittest import mock
+
+    from mindcore.ltm._lexical import lexical_index
+    from mindcore.store.table import Table
+
+    ltm = make(store, emb, clock, weights=RecallWeights(lexical=1.0), touch_delay=0)
+    texts = ["Prefers green tea", "Drinks black coffee", "Has a cat named Miso", "Visited Kyoto tea houses"]
+    ltm.remember_many([{"text": t} for t in texts], dedupe=False)
+    ltm.recall("tea", k=2)
+    index = ltm._repo._bm25
+
+    def fresh_scores(query: str) -> np.ndarray:
+        fresh = lexical_index()
+        fresh.add(ltm._repo.table.cached(ltm._repo.ns).scalars.column("terms").to_pylist(), analyzed=True)
+        return fresh.scores(query)
+
+    forgotten = ltm.remember("Prefers oolong teas")
+    assert forgotten is not None
+    other = make(store, emb, clock, weights=RecallWeights(lexical=1.0))
+    writes = [
+        lambda: ltm.remember("Drinks oolong tea every morning"),
+        lambda: (ltm.recall("oolong tea", k=2), ltm.flush()),  # the bump rewrites the recalled rows
+        lambda: ltm.forget(forgotten.id),
+        lambda: other.remember("Tea ceremonies in Kyoto"),
+    ]
+    for write in writes:
+        write()
+        with mock.patch.object(Table, "scan_arrow", side_effect=AssertionError("scanned")), \
+             mock.patch("mindcore.ltm._repo.lexical_terms", side_effect=AssertionError("re-analysed")):
+            hits = ltm.recall("oolong teas Kyoto", k=3, touch=False)
+        assert ltm._repo._bm25 is index
+        assert len(index) == len(ltm)
+        for query in ("oolong teas", "Kyoto tea", "coffee cat"):
+            np.testing.assert_array_equal(index.scores(query), fresh_scores(query))
+    assert "Drinks oolong tea every morning" in [m.text for m in hits]
+
+
+def test_lexical_recall_keeps_its_rows_when_the_store_cache_cannot(tmp_path: Path, emb: Any) -> None:
+    """A scope the store's cache does not keep (over its byte budget, or evicted) is read once per
+    table version, not once per recall."""
+    from unittest import mock
+
+    from mindcore.store import StoreConfig
+    from mindcore.store.cache import CacheEntry
+
+    store = mindcore.open(str(tmp_path / "store"), config=StoreConfig(cache_bytes=1))
+    ltm = make(store, emb, weights=RecallWeights(lexical=1.0))
+    ltm.remember_many(["Prefers green tea", "Has a cat named Miso"], dedupe=False)
+    with mock.patch.object(CacheEntry, "from_arrow", wraps=CacheEntry.from_arrow) as loads:
+        assert ltm.recall("Miso", k=1, touch=False)[0].text == "Has a cat named Miso"
+        assert ltm.recall("green tea", k=1, touch=False)[0].text == "Prefers green tea"
+        assert loads.call_count == 1
+        ltm.remember("Drinks oolong")
+        loads.reset_mock()
+        assert ltm.recall("oolong", k=1, touch=False)[0].text == "Drinks oolong"
+        assert loads.call_count == 1
+
+
 def test_recency_runs_from_the_later_of_created_and_last_access(store: Any, emb: Any, clock: Clock) -> None:
     ltm = make(store, emb, clock)
     old = ltm.remember_many([{"text": "Prefers green tea", "created_at": T0 - 300 * DAY}])[0].memory

@@ -249,6 +249,63 @@ def test_patched_cache_equals_a_fresh_load(tmp_path: Path) -> None:
     assert {h.id for h in t.search("u", vec(), k=100)} == with_vectors
 
 
+def test_patched_entries_say_how_they_follow_from_earlier_ones(tmp_path: Path) -> None:
+    """``changes_since`` lets an index over an earlier entry follow the cache: drop the rows it
+    names, keep the others in order (their content unchanged), append the rows from ``start``."""
+    rng = np.random.default_rng(4)
+    s = mindcore.open(tmp_path, embedder=VecEmbedder())
+    t = s.table("p", {"text": pa.string(), "n": pa.int64()}, vectors=True)
+    vec = lambda: rng.standard_normal(DIM).astype(np.float32)  # noqa: E731
+    t.upsert("u", [{"id": f"r{i}", "text": f"t{i}", "n": i, "vector": vec()} for i in range(12)])
+    entries = [t.cached("u")]
+    assert t.cached("u") is entries[0] and s._cache.get("p", "u", t.version) is entries[0]
+    writes = [
+        lambda: t.upsert("u", [{"id": "r3", "text": "replaced", "n": 3, "vector": vec()}, {"id": "new1", "n": 99}]),
+        lambda: t.update("u", ["r0", "r11"], {"text": "updated"}),
+        lambda: t.upsert("v", [{"id": "elsewhere", "vector": vec()}]),  # another namespace: same rows
+        lambda: t.delete("u", where=col("n").lt(3)),
+        lambda: t.append("u", [{"text": "appended", "vector": vec()}]),
+        lambda: t.delete("u", ids=["new1"]),
+    ]
+    for write in writes:
+        write()
+        entries.append(t.cached("u"))
+    assert entries[3] is entries[2]  # the write elsewhere relabelled the entry
+    for i, old in enumerate(entries):
+        for new in entries[i:]:
+            changes = new.changes_since(old.serial)
+            assert changes is not None
+            dropped, start = changes
+            old_rows, new_rows = old.scalars.to_pylist(), new.scalars.to_pylist()
+            assert [r for j, r in enumerate(old_rows) if j not in set(dropped.tolist())] == new_rows[:start]
+            old_ids = [r["id"] for r in old_rows]
+            for r in new_rows[start:]:  # appended: new ids, or ids whose row changed
+                assert r["id"] not in old_ids or r != old_rows[old_ids.index(r["id"])]
+        assert old.changes_since(entries[-1].serial) is None or old is entries[-1]  # no way back
+    reloaded = mindcore.open(tmp_path, embedder=VecEmbedder()).table("p").cached("u")
+    assert reloaded.changes_since(entries[0].serial) is None  # a reload knows no history
+
+
+def test_entry_history_is_bounded() -> None:
+    from mindcore.store.cache import CacheEntry
+
+    def patch(e: CacheEntry, ids: list[str] | None, gone: np.ndarray | None = None) -> CacheEntry:
+        out = e.patched(None if ids is None else pa.table({"id": ids}), gone, version=e.version + 1, dim=0)
+        assert out is not None
+        return out
+
+    first = entry = CacheEntry.from_arrow(pa.table({"id": [f"r{i}" for i in range(4)]}), version=1, dim=0)
+    for i in range(16):
+        entry = patch(entry, [f"n{i}"])
+    assert entry.changes_since(first.serial) is not None
+    entry = patch(entry, ["one-more"])
+    assert entry.changes_since(first.serial) is None  # 17 patches back: start over instead
+    # Dropping more rows than the namespace keeps makes following as dear as rebuilding.
+    base = entry
+    entry = patch(entry, None, np.arange(entry.n) < entry.n - 2)
+    assert entry.n == 2 and entry.changes_since(base.serial) is None
+
+
 def test_cache_sees_other_processes(tmp_path: Path) -> None:
     s = mindcore.open(tmp_path, embedder=VecEmbedder())
     t = s.table("mem", vectors=True)

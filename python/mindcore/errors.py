@@ -19,6 +19,7 @@ __all__ = [
     "InvalidInputError",
     "InvalidTypeError",
     "KernelError",
+    "KernelTypeError",
     "LLMError",
     "LockTimeoutError",
     "MergeError",
@@ -52,7 +53,16 @@ class InvalidTypeError(InvalidInputError, TypeError):
 
 
 class KernelError(MindcoreError, ValueError):
-    """A Rust kernel refused its input (bad shape, dtype, NaN, dimension mismatch)."""
+    """A kernel (``mindcore.kernels``) refused a value: a bad shape, a NaN, a dimension mismatch,
+    an argument out of range. The message names the argument."""
+
+
+class KernelTypeError(KernelError, TypeError):
+    """A kernel (``mindcore.kernels``) was given a value of the wrong type (a list where a numpy
+    array belongs, a float32 array where int64 is needed, a str where a list of str is). The
+    message names the argument and the type expected. Both a ``ValueError`` (a
+    :class:`KernelError`: catch that once for every input a kernel refuses) and a ``TypeError``,
+    so code that caught either before still does."""
 
 
 class SecretRefusedError(MindcoreError, ValueError):

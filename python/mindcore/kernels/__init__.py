@@ -1,7 +1,10 @@
 """The Rust kernels behind every capability, with validated, documented Python signatures.
 
 Nothing above this package reimplements scoring, token counting, secret scanning, packing,
-BM25 or hashing embeddings: call these.
+BM25 (and its text analysis) or hashing embeddings: call these. The kernels sit at the bottom of
+the package: they import only ``mindcore._core`` and ``mindcore.errors``. Bad input raises
+:class:`~mindcore.errors.KernelError` (a ``ValueError``), for a wrong type its subclass
+:class:`~mindcore.errors.KernelTypeError` (also a ``TypeError``), both under ``MindcoreError``.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from mindcore.kernels.tokens import estimate_tokens as estimate_tokens
 
 # --- secrets ---
 # isort: split
+from mindcore.kernels.secrets import DEFAULT_PLACEHOLDER as DEFAULT_PLACEHOLDER
 from mindcore.kernels.secrets import Finding as Finding
 from mindcore.kernels.secrets import SecretRule as SecretRule
 from mindcore.kernels.secrets import SecretScanner as SecretScanner
@@ -43,6 +47,7 @@ from mindcore.kernels.packing import pack_budget as pack_budget
 
 # --- bm25 ---
 # isort: split
+from mindcore.kernels.bm25 import ENGLISH_STOP_WORDS as ENGLISH_STOP_WORDS
 from mindcore.kernels.bm25 import BM25Index as BM25Index
 from mindcore.kernels.bm25 import bm25_tokenize as bm25_tokenize
 
@@ -50,4 +55,31 @@ from mindcore.kernels.bm25 import bm25_tokenize as bm25_tokenize
 # isort: split
 from mindcore.kernels.hashing import hash_embed as hash_embed
 
-__all__: list[str] = []
+__all__ = [
+    "DEFAULT_PLACEHOLDER",
+    "ENCODINGS",
+    "ENGLISH_STOP_WORDS",
+    "BM25Index",
+    "Encoding",
+    "EstimateRule",
+    "Finding",
+    "Metric",
+    "PackMode",
+    "SecretRule",
+    "SecretScanner",
+    "TopK",
+    "bm25_tokenize",
+    "count_tokens",
+    "decode",
+    "dedupe_within",
+    "encode",
+    "estimate_message_tokens",
+    "estimate_tokens",
+    "find_secrets",
+    "hash_embed",
+    "hybrid_topk",
+    "looks_like_secret",
+    "near_duplicates",
+    "pack_budget",
+    "redact_secrets",
+]

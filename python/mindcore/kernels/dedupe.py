@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from mindcore import _core
+import mindcore._core as _core
 from mindcore.kernels.scoring import Metric
 
 __all__ = ["dedupe_within", "near_duplicates"]

@@ -7,7 +7,8 @@ from collections.abc import Iterable
 import numpy as np
 from numpy.typing import NDArray
 
-from mindcore import _core
+import mindcore._core as _core
+from mindcore.errors import KernelError, KernelTypeError
 from mindcore.kernels.bm25 import _str_list
 
 __all__ = ["hash_embed"]
@@ -17,9 +18,9 @@ _U64_MAX = 2**64 - 1
 
 def _int(value: int, arg: str, lo: int, hi: int) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{arg}: expected int, got {type(value).__name__}")
+        raise KernelTypeError(f"{arg}: expected int, got {type(value).__name__}")
     if not lo <= value <= hi:
-        raise ValueError(f"{arg}: must be in [{lo}, {hi}], got {value}")
+        raise KernelError(f"{arg}: must be in [{lo}, {hi}], got {value}")
     return int(value)
 
 

@@ -7,7 +7,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from mindcore import _core
+import mindcore._core as _core
+from mindcore.errors import KernelError, KernelTypeError
 
 __all__ = ["PackMode", "pack_budget"]
 
@@ -62,9 +63,9 @@ def pack_budget(
 
     Raises
     ------
-    ValueError
+    KernelError
         Negative cost, budget, section or cap; non-finite score; a length mismatch; an unknown mode.
-    TypeError
+    KernelTypeError
         An argument that is not a sequence of the right kind of numbers.
 
     Examples
@@ -77,11 +78,11 @@ def pack_budget(
     [0, 2, 3]
     """
     if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
-        raise TypeError(f"budget: expected int, got {type(budget).__name__}")
+        raise KernelTypeError(f"budget: expected int, got {type(budget).__name__}")
     if mode not in ("first_fit_stop", "best_fit"):
-        raise ValueError(f'mode: must be "first_fit_stop" or "best_fit", got {mode!r}')
+        raise KernelError(f'mode: must be "first_fit_stop" or "best_fit", got {mode!r}')
     if budget < 0:
-        raise ValueError(f"budget: must be >= 0, got {budget}")
+        raise KernelError(f"budget: must be >= 0, got {budget}")
     return _core.pack_budget(
         _plain(costs),
         min(int(budget), _I64_MAX),  # a budget beyond int64 is as good as unlimited

@@ -8,7 +8,8 @@ from typing import Literal, NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from mindcore import _core
+import mindcore._core as _core
+from mindcore.errors import KernelTypeError
 
 __all__ = ["Metric", "TopK", "hybrid_topk"]
 
@@ -33,7 +34,7 @@ class TopK(NamedTuple):
 
 def _int(value: int, arg: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
-        raise TypeError(f"{arg}: expected int, got {type(value).__name__}")
+        raise KernelTypeError(f"{arg}: expected int, got {type(value).__name__}")
     return int(value)
 
 
@@ -70,7 +71,7 @@ def hybrid_topk(
         float32, ``(d,)`` for one query or ``(q, d)`` for a batch.
     matrix
         float32 ``(n, d)``, C-contiguous (read without copying). A row holding NaN or inf is a
-        ``ValueError`` naming it (rows excluded by `mask` are not read).
+        :class:`~mindcore.errors.KernelError` naming it (rows excluded by `mask` are not read).
     k
         How many rows to return per query, ``>= 1``.
     metric

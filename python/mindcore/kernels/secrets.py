@@ -12,7 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from mindcore import _core
+import mindcore._core as _core
+from mindcore.errors import KernelTypeError
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
@@ -63,13 +64,13 @@ def _builtin_rules() -> tuple[SecretRule, ...]:
 
 def _check_str(value: object, arg: str) -> str:
     if not isinstance(value, str):
-        raise TypeError(f"{arg}: expected str, got {type(value).__name__}")
+        raise KernelTypeError(f"{arg}: expected str, got {type(value).__name__}")
     return value
 
 
 def _texts(texts: Iterable[str]) -> list[str]:
     if isinstance(texts, str | bytes):
-        raise TypeError(f"texts: expected a sequence of str, got {type(texts).__name__} (wrap it in a list)")
+        raise KernelTypeError(f"texts: expected a sequence of str, got {type(texts).__name__} (wrap it in a list)")
     return texts if isinstance(texts, list) else list(texts)
 
 
@@ -120,7 +121,7 @@ class SecretScanner:
 
     Raises
     ------
-    ValueError
+    KernelError
         A rule pattern does not compile (the message names the rule id), a rule id is empty or
         used twice.
 
@@ -139,21 +140,21 @@ class SecretScanner:
 
     def __init__(self, extra_rules: Iterable[SecretRule] = (), *, builtin: bool = True) -> None:
         if isinstance(extra_rules, SecretRule):
-            raise TypeError(
+            raise KernelTypeError(
                 "extra_rules: expected an iterable of SecretRule, got a SecretRule (wrap it in a list)"
             )
         pairs: list[tuple[str, str]] = []
         extra: list[SecretRule] = []
         for i, rule in enumerate(extra_rules):
             if not isinstance(rule, SecretRule):
-                raise TypeError(f"extra_rules[{i}]: expected SecretRule, got {type(rule).__name__}")
+                raise KernelTypeError(f"extra_rules[{i}]: expected SecretRule, got {type(rule).__name__}")
             _check_str(rule.id, f"extra_rules[{i}].id")
             _check_str(rule.pattern, f"extra_rules[{i}].pattern")
             _check_str(rule.description, f"extra_rules[{i}].description")
             pairs.append((rule.id, rule.pattern))
             extra.append(rule)
         if not isinstance(builtin, bool):
-            raise TypeError(f"builtin: expected bool, got {type(builtin).__name__}")
+            raise KernelTypeError(f"builtin: expected bool, got {type(builtin).__name__}")
         self._native = _core.SecretScanner(pairs, builtin)
         self._rules = (_builtin_rules() if builtin else ()) + tuple(extra)
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Literal, overload
 
-from mindcore import _core
+import mindcore._core as _core
+from mindcore.errors import KernelTypeError
 
 __all__ = [
     "ENCODINGS",
@@ -39,7 +40,7 @@ def _as_list(texts: object, arg: str) -> list[str] | tuple[str, ...]:
     if isinstance(texts, list | tuple):
         return texts
     if isinstance(texts, str | bytes | bytearray) or not isinstance(texts, Iterable):
-        raise TypeError(f"{arg}: expected str or a sequence of str, got {type(texts).__name__}")
+        raise KernelTypeError(f"{arg}: expected str or a sequence of str, got {type(texts).__name__}")
     return list(texts)
 
 
@@ -58,9 +59,9 @@ def estimate_tokens(text_or_texts: str | Iterable[str], rule: EstimateRule = "ch
 
     Raises
     ------
-    ValueError
+    KernelError
         An unknown ``rule``.
-    TypeError
+    KernelTypeError
         An input that is not a str or a sequence of str.
 
     Examples
@@ -82,7 +83,7 @@ def estimate_message_tokens(texts: Iterable[str]) -> int:
 
     Raises
     ------
-    TypeError
+    KernelTypeError
         ``texts`` is a str (wrap it in a list) or holds something that is not a str.
 
     Examples
@@ -106,9 +107,9 @@ def count_tokens(text_or_texts: str | Iterable[str], encoding: Encoding = "o200k
 
     Raises
     ------
-    ValueError
+    KernelError
         An unknown ``encoding`` (the message lists the supported ones).
-    TypeError
+    KernelTypeError
         An input that is not a str or a sequence of str.
 
     Examples
@@ -136,9 +137,9 @@ def encode(text: str, encoding: Encoding = "o200k_base") -> list[int]:
 
     Raises
     ------
-    ValueError
+    KernelError
         An unknown ``encoding``.
-    TypeError
+    KernelTypeError
         ``text`` is not a str.
 
     Examples
@@ -149,7 +150,7 @@ def encode(text: str, encoding: Encoding = "o200k_base") -> list[int]:
     [27, 91, 8862, 728, 428, 91, 29]
     """
     if not isinstance(text, str):
-        raise TypeError(f"text: expected str, got {type(text).__name__}")
+        raise KernelTypeError(f"text: expected str, got {type(text).__name__}")
     try:
         return _core.encode_tokens(text, encoding)
     except UnicodeEncodeError:
@@ -164,9 +165,9 @@ def decode(ids: Sequence[int], encoding: Encoding = "o200k_base") -> str:
 
     Raises
     ------
-    ValueError
+    KernelError
         An id that is not a token of the encoding, or an unknown ``encoding``.
-    TypeError
+    KernelTypeError
         ``ids`` is not a sequence of int.
 
     Examples
@@ -177,5 +178,5 @@ def decode(ids: Sequence[int], encoding: Encoding = "o200k_base") -> str:
     'naïve café'
     """
     if isinstance(ids, str | bytes | bytearray):
-        raise TypeError(f"ids: expected a sequence of int, got {type(ids).__name__}")
+        raise KernelTypeError(f"ids: expected a sequence of int, got {type(ids).__name__}")
     return _core.decode_tokens(ids, encoding)

@@ -7,17 +7,21 @@ Everything goes through :mod:`mindcore.store` (filters, units of work, the vecto
 from __future__ import annotations
 
 import json
+import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
 from mindcore.kernels import BM25Index, hybrid_topk, looks_like_secret
-from mindcore.ltm._lexical import lexical_terms
+from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, indexed_text
+
+if TYPE_CHECKING:
+    from mindcore.store.cache import CacheEntry
 
 __all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
 
@@ -105,15 +109,24 @@ def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: f
 
 @dataclass(frozen=True, slots=True)
 class _LexicalView:
-    """One version of a scope, aligned row by row: the cached vectors (shared with the store's
-    cache, not copied), the columns recall scores on, and a BM25 index over the texts."""
+    """The scope as the store caches it, aligned row by row (shared with the cache, not copied):
+    the vectors, the columns recall scores on, and one query's BM25 score of each row."""
 
-    version: int
     matrix: np.ndarray
     rows: pa.Table
     recency_ms: np.ndarray
     importance: np.ndarray
-    bm25: BM25Index
+    lexical: np.ndarray
+
+
+def _stored_terms(rows: pa.Table) -> list[str]:
+    """The ``terms`` of ``rows``; rows written before that column existed are analysed now."""
+    terms: list[str | None] = rows.column("terms").to_pylist()
+    if None in terms:
+        texts, contexts = rows.column("text").to_pylist(), rows.column("context").to_pylist()
+        terms = [lexical_terms(indexed_text(str(texts[i]), contexts[i])) if t is None else t
+                 for i, t in enumerate(terms)]
+    return [str(t) for t in terms]
 
 
 class MemoryRepo:
@@ -122,7 +135,10 @@ class MemoryRepo:
     def __init__(self, store: Any, *, user_id: str, namespace: str, workspace_id: str | None, embedder: Any) -> None:
         self.table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
         self.ns = scope_key(user_id, namespace, workspace_id)
-        self._lexical: _LexicalView | None = None
+        # BM25 over the stored terms of the cached namespace `_indexed`, patched as the cache is.
+        self._bm25: BM25Index = lexical_index()
+        self._indexed: CacheEntry | None = None
+        self._bm25_lock = threading.Lock()
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -142,11 +158,11 @@ class MemoryRepo:
         w_lexical·bm25/max(max(bm25), LEXICAL_FLOOR)`` (BM25 over the scope's texts, scaled so the
         query's best match gets 1 unless even that match is weak), scored in one ``hybrid_topk``
         call over the cached vectors."""
-        view = self._lexical_view()
+        view = self._lexical_view(query)
         n = view.matrix.shape[0]
         if n == 0:
             return []
-        lexical = view.bm25.scores(lexical_terms(query))
+        lexical = view.lexical
         scale = max(float(lexical.max()), LEXICAL_FLOOR)
         extra = w_importance * view.importance + (w_lexical / scale) * lexical
         top = hybrid_topk(
@@ -160,38 +176,38 @@ class MemoryRepo:
         return [_memory(r, score=float(sc), similarity=float(si))
                 for r, sc, si in zip(rows, top.scores[keep], top.similarities[keep], strict=True)]
 
-    def _lexical_view(self) -> _LexicalView:
-        version = int(self.table.version)
-        view = self._lexical
-        if view is not None and view.version == version:
-            return view
-        # The vectors come from the store's cache; the scalar columns from one scan. A write
-        # landing between the two reads shows up as a row missing from one side: read again.
-        for _ in range(5):
-            ids, matrix = self.table.vectors(self.ns)
-            data = self.table.scan_arrow(self.ns, columns=_READ_COLUMNS)
-            position = {str(v): i for i, v in enumerate(data.column("id").to_pylist())}
-            order = [position.get(i, -1) for i in ids]
-            if len(position) == len(ids) and -1 not in order:
-                break
-            version = int(self.table.version)
+    def _lexical_view(self, query: str) -> _LexicalView:
+        """The scope's cached rows with a vector, and ``query``'s BM25 scores over them."""
+        entry = self._indexed
+        if entry is None or entry.version != int(self.table.version):
+            entry = self.table.cached(self.ns)  # kept while current, even if the store's cache lets it go
+        with self._bm25_lock:  # the index moves with the newest entry: score before another thread moves it
+            self._follow(entry)
+            lexical = self._bm25.scores(query)
+        matrix, rows = entry.matrix, entry.scalars
+        recency, importance = entry.int64("recency_at"), entry.float32("importance")
+        if not entry.has_vector.all():  # rows whose vector was refused never match
+            keep = np.flatnonzero(entry.has_vector)
+            matrix, rows = matrix[keep], rows.take(pa.array(keep, pa.int64()))
+            recency, importance, lexical = recency[keep], importance[keep], lexical[keep]
+        return _LexicalView(matrix=matrix, rows=rows, recency_ms=recency, importance=importance, lexical=lexical)
+
+    def _follow(self, entry: CacheEntry) -> None:
+        """Bring the BM25 index to ``entry``: patch it when this process's commits led from the
+        indexed entry to ``entry`` (drop the rows that went, add the new ones), else rebuild it
+        from the cached ``terms`` column. Neither rescans the table or re-analyses stored texts."""
+        indexed = self._indexed
+        if indexed is not None and indexed.serial == entry.serial:
+            return
+        changes = None if indexed is None else entry.changes_since(indexed.serial)
+        self._indexed = None  # until the index matches an entry again
+        if changes is None:
+            self._bm25, start = lexical_index(), 0
         else:
-            raise RuntimeError("long-term memory: the table kept changing while it was being read")
-        rows = data.take(pa.array(order, pa.int64()))
-        view = _LexicalView(
-            version=version,
-            matrix=matrix,
-            rows=rows,
-            recency_ms=np.ascontiguousarray(rows.column("recency_at").to_numpy(), dtype=np.int64),
-            importance=np.ascontiguousarray(rows.column("importance").to_numpy(), dtype=np.float32),
-            bm25=BM25Index([
-                lexical_terms(indexed_text(str(text), context)) if terms is None else str(terms)
-                for text, context, terms in zip(rows.column("text").to_pylist(), rows.column("context").to_pylist(),
-                                                rows.column("terms").to_pylist(), strict=True)
-            ]),
-        )
-        self._lexical = view
-        return view
+            dropped, start = changes
+            self._bm25.remove(dropped)
+        self._bm25.add(_stored_terms(entry.scalars.slice(start)), analyzed=True)
+        self._indexed = entry
 
     def vectors(self) -> tuple[list[str], np.ndarray]:
         """Ids and vectors of every memory of the scope (read-only view of the cache)."""

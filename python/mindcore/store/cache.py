@@ -5,16 +5,21 @@ loaded once (one filtered scan) and searched with the Rust hybrid top-k until th
 version moves. Entries are labelled with the table version they were read at; a write by this
 process to another namespace relabels them instead of dropping them. Memory is bounded by an
 LRU over all tables of a store.
+
+A commit of this process patches the cached namespace instead of dropping it, and the new entry
+remembers how it follows from the old one (:meth:`CacheEntry.changes_since`), so an index built
+over an earlier entry (long-term memory's BM25) can be patched the same way instead of rebuilt.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -23,6 +28,19 @@ import pyarrow.compute as pc
 from mindcore.store.schema import VECTOR
 
 __all__ = ["CacheEntry", "VectorCache"]
+
+_serials = itertools.count(1)
+# How many patches an entry remembers (see CacheEntry.changes_since).
+_HISTORY_STEPS = 16
+
+
+class _Patch(NamedTuple):
+    """One commit of this process applied to an entry: which of its rows went, how many came."""
+
+    parent: int  # the patched entry's serial
+    rows: int  # its row count
+    dropped: np.ndarray  # int64 positions of its rows that are gone (deleted or replaced), ascending
+    appended: int  # rows added after the kept ones
 
 
 @dataclass
@@ -36,6 +54,10 @@ class CacheEntry:
     nbytes: int
     _numeric: dict[tuple[str, str], np.ndarray] = field(default_factory=dict)
     _lists: dict[str, list[Any]] = field(default_factory=dict)
+    # Identifies this entry's rows (the version label can move while the rows stay the same).
+    serial: int = field(default_factory=lambda: next(_serials))
+    # The patches that led here from earlier entries, oldest first (bounded).
+    _history: tuple[_Patch, ...] = ()
 
     @property
     def n(self) -> int:
@@ -89,7 +111,42 @@ class CacheEntry:
             matrix = np.concatenate([matrix, new.matrix.astype(np.float32, copy=False)])
             has = np.concatenate([has, new.has_vector])
         matrix = np.ascontiguousarray(matrix, dtype=np.float32)
-        return CacheEntry(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
+        step = _Patch(self.serial, self.n, np.flatnonzero(~keep).astype(np.int64), len(matrix) - len(idx))
+        return CacheEntry(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes),
+                          _history=_bounded((*self._history, step), len(matrix)))
+
+    def changes_since(self, serial: int) -> tuple[np.ndarray, int] | None:
+        """How this entry follows from the entry ``serial`` of the same namespace through this
+        process's commits: ``(dropped, start)``, the positions of that entry's rows that are gone
+        (int64, ascending) and the first row of this entry that is new. Rows before ``start`` are
+        that entry's other rows, in the same order. ``None`` when ``serial`` is not this entry
+        nor an ancestor it remembers (the caller then starts over from this entry).
+
+        >>> import pyarrow as pa
+        >>> a = CacheEntry.from_arrow(pa.table({"id": ["x", "y", "z"]}), version=1, dim=0)
+        >>> b = a.patched(pa.table({"id": ["y", "w"]}), None, version=2, dim=0)  # y replaced, w new
+        >>> b.scalars.column("id").to_pylist()
+        ['x', 'z', 'y', 'w']
+        >>> dropped, start = b.changes_since(a.serial)
+        >>> dropped.tolist(), start
+        ([1], 2)
+        """
+        if serial == self.serial:
+            return np.empty(0, dtype=np.int64), self.n
+        first = next((i for i, p in enumerate(self._history) if p.parent == serial), None)
+        if first is None:
+            return None
+        steps = self._history[first:]
+        if len(steps) == 1:  # the usual case: one commit since
+            return steps[0].dropped, steps[0].rows - len(steps[0].dropped)
+        # origin[j]: the position in entry `serial` of the row now at j, or -1 for a row appended since.
+        origin = np.arange(steps[0].rows, dtype=np.int64)
+        for p in steps:
+            origin = np.concatenate([np.delete(origin, p.dropped), np.full(p.appended, -1, dtype=np.int64)])
+        start = int(np.count_nonzero(origin >= 0))
+        kept = np.zeros(steps[0].rows, dtype=bool)
+        kept[origin[:start]] = True
+        return np.flatnonzero(~kept).astype(np.int64), start
 
     def rows(self, idx: np.ndarray, columns: list[str] | None = None) -> list[dict[str, Any]]:
         """Rows ``idx`` as fresh dicts (like ``schema.rows_from_arrow``, without the vector).
@@ -132,6 +189,18 @@ class CacheEntry:
             arr: Any = pc.fill_null(pc.cast(self.scalars.column(column), pa.float32()), pa.scalar(0.0, pa.float32()))
             self._numeric[key] = np.ascontiguousarray(arr.to_numpy(), dtype=np.float32)
         return self._numeric[key]
+
+
+def _bounded(history: tuple[_Patch, ...], n: int) -> tuple[_Patch, ...]:
+    """The newest patches worth following: at most ``_HISTORY_STEPS``, and no further back than
+    where more rows were dropped than the namespace now holds (rebuilding is then as cheap)."""
+    history = history[-_HISTORY_STEPS:]
+    dropped = 0
+    for i in range(len(history) - 1, -1, -1):
+        dropped += len(history[i].dropped)
+        if dropped > n:
+            return history[i + 1:]
+    return history
 
 
 class VectorCache:

@@ -415,6 +415,13 @@ class Table:
         cache.put(self.name, namespace, e)
         return e
 
+    def cached(self, namespace: str) -> CacheEntry:
+        """``namespace`` at the table's current version as held in memory (loaded by one scan
+        if it is not): every column, and the vectors as an ``(n, dim)`` matrix. Read-only and
+        shared: never modify its arrays. A new entry replaces it after each write."""
+        _check_namespace(namespace)
+        return self._entry(namespace)
+
     def vectors(self, namespace: str, where: Filter | None = None) -> tuple[list[str], np.ndarray]:
         """Ids and vectors (``(n, dim)`` float32, read-only) of the rows of ``namespace`` that
         have a vector and match ``where``: the input of ``kernels.near_duplicates`` and friends.

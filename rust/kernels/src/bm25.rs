@@ -7,45 +7,19 @@
 //! Robertson–Spärck Jones idf does. A query term repeated in the query counts once per
 //! occurrence. Scoring walks only the postings of the query's terms, so a query costs
 //! O(Σ postings of its terms), not O(N).
+//!
+//! Documents and queries go through the index's [`Analyzer`] (tokenizer, optional stop words,
+//! optional stemmer). Documents can be removed: the statistics then are exactly those of an
+//! index built from the remaining documents, so its scores are too.
 
 use std::collections::{BinaryHeap, HashMap};
 
 use rayon::prelude::*;
 
+use crate::analyzer::token_spans;
 use crate::error::{KernelError, Result};
 
-/// Lower-cases `text` (full Unicode mapping) and calls `f` on every maximal run of
-/// alphanumeric characters (Unicode `Alphabetic` or `Numeric`, i.e. `char::is_alphanumeric`).
-/// Everything else (spaces, punctuation, `_`, symbols) separates tokens.
-pub fn for_each_token(text: &str, mut f: impl FnMut(&str)) {
-    let lower = text.to_lowercase();
-    token_spans(&lower, |a, b| f(&lower[a..b]));
-}
-
-/// Byte spans of the tokens of an already lower-cased string.
-fn token_spans(lower: &str, mut f: impl FnMut(usize, usize)) {
-    let mut start = None;
-    for (i, c) in lower.char_indices() {
-        match (c.is_alphanumeric(), start) {
-            (true, None) => start = Some(i),
-            (false, Some(a)) => {
-                f(a, i);
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(a) = start {
-        f(a, lower.len());
-    }
-}
-
-/// The tokens of `text` as owned strings (see [`for_each_token`]).
-pub fn tokenize(text: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for_each_token(text, |t| out.push(t.to_owned()));
-    out
-}
+pub use crate::analyzer::{for_each_token, tokenize, Analyzer, StopWords};
 
 #[derive(Debug, Clone, Copy)]
 struct Posting {
@@ -53,36 +27,49 @@ struct Posting {
     tf: u32,
 }
 
-/// One document, tokenized and counted (built in parallel, merged into the index in order):
-/// its lower-cased text and each distinct token's byte span in it with its count.
+/// One document, analysed and counted (built in parallel, merged into the index in order):
+/// its terms written into one buffer, and each distinct term's byte span in it with its count.
 struct DocTerms {
-    lower: String,
+    buf: String,
     terms: Vec<(usize, usize, u32)>,
     len: u32,
 }
 
-/// FNV-1a, only to group equal tokens of one document by sorting on a u64 instead of strings.
+/// FNV-1a, only to group equal terms of one document by sorting on a u64 instead of strings.
 fn quick_hash(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3))
 }
 
-fn count_terms(text: &str) -> DocTerms {
-    let lower = text.to_lowercase();
-    let mut toks: Vec<(u64, usize, usize)> = Vec::new();
-    token_spans(&lower, |a, b| toks.push((quick_hash(&lower.as_bytes()[a..b]), a, b)));
+/// `text` through `analyzer`, or, for an already analysed document, through the tokenizer alone.
+fn count_terms(analyzer: Option<&Analyzer>, text: &str) -> DocTerms {
+    let (buf, spans) = match analyzer {
+        Some(a) => a.spans(text),
+        None => {
+            let lower = text.to_lowercase();
+            let mut spans = Vec::new();
+            token_spans(&lower, |a, b| spans.push((a, b)));
+            (lower, spans)
+        }
+    };
+    let mut toks: Vec<(u64, usize, usize)> =
+        spans.into_iter().map(|(a, b)| (quick_hash(&buf.as_bytes()[a..b]), a, b)).collect();
     let len = u32::try_from(toks.len()).unwrap_or(u32::MAX);
-    // Equal hashes sort together; the string breaks ties so colliding distinct tokens never interleave.
-    toks.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| lower[x.1..x.2].cmp(&lower[y.1..y.2])));
+    // Equal hashes sort together; the string breaks ties so colliding distinct terms never interleave.
+    toks.sort_unstable_by(|x, y| x.0.cmp(&y.0).then_with(|| buf[x.1..x.2].cmp(&buf[y.1..y.2])));
     let mut terms: Vec<(usize, usize, u32)> = Vec::with_capacity(toks.len());
     let mut prev: Option<(u64, usize, usize)> = None;
     for (h, a, b) in toks {
         match (prev, terms.last_mut()) {
-            (Some((ph, pa, pb)), Some(last)) if ph == h && lower[pa..pb] == lower[a..b] => last.2 += 1,
+            (Some((ph, pa, pb)), Some(last)) if ph == h && buf[pa..pb] == buf[a..b] => last.2 += 1,
             _ => terms.push((a, b, 1)),
         }
         prev = Some((h, a, b));
     }
-    DocTerms { lower, terms, len }
+    DocTerms { buf, terms, len }
+}
+
+fn count_all<S: AsRef<str> + Sync>(documents: &[S], analyzer: Option<&Analyzer>) -> Vec<DocTerms> {
+    documents.par_iter().with_min_len(64).map(|d| count_terms(analyzer, d.as_ref())).collect()
 }
 
 /// Lucene's BM25 idf: ln(1 + (N − n + 0.5) / (n + 0.5)); never negative.
@@ -91,22 +78,32 @@ pub fn idf(n_docs: usize, doc_freq: usize) -> f64 {
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
 }
 
-/// An append-only BM25 index. Document ids are positions in insertion order.
+/// A BM25 index. Document ids are positions in insertion order; removing documents moves the
+/// later ones down.
 #[derive(Debug, Clone)]
 pub struct Bm25Index {
     k1: f64,
     b: f64,
+    analyzer: Analyzer,
     vocab: HashMap<String, u32>,
+    /// Per term id, the documents holding it in ascending id order; emptied by removals, never
+    /// dropped (a term id stays valid), so `live_terms` counts the non-empty ones.
     postings: Vec<Vec<Posting>>,
+    live_terms: usize,
     doc_len: Vec<u32>,
     total_len: u64,
-    /// Per document: k1·(1 − b + b·|d|/avgdl), refreshed after every `add` (avgdl moves).
+    /// Per document: k1·(1 − b + b·|d|/avgdl), refreshed after every change (avgdl moves).
     norm: Vec<f32>,
 }
 
 impl Bm25Index {
-    /// An empty index. `k1` must be finite and >= 0, `b` in [0, 1].
+    /// An empty index with the plain tokenizer. `k1` must be finite and >= 0, `b` in [0, 1].
     pub fn new(k1: f64, b: f64) -> Result<Self> {
+        Self::with_analyzer(k1, b, Analyzer::plain())
+    }
+
+    /// An empty index whose documents and queries go through `analyzer`.
+    pub fn with_analyzer(k1: f64, b: f64, analyzer: Analyzer) -> Result<Self> {
         if !k1.is_finite() || k1 < 0.0 {
             return Err(KernelError::invalid("k1", format!("must be a finite number >= 0, got {k1}")));
         }
@@ -116,8 +113,10 @@ impl Bm25Index {
         Ok(Self {
             k1,
             b,
+            analyzer,
             vocab: HashMap::new(),
             postings: Vec::new(),
+            live_terms: 0,
             doc_len: Vec::new(),
             total_len: 0,
             norm: Vec::new(),
@@ -132,6 +131,10 @@ impl Bm25Index {
         self.b
     }
 
+    pub fn analyzer(&self) -> &Analyzer {
+        &self.analyzer
+    }
+
     /// Number of documents.
     pub fn len(&self) -> usize {
         self.doc_len.len()
@@ -141,23 +144,41 @@ impl Bm25Index {
         self.doc_len.is_empty()
     }
 
-    /// Number of distinct terms.
+    /// Number of distinct terms in the documents.
     pub fn vocabulary_size(&self) -> usize {
-        self.vocab.len()
+        self.live_terms
     }
 
-    /// Appends documents; their ids continue from `len()`. Tokenizes in parallel.
+    /// Appends documents, analysed; their ids continue from `len()`. Analyses in parallel.
     pub fn add<S: AsRef<str> + Sync>(&mut self, documents: &[S]) -> Result<()> {
-        let start = self.doc_len.len();
-        if start.checked_add(documents.len()).filter(|&n| n <= u32::MAX as usize).is_none() {
-            return Err(KernelError::invalid("documents", "an index holds at most 2^32 - 1 documents"));
+        self.check_room(documents.len())?;
+        let counted = count_all(documents, Some(&self.analyzer));
+        self.merge(counted);
+        Ok(())
+    }
+
+    /// Appends documents that already are this index's terms (the output of its analyzer,
+    /// joined by spaces, e.g. stored at write time): only the tokenizer runs on them. Analysing
+    /// them again would not be a no-op, as a stem can be a stop word or stem further.
+    pub fn add_analyzed<S: AsRef<str> + Sync>(&mut self, documents: &[S]) -> Result<()> {
+        self.check_room(documents.len())?;
+        self.merge(count_all(documents, None));
+        Ok(())
+    }
+
+    fn check_room(&self, more: usize) -> Result<()> {
+        match self.len().checked_add(more) {
+            Some(n) if n <= u32::MAX as usize => Ok(()),
+            _ => Err(KernelError::invalid("documents", "an index holds at most 2^32 - 1 documents")),
         }
-        let counted: Vec<DocTerms> =
-            documents.par_iter().with_min_len(64).map(|d| count_terms(d.as_ref())).collect();
+    }
+
+    fn merge(&mut self, counted: Vec<DocTerms>) {
+        let start = self.doc_len.len();
         for (i, doc) in counted.into_iter().enumerate() {
             let id = (start + i) as u32;
             for (a, b, tf) in doc.terms {
-                let term = &doc.lower[a..b];
+                let term = &doc.buf[a..b];
                 let tid = match self.vocab.get(term) {
                     Some(&t) => t,
                     None => {
@@ -167,11 +188,68 @@ impl Bm25Index {
                         t
                     }
                 };
-                self.postings[tid as usize].push(Posting { doc: id, tf });
+                let plist = &mut self.postings[tid as usize];
+                if plist.is_empty() {
+                    self.live_terms += 1;
+                }
+                plist.push(Posting { doc: id, tf });
             }
             self.doc_len.push(doc.len);
             self.total_len += u64::from(doc.len);
         }
+        self.refresh_norms();
+    }
+
+    /// Removes the documents `ids` (repeats are fine); every later document's id drops by the
+    /// number of removed ids below it, so ids stay positions. Costs O(postings of the documents
+    /// from the first removed id on), not a rebuild.
+    pub fn remove(&mut self, ids: &[u32]) -> Result<()> {
+        let n = self.len();
+        let mut gone = vec![false; n];
+        for &d in ids {
+            match gone.get_mut(d as usize) {
+                Some(g) => *g = true,
+                None => {
+                    return Err(KernelError::invalid("ids", format!("{d} is not a document id (the index holds {n})")))
+                }
+            }
+        }
+        let Some(first) = gone.iter().position(|&g| g) else {
+            return Ok(());
+        };
+        // The new id of every document from `first` on (u32::MAX: removed).
+        let mut new_id = Vec::with_capacity(n - first);
+        let mut next = first as u32;
+        for &g in &gone[first..] {
+            new_id.push(if g { u32::MAX } else { next });
+            next += u32::from(!g);
+        }
+        for plist in &mut self.postings {
+            // Postings are sorted by document: only the tail from `first` changes.
+            let tail = plist.partition_point(|p| (p.doc as usize) < first);
+            if tail == plist.len() {
+                continue;
+            }
+            let mut kept = tail;
+            for j in tail..plist.len() {
+                let p = plist[j];
+                let id = new_id[p.doc as usize - first];
+                if id != u32::MAX {
+                    plist[kept] = Posting { doc: id, tf: p.tf };
+                    kept += 1;
+                }
+            }
+            plist.truncate(kept);
+            if kept == 0 {
+                self.live_terms -= 1;
+            }
+        }
+        let mut i = 0;
+        self.doc_len.retain(|_| {
+            i += 1;
+            !gone[i - 1]
+        });
+        self.total_len = self.doc_len.iter().map(|&l| u64::from(l)).sum();
         self.refresh_norms();
         Ok(())
     }
@@ -195,7 +273,7 @@ impl Bm25Index {
     /// The query's known terms with their query frequency, in first-occurrence order.
     fn query_terms(&self, query: &str) -> Vec<(u32, u32)> {
         let mut terms: Vec<(u32, u32)> = Vec::new();
-        for_each_token(query, |t| {
+        self.analyzer.for_each_term(query, |t| {
             if let Some(&tid) = self.vocab.get(t) {
                 match terms.iter_mut().find(|(id, _)| *id == tid) {
                     Some((_, qf)) => *qf += 1,
@@ -362,13 +440,6 @@ mod tests {
     ];
 
     #[test]
-    fn tokenizer_lowercases_and_splits_unicode() {
-        assert_eq!(tokenize("Hello, WORLD! foo_bar x2"), ["hello", "world", "foo", "bar", "x2"]);
-        assert_eq!(tokenize("Ünïcödé straße ΣΑΣ 東京タワー"), ["ünïcödé", "straße", "σας", "東京タワー"]);
-        assert!(tokenize("  ... !!! ").is_empty());
-    }
-
-    #[test]
     fn idf_is_lucene_and_positive() {
         assert!((idf(10, 1) - (1.0f64 + 9.5 / 1.5).ln()).abs() < 1e-12);
         assert!(idf(10, 10) > 0.0);
@@ -442,6 +513,61 @@ mod tests {
                 assert!(ids.iter().zip(&vals).all(|(&d, &v)| v == s[d as usize]));
             }
         }
+    }
+
+    /// An index with the English analyzer scores like a plain index over the analysed texts,
+    /// whether it analyses the documents itself or is given them analysed.
+    #[test]
+    fn analyzer_applies_to_documents_and_queries() {
+        let english = Analyzer::english();
+        let analysed: Vec<String> = DOCS.iter().map(|d| english.terms(d).join(" ")).collect();
+        let mut plain = Bm25Index::new(0.9, 0.4).unwrap();
+        plain.add(&analysed).unwrap();
+        let mut raw = Bm25Index::with_analyzer(0.9, 0.4, Analyzer::english()).unwrap();
+        raw.add(&DOCS).unwrap();
+        let mut pre = Bm25Index::with_analyzer(0.9, 0.4, Analyzer::english()).unwrap();
+        pre.add_analyzed(&analysed).unwrap();
+        for q in ["What is the weather in the cities?", "flights", "emails to a contact", "the of"] {
+            let want = plain.scores(&english.terms(q).join(" "));
+            assert_eq!(raw.scores(q), want, "{q}");
+            assert_eq!(pre.scores(q), want, "{q}");
+        }
+        assert_eq!(raw.vocabulary_size(), plain.vocabulary_size());
+        assert!(raw.scores("the").iter().all(|&s| s == 0.0)); // a stop word matches nothing
+    }
+
+    /// Removing documents leaves exactly the index built from the others: same scores, bit for
+    /// bit, and the same vocabulary size, whatever is removed and then appended.
+    #[test]
+    fn remove_matches_a_rebuild() {
+        let words = ["alpha", "beta", "gamma", "delta", "rare", "common", "solo"];
+        let docs: Vec<String> = (0..60usize)
+            .map(|i| (0..1 + i % 5).map(|j| words[(i * 3 + j * 5) % 6]).collect::<Vec<_>>().join(" "))
+            .chain(["solo solo".to_owned(), String::new()])
+            .collect();
+        let cases: [&[u32]; 6] = [&[], &[0], &[60], &[61, 3, 3, 59], &[5, 6, 7, 8, 40], &[60, 0, 1, 2]];
+        for removed in cases {
+            let mut idx = Bm25Index::new(1.2, 0.75).unwrap();
+            idx.add(&docs).unwrap();
+            idx.remove(removed).unwrap();
+            let rest: Vec<&String> =
+                docs.iter().enumerate().filter(|(i, _)| !removed.contains(&(*i as u32))).map(|(_, d)| d).collect();
+            let mut fresh = Bm25Index::new(1.2, 0.75).unwrap();
+            fresh.add(&rest).unwrap();
+            idx.add(&["solo gamma", "new words"]).unwrap();
+            fresh.add(&["solo gamma", "new words"]).unwrap();
+            assert_eq!(idx.len(), fresh.len());
+            assert_eq!(idx.vocabulary_size(), fresh.vocabulary_size(), "{removed:?}");
+            for q in ["alpha", "solo rare", "common beta beta", "new", "nothing"] {
+                assert_eq!(idx.scores(q), fresh.scores(q), "{removed:?} {q}");
+                assert_eq!(idx.top_k(q, 7, true).unwrap(), fresh.top_k(q, 7, true).unwrap());
+            }
+        }
+        let mut idx = Bm25Index::new(1.2, 0.75).unwrap();
+        idx.add(&["solo"]).unwrap();
+        idx.remove(&[0]).unwrap();
+        assert!(idx.is_empty() && idx.vocabulary_size() == 0 && idx.scores("solo").is_empty());
+        assert!(idx.remove(&[0]).is_err());
     }
 
     #[test]

@@ -3,6 +3,7 @@
 
 pub mod error;
 
+pub mod analyzer;
 pub mod bm25;
 pub mod dedupe;
 pub mod hashing;

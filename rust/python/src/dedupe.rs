@@ -1,17 +1,16 @@
 //! `_core._near_duplicates` and `_core._dedupe_within` over C-contiguous float32 matrices,
 //! run without the GIL.
 
-use crate::convert::{kernel_err, matrix};
+use crate::convert::{invalid, kernel_err, matrix};
 use mindcore_kernels::dedupe;
 use mindcore_kernels::scoring::{Metric, Rows};
 use numpy::{IntoPyArray, PyArray1, PyReadonlyArray2, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 type NearDuplicates<'py> = (Bound<'py, PyArray1<i64>>, Bound<'py, PyArray1<f32>>);
 
 fn rows<'a>(a: &'a PyReadonlyArray2<'_, f32>, arg: &str) -> PyResult<Rows<'a>> {
-    let data = a.as_slice().map_err(|e| PyValueError::new_err(format!("{arg}: {e}")))?;
+    let data = a.as_slice().map_err(|e| invalid(format!("{arg}: {e}")))?;
     Ok(Rows::new(data, a.shape()[0], a.shape()[1]))
 }
 

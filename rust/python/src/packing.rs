@@ -1,22 +1,21 @@
 //! `_core.pack_budget`.
 
 use mindcore_kernels::packing::{pack, PackMode, PackOptions};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
-use crate::convert::kernel_err;
+use crate::convert::{kernel_err, wrong_type};
 
 fn seq<'py, T: FromPyObjectOwned<'py>>(obj: Option<&Bound<'py, PyAny>>, arg: &str, what: &str) -> PyResult<Option<Vec<T>>> {
     match obj {
         None => Ok(None),
         Some(o) if o.is_none() => Ok(None),
         Some(o) if o.is_instance_of::<pyo3::types::PyString>() => {
-            Err(PyTypeError::new_err(format!("{arg}: expected a sequence of {what}, got str")))
+            Err(wrong_type(format!("{arg}: expected a sequence of {what}, got str")))
         }
         Some(o) => o
             .extract::<Vec<T>>()
             .map(Some)
-            .map_err(|e| PyTypeError::new_err(format!("{arg}: expected a sequence of {what} ({e})"))),
+            .map_err(|e| wrong_type(format!("{arg}: expected a sequence of {what} ({e})"))),
     }
 }
 

@@ -1,11 +1,10 @@
 //! `_core._hybrid_topk`: validates the numpy inputs, runs `scoring::hybrid_topk` without the GIL
 //! and returns `(indices, scores, similarities)` shaped like the query (1-D or 2-D).
 
-use crate::convert::{kernel_err, matrix, one_or_many_rows, vector};
+use crate::convert::{invalid, kernel_err, matrix, one_or_many_rows, vector};
 use mindcore_kernels::scoring::{self, Metric, Params, Rows};
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyUntypedArrayMethods};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
 type TopKArrays<'py> = (Bound<'py, PyArrayDyn<i64>>, Bound<'py, PyArrayDyn<f32>>, Bound<'py, PyArrayDyn<f32>>);
@@ -22,11 +21,11 @@ fn optional<'py, T: numpy::Element>(
 }
 
 fn slice<'a, T>(r: Result<&'a [T], numpy::AsSliceError>, arg: &str) -> PyResult<&'a [T]> {
-    r.map_err(|e| PyValueError::new_err(format!("{arg}: {e}")))
+    r.map_err(|e| invalid(format!("{arg}: {e}")))
 }
 
 fn shaped<'py, T: numpy::Element>(py: Python<'py>, shape: &[usize], v: Vec<T>) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
-    let arr = ArrayD::from_shape_vec(IxDyn(shape), v).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let arr = ArrayD::from_shape_vec(IxDyn(shape), v).map_err(|e| invalid(e.to_string()))?;
     Ok(arr.into_pyarray(py))
 }
 
@@ -51,7 +50,7 @@ fn _hybrid_topk<'py>(
     mask: Option<&Bound<'py, PyAny>>,
     min_score: Option<f64>,
 ) -> PyResult<TopKArrays<'py>> {
-    let k = usize::try_from(k).map_err(|_| PyValueError::new_err(format!("k: must be >= 1, got {k}")))?;
+    let k = usize::try_from(k).map_err(|_| invalid(format!("k: must be >= 1, got {k}")))?;
     let metric = Metric::parse(metric).map_err(kernel_err)?;
     let (queries, nq, dq, one) = one_or_many_rows::<f32>(query, "query", "float32")?;
     let m = self::matrix::<f32>(matrix, "matrix", "float32")?;

@@ -3,18 +3,17 @@
 use std::sync::Arc;
 
 use mindcore_kernels::secrets::{Finding, Offsets, Scanner, BUILTIN};
-use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyString;
 
-use crate::convert::kernel_err;
+use crate::convert::{kernel_err, wrong_type};
 
 /// `texts` (any iterable of str, not a str itself) as borrowed UTF-8, with errors that name
 /// the offending item. Lone surrogates raise `UnicodeEncodeError` (the wrapper retries).
 fn str_items(texts: &Bound<'_, PyAny>) -> PyResult<Vec<PyBackedStr>> {
     if texts.is_instance_of::<PyString>() {
-        return Err(PyTypeError::new_err(
+        return Err(wrong_type(
             "texts: expected a sequence of str, got str (wrap it in a list)",
         ));
     }
@@ -22,7 +21,7 @@ fn str_items(texts: &Bound<'_, PyAny>) -> PyResult<Vec<PyBackedStr>> {
     for (i, item) in texts.try_iter()?.enumerate() {
         let item = item?;
         let s = item.cast::<PyString>().map_err(|_| {
-            PyTypeError::new_err(format!(
+            wrong_type(format!(
                 "texts[{i}]: expected str, got {}",
                 item.get_type()
                     .name()

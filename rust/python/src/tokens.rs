@@ -2,13 +2,12 @@
 //! pieces (for the tests), and the seeds' estimators.
 
 use mindcore_kernels::tokens::{self, Encoding, Rule};
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::string::PyStringData;
 use pyo3::types::{PyBytes, PyString};
 
-use crate::convert::{kernel_err, str_items};
+use crate::convert::{invalid, kernel_err, str_items, wrong_type};
 
 fn encoding(name: &str) -> PyResult<Encoding> {
     Encoding::from_name(name).map_err(kernel_err)
@@ -44,14 +43,15 @@ fn encode_tokens(py: Python<'_>, text: PyBackedStr, encoding: &str) -> PyResult<
 
 /// The text of a token id sequence (invalid UTF-8 becomes U+FFFD).
 #[pyfunction]
-fn decode_tokens(py: Python<'_>, ids: Vec<i64>, encoding: &str) -> PyResult<String> {
+fn decode_tokens(py: Python<'_>, ids: &Bound<'_, PyAny>, encoding: &str) -> PyResult<String> {
     let enc = self::encoding(encoding)?;
+    let ids: Vec<i64> = ids.extract().map_err(|e| wrong_type(format!("ids: expected a sequence of int ({e})")))?;
     let ids = ids
         .iter()
         .enumerate()
         .map(|(i, &id)| {
             u32::try_from(id).map_err(|_| {
-                PyValueError::new_err(format!("ids: ids[{i}] = {id} is not a token of {}", enc.name()))
+                invalid(format!("ids: ids[{i}] = {id} is not a token of {}", enc.name()))
             })
         })
         .collect::<PyResult<Vec<u32>>>()?;
