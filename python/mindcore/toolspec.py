@@ -70,6 +70,8 @@ def parse_arguments(raw: str | bytes | Mapping[str, Any] | None) -> dict[str, An
         value = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise ToolError(f"arguments are not valid JSON: {exc.msg} at position {exc.pos}") from None
+    except RecursionError:
+        raise ToolError("arguments nest too deeply; send a flat JSON object") from None
     if not isinstance(value, dict):
         raise ToolError(f"arguments must be a JSON object, got {type(value).__name__}")
     return value

@@ -34,6 +34,7 @@ __all__ = [
     "check_id",
     "check_int",
     "check_number",
+    "check_storable",
     "check_tags",
     "check_text",
     "describe",
@@ -93,6 +94,28 @@ def check_text(
     if problem:
         raise error(f"{name}: {problem}")
     return value
+
+
+def check_storable(value: Any, name: str, *, error: ErrorType = InvalidInputError) -> None:
+    """Every string inside a JSON-like value (keys too) can be stored faithfully (see
+    :func:`text_problem`); raises ``error`` naming the path of the first that cannot.
+
+    >>> check_storable({"notes": ["ok", "bad\\x00"]}, "update")
+    Traceback (most recent call last):
+    ...
+    mindcore.errors.InvalidInputError: update.notes[1]: contains a NUL character at position 3
+    """
+    if isinstance(value, str):
+        problem = text_problem(value)
+        if problem:
+            raise error(f"{name}: {problem}")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            check_storable(key, f"{name} key", error=error)
+            check_storable(item, f"{name}.{key}", error=error)
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            check_storable(item, f"{name}[{i}]", error=error)
 
 
 def check_id(value: object, name: str = "id", *, max_chars: int = 200, error: ErrorType = InvalidInputError) -> str:

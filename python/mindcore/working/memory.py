@@ -16,6 +16,7 @@ from mindcore.errors import InvalidInputError, InvalidTypeError, ReadOnlyError, 
 from mindcore.kernels import estimate_tokens
 from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset, ToolSpec
+from mindcore.validation import check_storable
 from mindcore.working._repo import StateRepo
 from mindcore.working.config import Scope, WorkingMemoryConfig
 from mindcore.working.merge import MergeError, deep_merge
@@ -139,6 +140,7 @@ class WorkingMemory:
             content = patch.get("content")
             if not isinstance(content, str) or set(patch) - {"content"}:
                 raise WorkingMemoryError('text working memory takes exactly {"content": "<text>"}')
+        check_storable(dict(patch), "update", error=WorkingMemoryError)
         patch = self.config.secrets.screen_value(dict(patch), "update")
         return _fresh(self._repo.modify(lambda current: self._apply(current, patch)))
 
