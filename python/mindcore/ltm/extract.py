@@ -27,8 +27,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from mindcore.errors import ExtractionParseError
+from mindcore.errors import ExtractionParseError, InvalidTypeError
 from mindcore.ltm.types import DEFAULT_KIND, KINDS, MAX_TEXT_CHARS
+from mindcore.validation import text_problem
 
 __all__ = [
     "EXTRACTION_SYSTEM_PROMPT",
@@ -134,6 +135,9 @@ def render_conversation(messages: Iterable[Any], *, max_chars: int = MAX_CONVERS
     """
     if max_chars <= 0:
         raise ValueError(f"max_chars: expected a positive int, got {max_chars!r}")
+    if isinstance(messages, str | bytes | Mapping):
+        # A bare string would iterate as characters and a single message as its keys: both are slips.
+        raise InvalidTypeError(f"messages: expected a list of messages, got {type(messages).__name__}")
     blocks = []
     for message in messages:
         role = _field(message, "role")
@@ -296,8 +300,8 @@ def _candidate(item: Any) -> Candidate | None:
     if not isinstance(text, str):
         return None
     text = " ".join(text.split())
-    if not text or len(text) > MAX_TEXT_CHARS:
-        return None
+    if not text or len(text) > MAX_TEXT_CHARS or text_problem(text):
+        return None  # one unusable item (a lone surrogate, a NUL) costs only itself
     kind = item.get("kind", item.get("type", DEFAULT_KIND))
     kind = kind.strip().lower() if isinstance(kind, str) else DEFAULT_KIND
     importance = _importance(item.get("importance"))

@@ -43,7 +43,7 @@ from mindcore.ltm.types import (
 )
 from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset
-from mindcore.validation import check_callable
+from mindcore.validation import check_callable, text_problem
 
 if TYPE_CHECKING:
     from mindcore.embed import Embedder
@@ -349,6 +349,9 @@ class LongTermMemory:
         are not stored. Raises ``ValueError``
         (storing nothing) if any item is malformed.
         """
+        if isinstance(items, str | bytes | Mapping):
+            # A bare string would store one memory per character; a single mapping, its keys.
+            raise InvalidTypeError(f"items: expected a list of texts or mappings, got {type(items).__name__}")
         rows = [self._validate(item) for item in items]
         return self._ingest(rows, dedupe=dedupe, source=source)[0]
 
@@ -365,6 +368,9 @@ class LongTermMemory:
         if not isinstance(text, str) or not text.strip():
             raise ValueError(f"text: expected a non-blank string, got {text!r}")
         text = text.strip()
+        problem = text_problem(text) or (text_problem(context) if isinstance(context, str) else None)
+        if problem:
+            raise InvalidInputError(f"{'text' if text_problem(text) else 'context'}: {problem}")
         if len(text) > MAX_TEXT_CHARS:
             raise ValueError(f"text: {len(text):,} characters; a memory is at most {MAX_TEXT_CHARS:,}")
         if kind is None:
