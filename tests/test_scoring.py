@@ -118,7 +118,8 @@ def test_batch_equals_single_for_each_row(p: dict[str, Any], nq: int, metric: st
         queries[0] = p["m"][0]  # a query equal to a row: exact top hit (and ties with its duplicates)
     kw = {**p["kw"], "metric": metric, "mask": p["mask"], "min_score": p["min_score"], "k": p["k"]}
     batch = hybrid_topk(queries, p["m"], **kw)
-    assert batch.indices.shape == batch.scores.shape == batch.similarities.shape == (nq, p["k"])
+    width = min(p["k"], len(p["m"]))
+    assert batch.indices.shape == batch.scores.shape == batch.similarities.shape == (nq, width)
     for i in range(nq):
         one = hybrid_topk(queries[i], p["m"], **kw)
         n_hits = len(one.indices)
@@ -254,7 +255,7 @@ def test_empty_inputs() -> None:
     top = hybrid_topk(q, np.zeros((0, 3), F32), k=5)
     assert top.indices.shape == (0,) and top.scores.shape == (0,) and top.similarities.shape == (0,)
     top = hybrid_topk(np.ones((2, 3), F32), np.zeros((0, 3), F32), k=2)
-    assert top.indices.tolist() == [[-1, -1], [-1, -1]]
+    assert top.indices.shape == (2, 0)  # no row can be a hit: rows are min(k, n) = 0 wide
     top = hybrid_topk(np.zeros((0, 3), F32), np.ones((4, 3), F32), k=2)
     assert top.indices.shape == (0, 2)
 
@@ -262,7 +263,14 @@ def test_empty_inputs() -> None:
 def test_k_larger_than_n() -> None:
     m = np.eye(3, dtype=F32)
     assert hybrid_topk(m[1], m, k=100).indices.tolist() == [1, 0, 2]
-    assert hybrid_topk(m[:2], m, k=4).indices.tolist() == [[0, 1, 2, -1], [1, 0, 2, -1]]
+    assert hybrid_topk(m[:2], m, k=4).indices.tolist() == [[0, 1, 2], [1, 0, 2]]  # min(k, n) wide
+
+
+def test_a_huge_k_allocates_nothing_huge() -> None:
+    m = np.eye(3, dtype=F32)
+    top = hybrid_topk(m[:2], m, k=60_000_000)
+    assert top.indices.shape == top.scores.shape == top.similarities.shape == (2, 3)
+    assert hybrid_topk(m[0], m, k=60_000_000).indices.shape == (3,)
 
 
 def test_large_batch_matches_single_on_float_data() -> None:

@@ -96,3 +96,12 @@ def test_working_memory_rejects_wrong_option_types(store: Store) -> None:
     for kwargs in ({"max_tokens": True}, {"read_only": "yes"}):
         with pytest.raises(MindcoreError):
             WorkingMemory(store, thread_id="t", **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_huge_query_is_cut_with_a_warning(store: Store) -> None:
+    ltm = LongTermMemory(store, user_id="u", embedder=HashEmbedder())
+    ltm.remember("Prefers green tea")
+    with pytest.warns(UserWarning, match="cut to that length"):
+        hits = ltm.recall("green tea " + "x" * 10_000_000, k=1)
+    assert [m.text for m in hits] == ["Prefers green tea"]
+    ltm.close()

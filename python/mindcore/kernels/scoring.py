@@ -20,8 +20,9 @@ class TopK(NamedTuple):
     """The best rows, best first (ties broken by the lower row index).
 
     For a 1-D query each field is 1-D with at most `k` entries. For a ``(q, d)`` batch each field
-    is ``(q, k)``; rows with fewer than `k` qualifying matches are padded with index ``-1``,
-    score ``-inf`` and similarity ``nan``.
+    is ``(q, min(k, n))`` for an ``(n, d)`` matrix (no query can have more hits, so a huge `k`
+    never allocates a huge result); rows with fewer qualifying matches are padded with index
+    ``-1``, score ``-inf`` and similarity ``nan``.
     """
 
     indices: NDArray[np.int64]
@@ -126,10 +127,4 @@ def hybrid_topk(
         mask=mask,
         min_score=min_score,
     )
-    if indices.ndim == 2 and indices.shape[1] < k:
-        # The kernel returns rows min(k, n) wide (no query has more hits); pad to the promised k.
-        pad = ((0, 0), (0, k - indices.shape[1]))
-        indices = np.pad(indices, pad, constant_values=-1)
-        scores = np.pad(scores, pad, constant_values=-np.inf)
-        similarities = np.pad(similarities, pad, constant_values=np.nan)
     return TopK(indices, scores, similarities)

@@ -8,6 +8,7 @@ import functools
 import logging
 import threading
 import time
+import warnings
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -60,6 +61,9 @@ DAY_MS = 86_400_000
 EVICT_RECENCY = 0.2
 EVICT_IMPORTANCE = 0.1
 MAX_RECALL_K = 1_000
+# A query longer than this is cut for embedding and matching (with a warning): far more than any
+# question, and it keeps a pasted document from costing seconds per recall.
+MAX_QUERY_CHARS = 8_000
 # One validated write: text, kind, importance, created_at, context.
 _Row = tuple[str, str, float, int | None, str | None]
 
@@ -274,6 +278,10 @@ class LongTermMemory:
         if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_RECALL_K:
             raise ValueError(f"k: expected an int in 1..{MAX_RECALL_K}, got {k!r}")
         out: list[list[Memory]] = [[] for _ in queries]
+        if any(len(q) > MAX_QUERY_CHARS for q in queries):
+            warnings.warn(f"recall: queries longer than {MAX_QUERY_CHARS:,} characters are cut to that length",
+                          stacklevel=3)
+            queries = [q[:MAX_QUERY_CHARS] for q in queries]
         asked = [i for i, q in enumerate(queries) if q.strip()]
         if not asked:
             return out
