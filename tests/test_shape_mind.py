@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import gc
 import warnings
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -15,13 +13,6 @@ from mindcore.mind import Mind, MindError, MindRun
 from mindcore.mind.draft import DraftBuffer, DraftGoal, GoalUpdate
 from mindcore.store import Store
 from mindcore.toolspec import Toolset
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    s = mindcore.open(tmp_path / "store")
-    yield s
-    s.close()
 
 
 @pytest.fixture
