@@ -2,17 +2,15 @@
 
 Goals, beliefs and reflections share one table so that a run's flush is a single unit of work,
 i.e. one LanceDB version: a crash leaves all of the run's writes or none. Read-modify-write
-sequences (flush, completing a goal) hold the mind's lock, a lock of the store's own kind
-(``flock`` locally, a lease on object storage) named after the namespace, so concurrent
-processes running the same agent never lose each other's writes or exceed a cap.
+sequences (flush, completing a goal) hold the mind's lock, the store lock (``Store.lock``) named
+after the namespace, so concurrent processes running the same agent never lose each other's
+writes or exceed a cap.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
-import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -48,28 +46,9 @@ COLUMNS: dict[str, pa.DataType] = {
 _SCALARS = ["id", "created_at", "updated_at", "tags", *COLUMNS]
 _COLUMNS = [*_SCALARS, "vector"]
 
-_LOCKS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def _mind_lock(store: Store, namespace: str) -> Any:
-    """The cross-process lock of one mind namespace, of the same kind as the store's table locks."""
-    from mindcore.store.locks import FileLock, LeaseLock, ThreadLock
-
-    name = "mind-" + hashlib.sha256(namespace.encode()).hexdigest()[:32]
-    with _LOCKS_GUARD:
-        per_store = _LOCKS.setdefault(store, {})
-        lock = per_store.get(name)
-        if lock is None:
-            if store.kind == "local":
-                lock = FileLock(os.path.join(store.uri, "_mindcore_locks", f"{name}.lock"), name)
-            elif store.kind == "memory":
-                lock = ThreadLock(name)
-            else:
-                lock = LeaseLock(store.uri, f"_mindcore_locks/{name}.lock", name,
-                                 getattr(store, "_storage_options", {}), ttl=store.config.lease_ttl)
-            per_store[name] = lock
-        return lock
+def _lock_name(namespace: str) -> str:
+    """The name of the store lock guarding one mind namespace (namespaces may hold any text)."""
+    return "mind-" + hashlib.sha256(namespace.encode()).hexdigest()[:32]
 
 
 _NO_EXPIRY = np.iinfo(np.int64).max
@@ -225,7 +204,7 @@ class Repo:
         dim = self.table.dim
         assert dim is not None
         self.dim: int = dim
-        self._lock = _mind_lock(store, namespace)
+        self._lock = store.lock(_lock_name(namespace))
         self._snap: Snapshot | None = None
         self._snap_guard = threading.Lock()
 
@@ -260,7 +239,7 @@ class Repo:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the mind's lock (read-modify-write of this namespace)."""
-        with self._lock.hold(self.store.config.lock_timeout):
+        with self._lock.hold():
             yield
 
     def commit(self, rows: Sequence[dict[str, Any]]) -> int:

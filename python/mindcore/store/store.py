@@ -21,7 +21,7 @@ import pyarrow as pa
 from mindcore.store.cache import VectorCache
 from mindcore.store.config import StoreConfig
 from mindcore.store.errors import EmbedderMismatchError
-from mindcore.store.locks import FileLock, LeaseLock, TableLock, ThreadLock
+from mindcore.store.locks import FileLock, LeaseLock, Lock, ThreadLock
 from mindcore.store.schema import ColumnsSpec, build_schema, missing_fields, vector_dim
 from mindcore.store.table import EmbedderLike, Table
 
@@ -152,7 +152,7 @@ class Store:
         self._db = lancedb.connect(uri, storage_options=storage_options or None, read_consistency_interval=None)
         self._cache = VectorCache(config.cache_bytes)
         self._tables: dict[str, Table] = {}
-        self._locks: dict[str, TableLock] = {}
+        self._locks: dict[str, Lock] = {}
         self._lock = threading.RLock()
         self._embedder: EmbedderLike | None = None
         self._maint = _Maintainer(self)
@@ -200,19 +200,51 @@ class Store:
 
     # -- tables ---------------------------------------------------------------------------------
 
-    def _table_lock(self, name: str) -> TableLock:
+    def lock(self, name: str) -> Lock:
+        """The store's lock called ``name``: exclusive across the threads and processes (and, on
+        object storage, the machines) using this store, whatever they write while holding it.
+
+        ``lock.hold(timeout=None)`` is a context manager that waits at most ``timeout`` seconds
+        (default ``StoreConfig.lock_timeout``) and then raises :class:`LockTimeoutError`. The lock
+        is ``flock`` on ``<store>/_mindcore_locks/<name>.lock`` for a folder (released by the OS
+        if its holder dies), a lease object on object storage and a thread lock for
+        ``memory://``. It is not reentrant. Every write to a table holds the lock named after the
+        table, so never write a table while holding the lock of its name; use your own names
+        (``[A-Za-z0-9][A-Za-z0-9_.-]*``, at most 128 characters) for read-modify-write sequences
+        spanning several writes.
+
+        >>> import mindcore
+        >>> store = mindcore.open("memory://")
+        >>> counter = store.table("counters", {"n": pa.int64()})
+        >>> with store.lock("bump-counters").hold(timeout=5):
+        ...     n = (counter.get_one("c", "hits") or {"n": 0})["n"]
+        ...     _ = counter.upsert("c", [{"id": "hits", "n": n + 1}])
+        >>> counter.get_one("c", "hits")["n"]
+        1
+        """
+        if not isinstance(name, str) or not _TABLE_NAME.match(name):
+            raise ValueError(f"lock name: expected 1-128 of [A-Za-z0-9_.-] starting alphanumeric, got {name!r}")
+        return self._lock_named(name, f"lock {name!r}")
+
+    def _lock_named(self, name: str, label: str) -> Lock:
+        # One object per name, so threads of this process queue on it before touching the file.
         with self._lock:
             lock = self._locks.get(name)
             if lock is None:
+                timeout = self.config.lock_timeout
                 if self.kind == "local":
-                    lock = FileLock(os.path.join(self.uri, _LOCK_DIR, f"{name}.lock"), name)
+                    lock = FileLock(os.path.join(self.uri, _LOCK_DIR, f"{name}.lock"), name, label=label,
+                                    timeout=timeout)
                 elif self.kind == "memory":
-                    lock = ThreadLock(name)
+                    lock = ThreadLock(name, label=label, timeout=timeout)
                 else:
                     lock = LeaseLock(self.uri, f"{_LOCK_DIR}/{name}.lock", name, self._storage_options,
-                                     ttl=self.config.lease_ttl)
+                                     ttl=self.config.lease_ttl, label=label, timeout=timeout)
                 self._locks[name] = lock
             return lock
+
+    def _table_lock(self, name: str) -> Lock:
+        return self._lock_named(name, f"table {name!r}")
 
     def table(
         self,
