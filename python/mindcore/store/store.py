@@ -20,6 +20,7 @@ import pyarrow as pa
 
 from mindcore.store.cache import VectorCache
 from mindcore.store.config import StoreConfig
+from mindcore.store.context import TableContext
 from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.locks import FileLock, LeaseLock, Lock, ThreadLock
 from mindcore.store.schema import ColumnsSpec, build_schema, missing_fields, vector_dim
@@ -151,6 +152,11 @@ class Store:
         # Tables track their latest version themselves (see mindcore.store.versions).
         self._db = lancedb.connect(uri, storage_options=storage_options or None, read_consistency_interval=None)
         self._cache = VectorCache(config.cache_bytes)
+        self._context = TableContext(
+            store=self, uri=uri, kind=kind, config=config, cache=self._cache,
+            read_consistency_s=None if self._read_consistency is None else self._read_consistency.total_seconds(),
+            schedule_maintenance=self._schedule_maintenance,
+        )
         self._tables: dict[str, Table] = {}
         self._locks: dict[str, Lock] = {}
         self._lock = threading.RLock()
@@ -296,7 +302,7 @@ class Store:
             if t is None or missing_fields(lance.schema, wanted):
                 lance = self._open_or_create(name, wanted)
                 if t is None:
-                    t = Table(self, name, lance, self._table_lock(name), None)
+                    t = Table(self._context, name, lance, self._table_lock(name), None)
                     self._tables[name] = t
                 else:
                     t._reset(lance)
@@ -376,8 +382,10 @@ class Store:
 
     # -- maintenance ----------------------------------------------------------------------------
 
-    def _schedule_maintenance(self, table: Table) -> None:
-        self._maint.schedule(table)
+    def _schedule_maintenance(self, name: str) -> None:
+        table = self._tables.get(name)
+        if table is not None:
+            self._maint.schedule(table)
 
     def compact(self) -> None:
         """Compact every table now (see :meth:`Table.compact`)."""

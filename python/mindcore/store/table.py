@@ -15,14 +15,14 @@ import numpy as np
 import pyarrow as pa
 
 from mindcore.store.cache import CacheEntry
+from mindcore.store.context import StoreHandle, TableContext
 from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
 from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, rows_to_arrow, vector_dim
 from mindcore.store.versions import VersionTracker
 
 if TYPE_CHECKING:
     from mindcore.kernels import Metric
-    from mindcore.store.locks import TableLock
-    from mindcore.store.store import Store
+    from mindcore.store.locks import Lock
 
 __all__ = ["ALL_NAMESPACES", "AllNamespaces", "EmbedderLike", "Hit", "Table", "UnitOfWork", "WriteResult"]
 
@@ -231,30 +231,34 @@ class Table:
 
     def __init__(
         self,
-        store: Store,
+        ctx: TableContext,
         name: str,
         lance: Any,
-        lock: TableLock,
+        lock: Lock,
         embedder: EmbedderLike | None,
     ) -> None:
-        self.store = store
+        self._ctx = ctx
         self.name = name
         self._tbl = lance
         self._lock = lock
         self._embedder = embedder
         self._schema: pa.Schema = lance.schema
         self._writes = 0
-        rc = store._read_consistency
-        table_dir = os.path.join(store.uri, f"{name}.lance") if store.kind == "local" else None
-        self._versions = VersionTracker(lance, store.kind, table_dir, None if rc is None else rc.total_seconds())
+        table_dir = os.path.join(ctx.uri, f"{name}.lance") if ctx.kind == "local" else None
+        self._versions = VersionTracker(lance, ctx.kind, table_dir, ctx.read_consistency_s)
         self._state_lock = threading.Lock()
         self._index_cache: tuple[int, bool] | None = None
         self._count_cache: dict[str, tuple[int, int]] = {}
 
     def __repr__(self) -> str:
-        return f"Table({self.name!r}, dim={self.dim}, store={self.store.uri!r})"
+        return f"Table({self.name!r}, dim={self.dim}, store={self._ctx.uri!r})"
 
     # -- introspection --------------------------------------------------------------------------
+
+    @property
+    def store(self) -> StoreHandle:
+        """The store this table belongs to."""
+        return self._ctx.store
 
     @property
     def schema(self) -> pa.Schema:
@@ -412,7 +416,7 @@ class Table:
     # -- the vector cache -----------------------------------------------------------------------
 
     def _entry(self, namespace: str, version: int | None = None) -> CacheEntry:
-        cache = self.store._cache
+        cache = self._ctx.cache
         v = self._version() if version is None else version
         e = cache.get(self.name, namespace, v)
         if e is not None:
@@ -498,7 +502,7 @@ class Table:
         for c in (time_column, extra_column):
             if c is not None:
                 self._columns([c])
-        cfg = self.store.config
+        cfg = self._ctx.config
         version = self._version()  # one check per search (it costs a LanceDB round trip)
         use_ann = exact is not True and self._ann_eligible(namespace, version)
         if use_ann:
@@ -601,8 +605,8 @@ class Table:
         return has
 
     def _ann_eligible(self, namespace: str, v: int) -> bool:
-        threshold = self.store.config.ann_threshold
-        e = self.store._cache.get(self.name, namespace, v)
+        threshold = self._ctx.config.ann_threshold
+        e = self._ctx.cache.get(self.name, namespace, v)
         if e is not None:
             n = e.n
         else:
@@ -690,7 +694,7 @@ class Table:
         source = rows_to_arrow(rows, self._schema, namespace)
         if source.num_rows == 0:
             return WriteResult(self._version())
-        with self._lock.hold(self.store.config.lock_timeout):
+        with self._lock.hold(self._ctx.config.lock_timeout):
             schema = self._schema
             old = self._exact()
             if not schema.equals(self._schema):
@@ -719,7 +723,7 @@ class Table:
         """
         _check_namespace(namespace)
         (id,) = _ids([id])
-        with self._lock.hold(self.store.config.lock_timeout):
+        with self._lock.hold(self._ctx.config.lock_timeout):
             self._exact()
             new = fn(self.get_one(namespace, id))
             if new is None:
@@ -754,7 +758,7 @@ class Table:
         from mindcore.store.ids import new_id
 
         _check_namespace(namespace)
-        with self._lock.hold(self.store.config.lock_timeout):
+        with self._lock.hold(self._ctx.config.lock_timeout):
             old = self._exact()
             given = list(rows() if callable(rows) else rows)
             if any(not isinstance(r, Mapping) for r in given):
@@ -764,7 +768,7 @@ class Table:
             if not given:
                 return WriteResult(old)
             source = rows_to_arrow([{**r, "id": new_id()} for r in given], self._schema, namespace)
-            cached = self.store._cache.get(self.name, namespace, old)
+            cached = self._ctx.cache.get(self.name, namespace, old)
             added = self._tbl.add(source, on_bad_vectors="null")
             res = WriteResult(int(added.version), inserted=len(given))
             self._after_commit(old, res.version, {namespace})
@@ -775,7 +779,7 @@ class Table:
     def _commit(self, namespace: str, ops: list[_Op]) -> WriteResult:
         if not ops:
             return WriteResult(self._version())
-        with self._lock.hold(self.store.config.lock_timeout):
+        with self._lock.hold(self._ctx.config.lock_timeout):
             res = self._commit_locked(namespace, ops)
         self._note_write()
         return res
@@ -794,7 +798,7 @@ class Table:
         source, deletes = self._replay(namespace, ops)
         if source is None and deletes is None:
             return WriteResult(old)
-        cached = self.store._cache.get(self.name, namespace, old)
+        cached = self._ctx.cache.get(self.name, namespace, old)
         gone = None if cached is None or deletes is None else to_mask(deletes, cached.scalars)
         cond = None if deletes is None else to_where(namespace, deletes, self._schema)
         if source is not None:
@@ -828,11 +832,11 @@ class Table:
             return
         entry = cached.patched(source, gone, new, self.dim or 0)
         if entry is not None:
-            self.store._cache.put(self.name, namespace, entry)
+            self._ctx.cache.put(self.name, namespace, entry)
 
     def _after_commit(self, old: int, new: int, touched: set[str] | None) -> None:
         self._versions.committed(new)
-        self.store._cache.committed(self.name, touched, old, new)
+        self._ctx.cache.committed(self.name, touched, old, new)
         with self._state_lock:
             self._count_cache = {k: (new, n) for k, (v, n) in self._count_cache.items()
                                  if v == old and (touched is not None and k not in touched)}
@@ -890,7 +894,7 @@ class Table:
     # -- maintenance ----------------------------------------------------------------------------
 
     def _note_write(self) -> None:
-        cfg = self.store.config
+        cfg = self._ctx.config
         self._writes += 1
         if not cfg.compact_every or self._writes < cfg.compact_every:
             return
@@ -901,13 +905,13 @@ class Table:
             due = max(due, int(self._tbl.count_rows()) // cfg.compact_amplification)
         if self._writes >= min(due, max(cfg.compact_max_writes, cfg.compact_every)):
             self._writes = 0
-            self.store._schedule_maintenance(self)
+            self._ctx.schedule_maintenance(self.name)
 
     def compact(self, *, cleanup_grace: Any = None) -> None:
         """Merge small fragments, fold new rows into the indexes, and delete versions older than
         ``cleanup_grace`` (default ``StoreConfig.cleanup_grace``). Runs under the write lock; the
         data (and the vector cache) are unchanged."""
-        cfg = self.store.config
+        cfg = self._ctx.config
         grace = cfg.cleanup_grace if cleanup_grace is None else cleanup_grace
         with self._lock.hold(cfg.lock_timeout):
             old = self._versions.exact()
