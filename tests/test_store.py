@@ -593,7 +593,7 @@ def test_version_tracking_without_a_recognised_layout(tmp_path: Path) -> None:
 # -- docstring examples ---------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("module", ["store", "table", "write", "ids"])
+@pytest.mark.parametrize("module", ["store", "table", "write", "ids", "scoring"])
 def test_docstring_examples_run(module: str) -> None:
     import doctest
     import importlib

@@ -21,6 +21,8 @@ import pyarrow as pa
 
 from mindcore.mind.entries import Belief, Entry, Goal, Reflection, entry_from_row, entry_to_row, recall_weight
 from mindcore.mind.header import HeaderIndex
+from mindcore.mind.recall import RECALL_WEIGHTS
+from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
     from mindcore.store import Store, Table
@@ -52,6 +54,8 @@ def _lock_name(namespace: str) -> str:
 
 
 _NO_EXPIRY = np.iinfo(np.int64).max
+# Near-duplicate checks rank by cosine alone.
+SIMILARITY_ONLY = Weights()
 
 
 class Snapshot:
@@ -110,17 +114,10 @@ class Snapshot:
 
     def similar_belief(self, vector: np.ndarray, threshold: float, now: int) -> str | None:
         """The unexpired belief most similar to ``vector`` at cosine >= ``threshold``."""
-        from mindcore.kernels import hybrid_topk
-
         idx = self.index(Belief)
-        if not idx.entries:
-            return None
-        mask = idx.expires > now
-        if not mask.any():
-            return None
-        top = hybrid_topk(np.ascontiguousarray(vector, dtype=np.float32), idx.matrix, k=1, metric="cosine",
-                          mask=mask, min_score=threshold)
-        return idx.entries[int(top.indices[0])].id if len(top.indices) and int(top.indices[0]) >= 0 else None
+        top = rank(np.ascontiguousarray(vector, dtype=np.float32), idx.matrix, SIMILARITY_ONLY, k=1,
+                   mask=idx.expires > now, min_score=threshold)
+        return idx.entries[int(top.indices[0])].id if len(top.indices) else None
 
     def patched(self, version: int, rows: Sequence[dict[str, Any]]) -> Snapshot:
         """This snapshot with ``rows`` written over it, labelled ``version``."""
@@ -168,11 +165,10 @@ class KindIndex:
         return m
 
     def search(self, query: np.ndarray, *, k: int, now: int, min_score: float, include_expired: bool,
-               tags: Sequence[str] | None, pinned: bool | None, w_sim: float, w_rec: float, w_extra: float,
-               tau_ms: float) -> list[tuple[Belief | Reflection, float]]:
-        """The ``k`` best entries passing the filters, best first, with their hybrid scores."""
-        from mindcore.kernels import hybrid_topk
-
+               tags: Sequence[str] | None, pinned: bool | None,
+               weights: Weights = RECALL_WEIGHTS) -> list[tuple[Belief | Reflection, float]]:
+        """The ``k`` best entries passing the filters, best first, with their hybrid scores
+        (age from creation, the confidence term as the per-row extra)."""
         n = len(self.entries)
         if n == 0:
             return []
@@ -181,12 +177,9 @@ class KindIndex:
             mask &= self.pinned == pinned
         for t in tags or ():
             mask &= self.tag_mask(t)
-        if not mask.any():
-            return []
-        top = hybrid_topk(query, self.matrix, k=min(k, n), metric="cosine", w_sim=w_sim, w_rec=w_rec,
-                          w_extra=w_extra, timestamps=self.created, now_ms=now, tau_ms=tau_ms, extra=self.weight,
-                          mask=None if mask.all() else mask, min_score=min_score)
-        return [(self.entries[int(i)], float(sc)) for i, sc in zip(top.indices, top.scores, strict=True) if i >= 0]
+        top = rank(query, self.matrix, weights, k=k, now_ms=now, timestamps=self.created, extra=self.weight,
+                   mask=mask, min_score=min_score)
+        return [(self.entries[int(i)], float(sc)) for i, sc in zip(top.indices, top.scores, strict=True)]
 
 
 class Repo:

@@ -43,7 +43,7 @@ from mindcore.mind.entries import (
     Reflection,
 )
 from mindcore.mind.header import render_header
-from mindcore.mind.recall import TAU_MS, W_CONFIDENCE, W_RECENCY, W_SIMILARITY, match_goals
+from mindcore.mind.recall import RECALL_WEIGHTS, match_goals
 from mindcore.mind.tools import TOOL_SPECS
 from mindcore.mind.validate import MindError, check_bool, check_choice, check_id, check_tags, check_text
 from mindcore.toolspec import ToolError, Toolset, ToolSpec
@@ -270,8 +270,7 @@ class Mind:
         for k in kinds:
             hits = snap.index(k).search(
                 q, k=limit, now=now, min_score=threshold, include_expired=include_expired, tags=tags,
-                pinned=pinned if k is Reflection else None, w_sim=W_SIMILARITY, w_rec=W_RECENCY,
-                w_extra=W_CONFIDENCE, tau_ms=TAU_MS,
+                pinned=pinned if k is Reflection else None, weights=RECALL_WEIGHTS,
             )
             out += [RecallResult(e, score=score) for e, score in hits]
         return out

@@ -18,6 +18,7 @@ from mindcore.store.context import StoreHandle, TableContext
 from mindcore.store.filters import Filter, col, to_mask, to_where
 from mindcore.store.ids import check_ids, check_namespace
 from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, vector_dim
+from mindcore.store.scoring import Weights, rank
 from mindcore.store.versions import VersionTracker
 from mindcore.store.write import TableWrites, UnitOfWork, WriteResult
 
@@ -75,6 +76,18 @@ class Hit:
 
 
 # -- the table -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Scoring:
+    """How one search scores rows (the parts of :meth:`Table.search` that are not about rows)."""
+
+    weights: Weights
+    metric: Metric
+    time_column: str
+    extra_column: str | None
+    now_ms: int | None
+    min_score: float | None
 
 
 class Table(TableWrites):
@@ -332,12 +345,15 @@ class Table(TableWrites):
         exact: bool | None = None,
         columns: Sequence[str] | None = None,
         with_vector: bool = False,
+        weights: Weights | None = None,
     ) -> list[Hit]:
         """The ``k`` best rows of ``namespace`` for ``query``, best first, scored
         ``w_sim * similarity + w_rec * decay(now - time_column) + w_extra * extra_column``
-        (``mindcore.kernels.hybrid_topk``; decay is ``0.5 ** (age / half_life_ms)`` or
-        ``exp(-age / tau_ms)``). ``query`` is a vector, or text embedded with the table's
-        embedder. ``where`` pre-filters; rows without a vector never match.
+        (:func:`mindcore.store.rank`; decay is ``0.5 ** (age / half_life_ms)`` or
+        ``exp(-age / tau_ms)``). ``weights`` (a :class:`~mindcore.store.Weights`) may replace
+        ``w_sim``, ``w_rec``, ``w_extra``, ``half_life_ms`` and ``tau_ms``. ``query`` is a vector,
+        or text embedded with the table's embedder. ``where`` pre-filters; rows without a vector
+        never match.
 
         Namespaces below ``StoreConfig.ann_threshold`` rows are searched exactly in memory.
         Larger ones use the table's vector index when it exists (``exact=True`` forbids that):
@@ -359,30 +375,30 @@ class Table(TableWrites):
             raise ValueError(f"k: expected a positive int, got {k!r}")
         if metric not in ("cosine", "dot"):
             raise ValueError(f"metric: expected 'cosine' or 'dot', got {metric!r}")
+        if weights is None:
+            weights = Weights(w_sim, w_rec, w_extra, half_life_ms=half_life_ms, tau_ms=tau_ms)
+        elif (w_sim, w_rec, w_extra, half_life_ms, tau_ms) != (1.0, 0.0, 0.0, None, None):
+            raise ValueError("weights: give weights= or w_sim/w_rec/w_extra/half_life_ms/tau_ms, not both")
+        elif not isinstance(weights, Weights):
+            raise TypeError(f"weights: expected mindcore.store.Weights, got {type(weights).__name__}")
         q = self._query_vector(query, dim)
         cols = self._columns(columns)
         for c in (time_column, extra_column):
             if c is not None:
                 self._columns([c])
-        cfg = self._ctx.config
+        if weights.extra != 0 and extra_column is None:
+            raise ValueError("w_extra is non-zero but no extra_column was given")
+        scoring = _Scoring(weights, metric, time_column, extra_column, now_ms, min_score)
         version = self._version()  # one check per search (it costs a LanceDB round trip)
-        use_ann = exact is not True and self._ann_eligible(namespace, version)
-        if use_ann:
-            return self._search_ann(
-                namespace, q, k=k, metric=metric, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
-                time_column=time_column, half_life_ms=half_life_ms, tau_ms=tau_ms, now_ms=now_ms,
-                extra_column=extra_column, where=where, min_score=min_score, cols=cols,
-                with_vector=with_vector, candidates=max(cfg.ann_candidates, 4 * k),
-            )
-        e = self._entry(namespace, version)
+        if exact is not True and self._ann_eligible(namespace, version):
+            e = self._ann_candidates(namespace, q, metric, where, max(self._ctx.config.ann_candidates, 4 * k))
+            mask = e.has_vector.copy()
+        else:
+            e = self._entry(namespace, version)
+            mask = e.has_vector & to_mask(where, e.scalars)
         if e.n == 0:
             return []
-        mask = e.has_vector & to_mask(where, e.scalars)
-        return self._score(
-            e, q, mask, k=k, metric=metric, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
-            time_column=time_column, half_life_ms=half_life_ms, tau_ms=tau_ms, now=now_ms,
-            extra_column=extra_column, min_score=min_score, cols=cols, with_vector=with_vector,
-        )
+        return self._score(e, q, mask, scoring, k=k, cols=cols, with_vector=with_vector)
 
     def _query_vector(self, query: str | np.ndarray | Sequence[float], dim: int) -> np.ndarray:
         if isinstance(query, str):
@@ -400,48 +416,18 @@ class Table(TableWrites):
         return q
 
     def _score(
-        self,
-        e: CacheEntry,
-        q: np.ndarray,
-        mask: np.ndarray,
-        *,
-        k: int,
-        metric: Metric,
-        w_sim: float,
-        w_rec: float,
-        w_extra: float,
-        time_column: str,
-        half_life_ms: float | None,
-        tau_ms: float | None,
-        now: int | None,
-        extra_column: str | None,
-        min_score: float | None,
-        cols: list[str] | None,
-        with_vector: bool,
+        self, e: CacheEntry, q: np.ndarray, mask: np.ndarray, scoring: _Scoring, *, k: int,
+        cols: list[str] | None, with_vector: bool,
     ) -> list[Hit]:
-        from mindcore.kernels import hybrid_topk
-
-        kwargs: dict[str, Any] = {}
-        if w_rec != 0.0:
-            kwargs.update(
-                timestamps=e.int64(time_column), now_ms=now_ms() if now is None else now,
-                half_life_ms=half_life_ms, tau_ms=tau_ms,
-            )
-        if w_extra != 0.0:
-            if extra_column is None:
-                raise ValueError("w_extra is non-zero but no extra_column was given")
-            kwargs["extra"] = e.float32(extra_column)
-        if not mask.any():
-            return []
-        top = hybrid_topk(
-            q, e.matrix, k=min(k, e.n), metric=metric, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
-            mask=None if mask.all() else mask, min_score=min_score, **kwargs,
+        """Rank the rows of ``e`` with :func:`rank` and turn the best into :class:`Hit` objects."""
+        w = scoring.weights
+        top = rank(
+            q, e.matrix, w, k=k, metric=scoring.metric, min_score=scoring.min_score,
+            now_ms=now_ms() if scoring.now_ms is None else scoring.now_ms, mask=mask,
+            timestamps=e.int64(scoring.time_column) if w.recency != 0 else None,
+            extra=e.float32(scoring.extra_column) if w.extra != 0 and scoring.extra_column is not None else None,
         )
-        idx = np.asarray(top.indices, dtype=np.int64)
-        keep = idx >= 0
-        idx = idx[keep]
-        scores = np.asarray(top.scores)[keep]
-        sims = np.asarray(top.similarities)[keep]
+        idx = top.indices
         if len(idx) == 0:
             return []
         names = None if cols is None else [c for c in dict.fromkeys(["id", *cols]) if c != VECTOR]
@@ -453,7 +439,7 @@ class Table(TableWrites):
             if want_vec:
                 r[VECTOR] = e.matrix[i].copy()
             rid = r["id"] if cols is None or "id" in cols else r.pop("id")
-            hits.append(Hit(str(rid), float(scores[j]), float(sims[j]), r))
+            hits.append(Hit(str(rid), float(top.scores[j]), float(top.similarities[j]), r))
         return hits
 
     # -- ANN --------------------------------------------------------------------------------------
@@ -480,12 +466,10 @@ class Table(TableWrites):
                 self._count_cache[namespace] = (v, n)
         return n >= threshold and self._has_vector_index(v)
 
-    def _search_ann(
-        self, namespace: str, q: np.ndarray, *, k: int, metric: Metric, where: Filter | None, candidates: int,
-        time_column: str, half_life_ms: float | None, tau_ms: float | None, now_ms: int | None,
-        extra_column: str | None, w_sim: float, w_rec: float, w_extra: float, min_score: float | None,
-        cols: list[str] | None, with_vector: bool,
-    ) -> list[Hit]:
+    def _ann_candidates(
+        self, namespace: str, q: np.ndarray, metric: Metric, where: Filter | None, candidates: int
+    ) -> CacheEntry:
+        """The rows the vector index proposes for ``q``, as an uncached entry to be scored exactly."""
         data = (
             self._tbl.search(q, vector_column_name=VECTOR)
             .distance_type("dot" if metric == "dot" else "cosine")
@@ -494,14 +478,7 @@ class Table(TableWrites):
             .to_arrow()
         )
         data = data.drop_columns([c for c in data.column_names if c.startswith("_")])
-        e = CacheEntry.from_arrow(data, -1, self.dim or 0)
-        if e.n == 0:
-            return []
-        return self._score(
-            e, q, e.has_vector.copy(), k=k, metric=metric, w_sim=w_sim, w_rec=w_rec,
-            w_extra=w_extra, time_column=time_column, half_life_ms=half_life_ms, tau_ms=tau_ms, now=now_ms,
-            extra_column=extra_column, min_score=min_score, cols=cols, with_vector=with_vector,
-        )
+        return CacheEntry.from_arrow(data, -1, self.dim or 0)
 
     def create_vector_index(self, *, metric: Literal["cosine", "dot"] = "cosine") -> None:
         """Build (or rebuild) the IVF_HNSW_SQ index on the vector column. Maintenance does this
