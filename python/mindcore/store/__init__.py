@@ -47,6 +47,12 @@ processes can never insert the same id twice. After ``StoreConfig.compact_every`
 on big tables, see ``compact_amplification``) the table is compacted in the background, keeping
 old versions for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
 
+**Read-only stores and locks.** ``mindcore.open(path, read_only=True)`` reads an existing store
+and writes nothing: every write raises :class:`StoreNotWritableError` naming the store.
+``store.check_writable()`` raises it early for a store this process cannot write (capabilities
+call it when they open to write). ``store.lock(name).hold()`` is a named lock shared by every
+thread and process using the store, for read-modify-write sequences.
+
 **Consistency.** Every read of a local store sees every committed write, from any process: the
 table's latest version is probed from its version files (two ``stat`` calls) and the table
 reloaded only when it moved. Object storage checks at most every
@@ -81,7 +87,13 @@ naming both.
 from __future__ import annotations
 
 from mindcore.store.config import StoreConfig
-from mindcore.store.errors import EmbedderMismatchError, LockTimeoutError, SchemaError, StoreError
+from mindcore.store.errors import (
+    EmbedderMismatchError,
+    LockTimeoutError,
+    SchemaError,
+    StoreError,
+    StoreNotWritableError,
+)
 from mindcore.store.filters import Col, Filter, all_of, any_of, col, to_mask, to_where
 from mindcore.store.ids import new_id
 from mindcore.store.schema import RESERVED, Row, now_ms
@@ -104,6 +116,7 @@ __all__ = [
     "Store",
     "StoreConfig",
     "StoreError",
+    "StoreNotWritableError",
     "Table",
     "UnitOfWork",
     "Weights",

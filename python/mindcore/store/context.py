@@ -14,6 +14,7 @@ from typing import Protocol
 
 from mindcore.store.cache import VectorCache
 from mindcore.store.config import StoreConfig
+from mindcore.store.errors import StoreNotWritableError
 from mindcore.store.locks import Lock
 
 __all__ = ["StoreHandle", "TableContext"]
@@ -30,6 +31,11 @@ class StoreHandle(Protocol):
 
     @property
     def config(self) -> StoreConfig: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    def check_writable(self) -> None: ...
 
     def lock(self, name: str) -> Lock: ...
 
@@ -51,3 +57,10 @@ class TableContext:
     read_consistency_s: float | None
     #: Ask for a background compaction of the table with this name.
     schedule_maintenance: Callable[[str], None]
+    #: Opened ``read_only=True``: every write raises ``StoreNotWritableError``.
+    read_only: bool = False
+
+    def refuse_writes(self, what: str) -> None:
+        """Raise ``StoreNotWritableError`` (saying it could not ``what``) on a read-only store."""
+        if self.read_only:
+            raise StoreNotWritableError(f"store {self.uri} was opened read_only=True: cannot {what}")

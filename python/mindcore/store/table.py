@@ -483,6 +483,7 @@ class Table(TableWrites):
     def create_vector_index(self, *, metric: Literal["cosine", "dot"] = "cosine") -> None:
         """Build (or rebuild) the IVF_HNSW_SQ index on the vector column. Maintenance does this
         by itself once the table reaches ``StoreConfig.index_min_rows`` rows."""
+        self._ctx.refuse_writes(f"index table {self.name!r}")
         from lancedb.index import IvfHnswSq
 
         self._need_vectors()
@@ -498,6 +499,7 @@ class Table(TableWrites):
         """Merge small fragments, fold new rows into the indexes, and delete versions older than
         ``cleanup_grace`` (default ``StoreConfig.cleanup_grace``). Runs under the write lock; the
         data (and the vector cache) are unchanged."""
+        self._ctx.refuse_writes(f"compact table {self.name!r}")
         cfg = self._ctx.config
         grace = cfg.cleanup_grace if cleanup_grace is None else cleanup_grace
         with self._lock.hold(cfg.lock_timeout):

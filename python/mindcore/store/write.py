@@ -63,6 +63,7 @@ class UnitOfWork:
     """
 
     def __init__(self, table: TableWrites, namespace: str) -> None:
+        table._ctx.refuse_writes(f"write to table {table.name!r}")
         check_namespace(namespace)
         self.table = table
         self.namespace = namespace
@@ -212,6 +213,7 @@ class TableWrites:
     def insert_new(self, namespace: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> WriteResult:
         """Insert the rows whose id is not stored yet and leave existing rows untouched (an
         atomic insert-if-absent: of several processes inserting one id, exactly one wins)."""
+        self._ctx.refuse_writes(f"write to table {self.name!r}")
         check_namespace(namespace)
         source = rows_to_arrow(rows, self._schema, namespace)
         if source.num_rows == 0:
@@ -243,6 +245,7 @@ class TableWrites:
         >>> t.get_one("ns", "c")["n"]
         2
         """
+        self._ctx.refuse_writes(f"write to table {self.name!r}")
         check_namespace(namespace)
         (id,) = check_ids([id])
         with self._lock.hold(self._ctx.config.lock_timeout):
@@ -277,6 +280,7 @@ class TableWrites:
         >>> t.count("ns")
         2
         """
+        self._ctx.refuse_writes(f"write to table {self.name!r}")
         check_namespace(namespace)
         with self._lock.hold(self._ctx.config.lock_timeout):
             old = self._exact()
