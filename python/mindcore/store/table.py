@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
@@ -76,6 +77,13 @@ class Hit:
 
 
 # -- the table -------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=256, typed=True)
+def _weights(similarity: float, recency: float, extra: float, half_life_ms: float | None,
+             tau_ms: float | None) -> Weights:
+    # Searches repeat the same few weights: validate each combination once, not per search.
+    return Weights(similarity, recency, extra, half_life_ms=half_life_ms, tau_ms=tau_ms)
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,7 +384,7 @@ class Table(TableWrites):
         if metric not in ("cosine", "dot"):
             raise ValueError(f"metric: expected 'cosine' or 'dot', got {metric!r}")
         if weights is None:
-            weights = Weights(w_sim, w_rec, w_extra, half_life_ms=half_life_ms, tau_ms=tau_ms)
+            weights = _weights(w_sim, w_rec, w_extra, half_life_ms, tau_ms)
         elif (w_sim, w_rec, w_extra, half_life_ms, tau_ms) != (1.0, 0.0, 0.0, None, None):
             raise ValueError("weights: give weights= or w_sim/w_rec/w_extra/half_life_ms/tau_ms, not both")
         elif not isinstance(weights, Weights):
