@@ -280,7 +280,7 @@ def test_loads_lenient_respects_strings() -> None:
 
 
 @given(st.lists(st.fixed_dictionaries({
-    "text": st.text(st.characters(blacklist_categories=("Cs",)), min_size=1, max_size=40).filter(str.strip),
+    "text": st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=40).filter(str.strip),
     "kind": st.sampled_from(KINDS),
     "importance": st.floats(0, 1),
 }), max_size=8), st.text(alphabet="abc .!\n", max_size=30), st.booleans(), st.booleans())

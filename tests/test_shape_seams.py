@@ -225,14 +225,10 @@ def test_writers_check_the_store_when_they_open(
     assert closed == [unwritable[-1]] and closed[0] is not store
 
 
-@pytest.mark.skipif(
-    not hasattr(Store, "check_writable"),
-    reason="needs mindcore.open(read_only=True) from the storage branch; drop this skip once merged",
-)
 def test_a_read_only_store_is_refused_by_writers_and_served_to_readers(tmp_path: Path) -> None:
     with mindcore.open(tmp_path / "store") as store:
         WorkingMemory(store, thread_id="t").update({"content": "written before"})
-    ro = mindcore.open(tmp_path / "store", read_only=True)  # type: ignore[call-arg]
+    ro = mindcore.open(tmp_path / "store", read_only=True)
     with pytest.raises(StoreNotWritableError):
         Mind(ro, agent="a", embedder=EMB)
     with pytest.raises(StoreNotWritableError):

@@ -588,3 +588,16 @@ def test_version_tracking_without_a_recognised_layout(tmp_path: Path) -> None:
     t.upsert("u", [{"id": "a"}])
     _write_elsewhere(tmp_path, "[{'id': 'b'}]")
     assert t.count("u") == 2
+
+
+# -- docstring examples ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("module", ["store", "table", "write", "ids", "scoring"])
+def test_docstring_examples_run(module: str) -> None:
+    import doctest
+    import importlib
+
+    mod = importlib.import_module(f"mindcore.store.{module}")
+    result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.attempted > 0 and result.failed == 0

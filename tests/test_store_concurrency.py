@@ -8,11 +8,13 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -146,3 +148,113 @@ def test_lock_timeout_is_an_error(tmp_path: Path) -> None:
         os.close(fd)
     t.upsert("ns", [{"id": "a"}])
     assert t.count("ns", col("id").eq("a")) == 1
+
+
+# -- Store.lock: named locks shared by threads and processes ------------------------------------
+
+LOCKED_COUNTER = r"""
+import sys, time
+import mindcore
+
+store = mindcore.open(sys.argv[1])
+counter = sys.argv[2]
+for _ in range(int(sys.argv[3])):
+    with store.lock("counter").hold(timeout=60):
+        n = int(open(counter).read())
+        time.sleep(0.002)  # widen the read-modify-write window: unlocked, increments would be lost
+        open(counter, "w").write(str(n + 1))
+"""
+
+
+@pytest.mark.parametrize("uri", ["folder", "memory://"])
+def test_store_lock_serialises_threads(tmp_path: Path, uri: str) -> None:
+    store = mindcore.open(tmp_path if uri == "folder" else uri)
+    held: list[tuple[float, float]] = []
+
+    def work() -> None:
+        for _ in range(20):
+            with store.lock("job").hold(timeout=30):
+                start = time.monotonic()
+                time.sleep(0.002)
+                held.append((start, time.monotonic()))
+
+    threads = [threading.Thread(target=work) for _ in range(2)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    held.sort()
+    assert len(held) == 40
+    assert all(a_end <= b_start for (_, a_end), (b_start, _) in itertools.pairwise(held)), "overlap"
+
+
+def test_store_lock_serialises_processes(tmp_path: Path) -> None:
+    counter = tmp_path / "counter.txt"
+    counter.write_text("0")
+    procs = [
+        subprocess.Popen([sys.executable, "-c", LOCKED_COUNTER, str(tmp_path / "db"), str(counter), "40"])
+        for _ in range(2)
+    ]
+    for p in procs:
+        assert p.wait(timeout=300) == 0
+    assert counter.read_text() == "80"  # no increment lost
+
+
+def test_store_lock_times_out(tmp_path: Path) -> None:
+    from mindcore.store import LockTimeoutError
+
+    store = mindcore.open(tmp_path, config=StoreConfig(lock_timeout=0.2))
+    taken, release = threading.Event(), threading.Event()
+
+    def holder() -> None:
+        with store.lock("job").hold():
+            taken.set()
+            release.wait(10)
+
+    th = threading.Thread(target=holder)
+    th.start()
+    try:
+        assert taken.wait(10)
+        t0 = time.monotonic()
+        with pytest.raises(LockTimeoutError, match="lock 'job'"), store.lock("job").hold():
+            pass  # the store's lock_timeout (0.2 s) applies when hold() is given none
+        assert 0.15 < time.monotonic() - t0 < 5
+        with pytest.raises(LockTimeoutError), store.lock("job").hold(timeout=0.05):
+            pass
+    finally:
+        release.set()
+        th.join()
+    with store.lock("job").hold(timeout=1):  # released: taken at once
+        pass
+
+
+def test_store_lock_of_a_table_name_is_its_write_lock(tmp_path: Path) -> None:
+    from mindcore.store import LockTimeoutError
+
+    store = mindcore.open(tmp_path, config=StoreConfig(lock_timeout=0.2))
+    t = store.table("t")
+    assert store.lock("t") is store.lock("t")
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            t.upsert("ns", [{"id": "a"}])
+        except BaseException as e:
+            errors.append(e)
+        done.set()
+
+    with store.lock("t").hold():
+        th = threading.Thread(target=writer)
+        th.start()
+        assert done.wait(10)
+    th.join()
+    assert len(errors) == 1 and isinstance(errors[0], LockTimeoutError)
+    t.upsert("ns", [{"id": "a"}])
+    assert t.count("ns") == 1
+
+
+@pytest.mark.parametrize("name", ["", "../escape", "a/b", ".hidden", "x" * 129, 7])
+def test_store_lock_names_are_checked(name: object) -> None:
+    with pytest.raises(ValueError, match="lock name"):
+        mindcore.open("memory://").lock(name)  # type: ignore[arg-type]

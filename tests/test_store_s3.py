@@ -155,3 +155,30 @@ def test_lease_lock_blocks_then_expires(s3: dict[str, str]) -> None:
     with b.hold(5.0):
         waited = time.monotonic() - t0
     assert 0.5 < waited < 4.0, waited
+
+
+def test_read_only_on_object_storage(s3: dict[str, str]) -> None:
+    from mindcore.store import StoreNotWritableError
+
+    uri = _uri()
+    mindcore.open(uri, storage_options=s3).table("facts", {"text": pa.string()}).upsert("u", [{"id": "a", "text": "x"}])
+    client = boto3.client("s3", endpoint_url=s3["aws_endpoint"], aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+    prefix = uri.split(f"{BUCKET}/", 1)[1]
+
+    def objects() -> list[str]:
+        return sorted(o["Key"] for o in client.list_objects_v2(Bucket=BUCKET, Prefix=prefix).get("Contents", []))
+
+    before = objects()
+    writer = mindcore.open(uri, storage_options=s3)
+    writer.check_writable()  # object storage is not probed: nothing is written
+    reader = mindcore.open(uri, storage_options=s3, read_only=True)
+    t = reader.table("facts", {"text": pa.string()})
+    assert t.get_one("u", "a")["text"] == "x"  # type: ignore[index]
+    with pytest.raises(StoreNotWritableError, match=f"store {uri} was opened read_only=True"):
+        t.upsert("u", [{"id": "b"}])
+    with pytest.raises(StoreNotWritableError):
+        reader.lock("job").hold()
+    with pytest.raises(StoreNotWritableError):
+        reader.check_writable()
+    assert objects() == before

@@ -401,7 +401,7 @@ def test_vector_index_recall_on_real_text(tmp_path: Path, model: str, n: int) ->
     t.compact()  # builds the index: the table has >= index_min_rows rows
     assert any("vector" in ix.columns for ix in t._tbl.list_indices())
     queries = held_out
-    with mock.patch.object(TableImpl, "_search_ann", autospec=True, side_effect=TableImpl._search_ann) as ann:
+    with mock.patch.object(TableImpl, "_ann_candidates", autospec=True, side_effect=TableImpl._ann_candidates) as ann:
         recalls: list[float] = []
         raw_recalls: list[float] = []  # the index alone, top-10 without re-scoring
         for q in emb.embed(queries):

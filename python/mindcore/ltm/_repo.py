@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 
-from mindcore.kernels import BM25Index, hybrid_topk, looks_like_secret
+from mindcore.kernels import BM25Index, looks_like_secret
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, indexed_text
+from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
     from mindcore.store.cache import CacheEntry
@@ -142,13 +143,12 @@ class MemoryRepo:
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def search(self, vector: np.ndarray, *, k: int, w_sim: float, w_rec: float, w_extra: float,
-               half_life_ms: float, now_ms: int) -> list[Memory]:
-        """Hybrid top-k over the scope (the store's vector cache and ``hybrid_topk``)."""
+    def search(self, vector: np.ndarray, *, k: int, weights: Weights, now_ms: int) -> list[Memory]:
+        """Hybrid top-k over the scope (``Table.search`` over the store's vector cache), the
+        extra term being importance and the age running from ``recency_at``."""
         hits = self.table.search(
-            self.ns, vector, k=k, metric="cosine", w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
-            time_column="recency_at", half_life_ms=half_life_ms, now_ms=now_ms, extra_column="importance",
-            columns=_MEMORY_COLUMNS,
+            self.ns, vector, k=k, metric="cosine", weights=weights, time_column="recency_at", now_ms=now_ms,
+            extra_column="importance", columns=_MEMORY_COLUMNS,
         )
         return [_memory(h.row | {"id": h.id}, score=h.score, similarity=h.similarity) for h in hits]
 
@@ -165,16 +165,12 @@ class MemoryRepo:
         lexical = view.lexical
         scale = max(float(lexical.max()), LEXICAL_FLOOR)
         extra = w_importance * view.importance + (w_lexical / scale) * lexical
-        top = hybrid_topk(
-            vector, view.matrix, k=min(k, n), metric="cosine", w_sim=w_sim, w_rec=w_rec, w_extra=1.0,
-            timestamps=view.recency_ms, now_ms=now_ms, half_life_ms=half_life_ms,
-            extra=np.ascontiguousarray(extra, dtype=np.float32),
-        )
-        keep = top.indices >= 0
-        idx = top.indices[keep]
-        rows = view.rows.take(np.asarray(idx, dtype=np.int64)).to_pylist()
+        weights = Weights(similarity=w_sim, recency=w_rec, extra=1.0, half_life_ms=half_life_ms)
+        top = rank(vector, view.matrix, weights, k=k, now_ms=now_ms, timestamps=view.recency_ms,
+                   extra=np.ascontiguousarray(extra, dtype=np.float32))
+        rows = view.rows.take(np.asarray(top.indices, dtype=np.int64)).to_pylist()
         return [_memory(r, score=float(sc), similarity=float(si))
-                for r, sc, si in zip(rows, top.scores[keep], top.similarities[keep], strict=True)]
+                for r, sc, si in zip(rows, top.scores, top.similarities, strict=True)]
 
     def _lexical_view(self, query: str) -> _LexicalView:
         """The scope's cached rows with a vector, and ``query``'s BM25 scores over them."""
@@ -225,17 +221,17 @@ class MemoryRepo:
 
     # -- writes ---------------------------------------------------------------------------------
 
-    def retention_scores(self, n: int, *, w_rec: float, w_importance: float, half_life_ms: float,
-                         now_ms: int) -> dict[str, float]:
-        """``w_rec·recency + w_importance·importance`` of the scope's ``n`` memories (one ranking pass
-        of the store's cached ``hybrid_topk`` with the similarity weight at 0)."""
+    def retention_scores(self, n: int, *, weights: Weights, now_ms: int) -> dict[str, float]:
+        """``weights.recency·recency + weights.extra·importance`` of the scope's ``n`` memories (one
+        ranking pass of ``Table.search`` over the cached scope; ``weights.similarity`` must be 0)."""
         if n == 0:
             return {}
+        if weights.similarity != 0:
+            raise ValueError("retention_scores: retention ignores similarity; use weights with similarity=0")
         dim = int(self.table.dim or 0)
         hits = self.table.search(
-            self.ns, np.zeros(dim, dtype=np.float32), k=n, metric="dot", w_sim=0.0, w_rec=w_rec,
-            w_extra=w_importance, time_column="recency_at", half_life_ms=half_life_ms, now_ms=now_ms,
-            extra_column="importance", columns=["id"],
+            self.ns, np.zeros(dim, dtype=np.float32), k=n, metric="dot", weights=weights,
+            time_column="recency_at", now_ms=now_ms, extra_column="importance", columns=["id"],
         )
         return {h.id: h.score for h in hits}
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from mindcore.embed.base import check_embedder
 from mindcore.errors import InvalidInputError, InvalidTypeError
-from mindcore.kernels import dedupe_within, hybrid_topk, looks_like_secret, near_duplicates
+from mindcore.kernels import dedupe_within, looks_like_secret, near_duplicates
 from mindcore.llm.base import check_llm
 from mindcore.ltm._repo import MemoryRepo, NewMemory
 from mindcore.ltm.config import resolve_enabled, resolve_max_items
@@ -43,6 +43,7 @@ from mindcore.ltm.types import (
     embedded_text,
 )
 from mindcore.store import StoreLike, resolve_store
+from mindcore.store.scoring import Weights, rank
 from mindcore.toolspec import Toolset
 from mindcore.validation import check_callable, text_problem
 
@@ -102,6 +103,17 @@ class RecallWeights:
                 raise ValueError(f"{name}: expected a finite weight >= 0, got {value!r}")
         if not self.half_life_days > 0 or not np.isfinite(self.half_life_days):
             raise ValueError(f"half_life_days: expected a positive number, got {self.half_life_days!r}")
+
+    @property
+    def hybrid(self) -> Weights:
+        """The similarity, recency and importance weights as the store's :class:`~mindcore.store.Weights`
+        (importance is the per-row extra; the lexical term is added on top of it).
+
+        >>> RecallWeights().hybrid
+        Weights(similarity=0.7, recency=0.2, extra=0.1, half_life_ms=2592000000.0, tau_ms=None)
+        """
+        return Weights(similarity=self.similarity, recency=self.recency, extra=self.importance,
+                       half_life_ms=self.half_life_days * DAY_MS)
 
 
 # Memories with bumps that may still be pending; written out when the interpreter exits.
@@ -288,6 +300,7 @@ class LongTermMemory:
         vectors = self._embed([queries[i] for i in asked])
         now = self._clock()
         w = self.weights
+        hybrid = w.hybrid
         for i, vector in zip(asked, vectors, strict=True):
             if w.lexical > 0:
                 out[i] = self._repo.search_lexical(
@@ -295,10 +308,7 @@ class LongTermMemory:
                     w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS, now_ms=now,
                 )
             else:
-                out[i] = self._repo.search(
-                    vector, k=k, w_sim=w.similarity, w_rec=w.recency, w_extra=w.importance,
-                    half_life_ms=w.half_life_days * DAY_MS, now_ms=now,
-                )
+                out[i] = self._repo.search(vector, k=k, weights=hybrid, now_ms=now)
         if touch:
             self._schedule_touch([m for hits in out for m in hits], now)
         return out
@@ -464,21 +474,20 @@ class LongTermMemory:
                        now: int) -> tuple[list[str], set[int]]:
         """Which stored ids to delete and which new memories not to write, so at most ``max_items``
         remain: the lowest by recency and importance (0.2·2^(-age/half_life) + 0.1·importance) over
-        stored and new memories together, ranked by ``hybrid_topk`` with the similarity weight at 0."""
+        stored and new memories together, ranked by the store's scorer with the similarity weight at 0."""
         total = len(ids) + len(new)
         if self.max_items == 0 or total <= self.max_items:
             return [], set()
-        half_life = self.weights.half_life_days * DAY_MS
+        weights = Weights(similarity=0.0, recency=EVICT_RECENCY, extra=EVICT_IMPORTANCE,
+                          half_life_ms=self.weights.half_life_days * DAY_MS)
         scores = np.empty(total, dtype=np.float64)
         if ids:
-            stored = self._repo.retention_scores(len(ids), w_rec=EVICT_RECENCY, w_importance=EVICT_IMPORTANCE,
-                                                 half_life_ms=half_life, now_ms=now)
+            stored = self._repo.retention_scores(len(ids), weights=weights, now_ms=now)
             scores[: len(ids)] = [stored.get(i, -np.inf) for i in ids]
         if new:
-            top = hybrid_topk(
-                new_vectors[0], new_vectors, k=len(new), metric="dot", w_sim=0.0, w_rec=EVICT_RECENCY,
-                w_extra=EVICT_IMPORTANCE, timestamps=np.array([m.created_at for m in new], dtype=np.int64),
-                now_ms=now, half_life_ms=half_life,
+            top = rank(
+                new_vectors[0], new_vectors, weights, k=len(new), metric="dot", now_ms=now,
+                timestamps=np.array([m.created_at for m in new], dtype=np.int64),
                 extra=np.array([m.importance for m in new], dtype=np.float32),
             )
             scores[len(ids) + top.indices] = top.scores

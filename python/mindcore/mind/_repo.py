@@ -2,17 +2,15 @@
 
 Goals, beliefs and reflections share one table so that a run's flush is a single unit of work,
 i.e. one LanceDB version: a crash leaves all of the run's writes or none. Read-modify-write
-sequences (flush, completing a goal) hold the mind's lock, a lock of the store's own kind
-(``flock`` locally, a lease on object storage) named after the namespace, so concurrent
-processes running the same agent never lose each other's writes or exceed a cap.
+sequences (flush, completing a goal) hold the mind's lock, the store lock (``Store.lock``) named
+after the namespace, so concurrent processes running the same agent never lose each other's
+writes or exceed a cap.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
-import weakref
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
@@ -23,6 +21,8 @@ import pyarrow as pa
 
 from mindcore.mind.entries import Belief, Entry, Goal, Reflection, entry_from_row, entry_to_row, recall_weight
 from mindcore.mind.header import HeaderIndex
+from mindcore.mind.recall import RECALL_WEIGHTS
+from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
     from mindcore.store import Store, Table
@@ -48,31 +48,14 @@ COLUMNS: dict[str, pa.DataType] = {
 _SCALARS = ["id", "created_at", "updated_at", "tags", *COLUMNS]
 _COLUMNS = [*_SCALARS, "vector"]
 
-_LOCKS: weakref.WeakKeyDictionary[Any, dict[str, Any]] = weakref.WeakKeyDictionary()
-_LOCKS_GUARD = threading.Lock()
-
-
-def _mind_lock(store: Store, namespace: str) -> Any:
-    """The cross-process lock of one mind namespace, of the same kind as the store's table locks."""
-    from mindcore.store.locks import FileLock, LeaseLock, ThreadLock
-
-    name = "mind-" + hashlib.sha256(namespace.encode()).hexdigest()[:32]
-    with _LOCKS_GUARD:
-        per_store = _LOCKS.setdefault(store, {})
-        lock = per_store.get(name)
-        if lock is None:
-            if store.kind == "local":
-                lock = FileLock(os.path.join(store.uri, "_mindcore_locks", f"{name}.lock"), name)
-            elif store.kind == "memory":
-                lock = ThreadLock(name)
-            else:
-                lock = LeaseLock(store.uri, f"_mindcore_locks/{name}.lock", name,
-                                 getattr(store, "_storage_options", {}), ttl=store.config.lease_ttl)
-            per_store[name] = lock
-        return lock
+def _lock_name(namespace: str) -> str:
+    """The name of the store lock guarding one mind namespace (namespaces may hold any text)."""
+    return "mind-" + hashlib.sha256(namespace.encode()).hexdigest()[:32]
 
 
 _NO_EXPIRY = np.iinfo(np.int64).max
+# Near-duplicate checks rank by cosine alone.
+SIMILARITY_ONLY = Weights()
 
 
 class Snapshot:
@@ -131,17 +114,10 @@ class Snapshot:
 
     def similar_belief(self, vector: np.ndarray, threshold: float, now: int) -> str | None:
         """The unexpired belief most similar to ``vector`` at cosine >= ``threshold``."""
-        from mindcore.kernels import hybrid_topk
-
         idx = self.index(Belief)
-        if not idx.entries:
-            return None
-        mask = idx.expires > now
-        if not mask.any():
-            return None
-        top = hybrid_topk(np.ascontiguousarray(vector, dtype=np.float32), idx.matrix, k=1, metric="cosine",
-                          mask=mask, min_score=threshold)
-        return idx.entries[int(top.indices[0])].id if len(top.indices) and int(top.indices[0]) >= 0 else None
+        top = rank(np.ascontiguousarray(vector, dtype=np.float32), idx.matrix, SIMILARITY_ONLY, k=1,
+                   mask=idx.expires > now, min_score=threshold)
+        return idx.entries[int(top.indices[0])].id if len(top.indices) else None
 
     def patched(self, version: int, rows: Sequence[dict[str, Any]]) -> Snapshot:
         """This snapshot with ``rows`` written over it, labelled ``version``."""
@@ -189,11 +165,10 @@ class KindIndex:
         return m
 
     def search(self, query: np.ndarray, *, k: int, now: int, min_score: float, include_expired: bool,
-               tags: Sequence[str] | None, pinned: bool | None, w_sim: float, w_rec: float, w_extra: float,
-               tau_ms: float) -> list[tuple[Belief | Reflection, float]]:
-        """The ``k`` best entries passing the filters, best first, with their hybrid scores."""
-        from mindcore.kernels import hybrid_topk
-
+               tags: Sequence[str] | None, pinned: bool | None,
+               weights: Weights = RECALL_WEIGHTS) -> list[tuple[Belief | Reflection, float]]:
+        """The ``k`` best entries passing the filters, best first, with their hybrid scores
+        (age from creation, the confidence term as the per-row extra)."""
         n = len(self.entries)
         if n == 0:
             return []
@@ -202,12 +177,9 @@ class KindIndex:
             mask &= self.pinned == pinned
         for t in tags or ():
             mask &= self.tag_mask(t)
-        if not mask.any():
-            return []
-        top = hybrid_topk(query, self.matrix, k=min(k, n), metric="cosine", w_sim=w_sim, w_rec=w_rec,
-                          w_extra=w_extra, timestamps=self.created, now_ms=now, tau_ms=tau_ms, extra=self.weight,
-                          mask=None if mask.all() else mask, min_score=min_score)
-        return [(self.entries[int(i)], float(sc)) for i, sc in zip(top.indices, top.scores, strict=True) if i >= 0]
+        top = rank(query, self.matrix, weights, k=k, now_ms=now, timestamps=self.created, extra=self.weight,
+                   mask=mask, min_score=min_score)
+        return [(self.entries[int(i)], float(sc)) for i, sc in zip(top.indices, top.scores, strict=True)]
 
 
 class Repo:
@@ -225,7 +197,7 @@ class Repo:
         dim = self.table.dim
         assert dim is not None
         self.dim: int = dim
-        self._lock = _mind_lock(store, namespace)
+        self._lock = store.lock(_lock_name(namespace))
         self._snap: Snapshot | None = None
         self._snap_guard = threading.Lock()
 
@@ -260,7 +232,7 @@ class Repo:
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Hold the mind's lock (read-modify-write of this namespace)."""
-        with self._lock.hold(self.store.config.lock_timeout):
+        with self._lock.hold():
             yield
 
     def commit(self, rows: Sequence[dict[str, Any]]) -> int:

@@ -46,7 +46,7 @@ from mindcore.mind.entries import (
     Reflection,
 )
 from mindcore.mind.header import HeaderBudget, render_header
-from mindcore.mind.recall import TAU_MS, W_CONFIDENCE, W_RECENCY, W_SIMILARITY, match_goals
+from mindcore.mind.recall import RECALL_WEIGHTS, match_goals
 from mindcore.mind.tools import build_toolset
 from mindcore.mind.validate import (
     MindError,
@@ -289,8 +289,7 @@ class Mind:
         for k in kinds:
             hits = snap.index(k).search(
                 q, k=limit, now=now, min_score=threshold, include_expired=include_expired, tags=tags,
-                pinned=pinned if k is Reflection else None, w_sim=W_SIMILARITY, w_rec=W_RECENCY,
-                w_extra=W_CONFIDENCE, tau_ms=TAU_MS,
+                pinned=pinned if k is Reflection else None, weights=RECALL_WEIGHTS,
             )
             out += [RecallResult(e, score=score) for e, score in hits]
         return out

@@ -1,8 +1,9 @@
 """``mind_recall`` parameters: the composite score and the keyword match used for goals.
 
 Beliefs and reflections are scored ``0.6·cosine + 0.2·e^(-age_days/30) + 0.2·confidence``
-(``mindcore.kernels.hybrid_topk`` through ``Table.search``), age counted from creation and the
-confidence term stored with each row (see :func:`mindcore.mind.entries.recall_weight`).
+(:data:`RECALL_WEIGHTS`, ranked by the store's one scorer, :func:`mindcore.store.rank`), age
+counted from creation and the confidence term stored with each row (see
+:func:`mindcore.mind.entries.recall_weight`).
 """
 
 from __future__ import annotations
@@ -11,14 +12,19 @@ import re
 from collections.abc import Iterable, Sequence
 
 from mindcore.mind.entries import PRIORITY_RANK, Goal
+from mindcore.store.scoring import Weights
 
-__all__ = ["TAU_MS", "W_CONFIDENCE", "W_RECENCY", "W_SIMILARITY", "goal_matches", "keywords", "match_goals"]
+__all__ = [
+    "RECALL_WEIGHTS", "TAU_MS", "W_CONFIDENCE", "W_RECENCY", "W_SIMILARITY", "goal_matches", "keywords", "match_goals",
+]
 
 W_SIMILARITY = 0.6
 W_RECENCY = 0.2
 W_CONFIDENCE = 0.2
 #: Time constant of the recency term: e^(-age/30 days).
 TAU_MS = 30 * 86_400_000
+#: The weights above as the store's :class:`~mindcore.store.Weights` (the extra term is confidence).
+RECALL_WEIGHTS = Weights(similarity=W_SIMILARITY, recency=W_RECENCY, extra=W_CONFIDENCE, tau_ms=TAU_MS)
 
 _WORD = re.compile(r"\w+")
 # Words that would make every goal match a question phrased as a sentence.

@@ -47,18 +47,34 @@ processes can never insert the same id twice. After ``StoreConfig.compact_every`
 on big tables, see ``compact_amplification``) the table is compacted in the background, keeping
 old versions for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
 
+**Read-only stores and locks.** ``mindcore.open(path, read_only=True)`` reads an existing store
+and writes nothing: every write raises :class:`StoreNotWritableError` naming the store.
+``store.check_writable()`` raises it early for a store this process cannot write (capabilities
+call it when they open to write). ``store.lock(name).hold()`` is a named lock shared by every
+thread and process using the store, for read-modify-write sequences.
+
 **Consistency.** Every read of a local store sees every committed write, from any process: the
 table's latest version is probed from its version files (two ``stat`` calls) and the table
 reloaded only when it moved. Object storage checks at most every
 ``StoreConfig.read_consistency`` (default 1 s).
 
 **Search.** ``Table.search(namespace, query, *, k, metric, w_sim, w_rec, w_extra, time_column,
-half_life_ms | tau_ms, now_ms, extra_column, where, min_score)`` scores
-``w_sim*similarity + w_rec*decay(age) + w_extra*extra`` with ``mindcore.kernels.hybrid_topk`` over
-an in-memory copy of the namespace (numpy views of Arrow buffers, invalidated by table version).
-Namespaces of ``StoreConfig.ann_threshold`` rows or more use the table's IVF_HNSW_SQ index for
-candidates instead. ``Table.vectors(namespace)`` hands the cached matrix to other kernels
-(near-duplicate checks).
+half_life_ms | tau_ms, now_ms, extra_column, where, min_score)`` (or ``weights=Weights(...)``)
+scores ``w_sim*similarity + w_rec*decay(age) + w_extra*extra`` over an in-memory copy of the
+namespace (numpy views of Arrow buffers, invalidated by table version). Namespaces of
+``StoreConfig.ann_threshold`` rows or more use the table's IVF_HNSW_SQ index for candidates
+instead. ``Table.vectors(namespace)`` hands the cached matrix to other kernels (near-duplicate
+checks).
+
+**Scoring.** :func:`rank` is the one scorer every recall uses (``Table.search``, the mind, long-term
+memory): a query vector against a namespace's vectors under a :class:`Weights` (similarity,
+recency with a half-life or time constant, and a per-row ``extra`` the caller computes:
+importance, confidence, a lexical score), with an optional row mask, in one Rust pass::
+
+    from mindcore.store import Weights, rank
+    top = rank(query_vec, vectors, Weights(similarity=0.6, recency=0.2, extra=0.2, tau_ms=30 * 86_400_000),
+               k=5, timestamps=created_ms, extra=confidence, mask=not_expired)
+    top.indices, top.scores, top.similarities     # best first, real matches only
 
 **Embedders.** A store records the model id and dimension of its embedder, and each vector table
 its own; opening either with another model or dimension raises :class:`EmbedderMismatchError`
@@ -78,11 +94,18 @@ import warnings
 from typing import Any
 
 from mindcore.store.config import StoreConfig
-from mindcore.store.errors import EmbedderMismatchError, LockTimeoutError, SchemaError, StoreError
+from mindcore.store.errors import (
+    EmbedderMismatchError,
+    LockTimeoutError,
+    SchemaError,
+    StoreError,
+    StoreNotWritableError,
+)
 from mindcore.store.filters import Col, Filter, all_of, any_of, col, to_mask, to_where
 from mindcore.store.ids import new_id
 from mindcore.store.resolve import StoreLike, resolve_store
 from mindcore.store.schema import RESERVED, Row, now_ms
+from mindcore.store.scoring import Weights, rank
 from mindcore.store.store import EmbeddingInfo, Store, aopen, open
 from mindcore.store.table import ALL_NAMESPACES, Hit, Table, UnitOfWork, WriteResult
 
@@ -101,8 +124,10 @@ __all__ = [
     "StoreConfig",
     "StoreError",
     "StoreLike",
+    "StoreNotWritableError",
     "Table",
     "UnitOfWork",
+    "Weights",
     "WriteResult",
     "all_of",
     "any_of",
@@ -111,6 +136,7 @@ __all__ = [
     "new_id",
     "now_ms",
     "open",
+    "rank",
     "resolve_store",
     "to_mask",
     "to_where",

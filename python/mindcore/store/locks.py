@@ -1,5 +1,6 @@
-"""Write locks: one writer per table at a time, across threads, processes and machines.
+"""Locks shared by every thread, process and machine using one store (``Store.lock(name)``).
 
+Every table write holds the lock named after the table: one writer per table at a time.
 LanceDB commits are atomic, but two processes upserting the same *new* id can both insert it (a
 merge on a table with a scalar index does not see the other's uncommitted insert). Holding the
 table's lock around every read-modify-write makes that impossible:
@@ -21,33 +22,51 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any, Protocol
 
 from mindcore.store.errors import LockTimeoutError
 
-__all__ = ["FileLock", "LeaseLock", "TableLock", "ThreadLock"]
+__all__ = ["DEFAULT_TIMEOUT", "FileLock", "LeaseLock", "Lock", "TableLock", "ThreadLock"]
+
+#: Seconds ``hold()`` waits when no timeout is given (``StoreConfig.lock_timeout`` for a store's locks).
+DEFAULT_TIMEOUT = 60.0
 
 
-class TableLock(Protocol):
-    """Exclusive write lock of one table."""
+class Lock(Protocol):
+    """An exclusive lock shared by every thread and process using one store (see ``Store.lock``)."""
 
-    def hold(self, timeout: float) -> Any:
-        """Context manager holding the lock; raises :class:`LockTimeoutError` after ``timeout`` s."""
+    @property
+    def name(self) -> str: ...
+
+    def hold(self, timeout: float | None = None) -> AbstractContextManager[None]:
+        """Context manager holding the lock; raises :class:`LockTimeoutError` if it is not acquired
+        within ``timeout`` seconds (default: the timeout the lock was made with)."""
         ...
+
+
+#: The write lock of one table is a :class:`Lock` named after the table.
+TableLock = Lock
+
+
+def _label(name: str, label: str | None) -> str:
+    return f"table {name!r}" if label is None else label
 
 
 class ThreadLock:
     """In-process lock (``memory://`` stores)."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, *, label: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.name = name
+        self.label = _label(name, label)
+        self.timeout = timeout
         self._lock = threading.Lock()
 
     @contextmanager
-    def hold(self, timeout: float) -> Iterator[None]:
+    def hold(self, timeout: float | None = None) -> Iterator[None]:
+        timeout = self.timeout if timeout is None else timeout
         if not self._lock.acquire(timeout=timeout):
-            raise LockTimeoutError(f"table {self.name!r}: write lock not acquired within {timeout:g}s")
+            raise LockTimeoutError(f"{self.label}: write lock not acquired within {timeout:g}s")
         try:
             yield
         finally:
@@ -57,20 +76,23 @@ class ThreadLock:
 class FileLock:
     """``flock`` on a lock file, plus a thread lock so threads of one process queue up cheaply."""
 
-    def __init__(self, path: str, name: str) -> None:
+    def __init__(self, path: str, name: str, *, label: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
         import fcntl  # noqa: F401  (POSIX only; fail at open time, not at first write)
 
         self.path = path
         self.name = name
+        self.label = _label(name, label)
+        self.timeout = timeout
         self._thread = threading.Lock()
 
     @contextmanager
-    def hold(self, timeout: float) -> Iterator[None]:
+    def hold(self, timeout: float | None = None) -> Iterator[None]:
         import fcntl
 
+        timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         if not self._thread.acquire(timeout=timeout):
-            raise LockTimeoutError(f"table {self.name!r}: write lock not acquired within {timeout:g}s")
+            raise LockTimeoutError(f"{self.label}: write lock not acquired within {timeout:g}s")
         try:
             os.makedirs(os.path.dirname(self.path), exist_ok=True)
             fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -83,7 +105,7 @@ class FileLock:
                     except BlockingIOError:
                         if time.monotonic() >= deadline:
                             raise LockTimeoutError(
-                                f"table {self.name!r}: write lock {self.path} held by another process "
+                                f"{self.label}: write lock {self.path} held by another process "
                                 f"for more than {timeout:g}s"
                             ) from None
                         time.sleep(delay)
@@ -107,7 +129,10 @@ class LeaseLock:
     takes over at once. Relies on clocks agreeing to well within ``ttl``.
     """
 
-    def __init__(self, url: str, key: str, name: str, options: Mapping[str, str], *, ttl: float = 30.0) -> None:
+    def __init__(
+        self, url: str, key: str, name: str, options: Mapping[str, str], *, ttl: float = 30.0,
+        label: str | None = None, timeout: float = DEFAULT_TIMEOUT,
+    ) -> None:
         try:
             import obstore
             from obstore.store import from_url
@@ -121,6 +146,8 @@ class LeaseLock:
         self._store: Any = from_url(url, config=config, client_options=client)  # type: ignore[call-overload]
         self.key = key
         self.name = name
+        self.label = _label(name, label)
+        self.timeout = timeout
         self.ttl = ttl
         self._thread = threading.Lock()
 
@@ -156,17 +183,18 @@ class LeaseLock:
             return None
 
     @contextmanager
-    def hold(self, timeout: float) -> Iterator[None]:
+    def hold(self, timeout: float | None = None) -> Iterator[None]:
+        timeout = self.timeout if timeout is None else timeout
         deadline = time.monotonic() + timeout
         if not self._thread.acquire(timeout=timeout):
-            raise LockTimeoutError(f"table {self.name!r}: write lock not acquired within {timeout:g}s")
+            raise LockTimeoutError(f"{self.label}: write lock not acquired within {timeout:g}s")
         try:
             owner = uuid.uuid4().hex
             delay = 0.01
             while (etag := self._try_acquire(owner)) is None:
                 if time.monotonic() >= deadline:
                     raise LockTimeoutError(
-                        f"table {self.name!r}: lease {self.key} held by another writer for more than {timeout:g}s"
+                        f"{self.label}: lease {self.key} held by another writer for more than {timeout:g}s"
                     )
                 time.sleep(delay)
                 delay = min(delay * 2, 0.25)

@@ -39,22 +39,14 @@ def resolve_store(store: StoreLike | None, *, writes: bool = True, name: str = "
     if isinstance(store, Store):
         resolved = store
     elif store is None or isinstance(store, str | os.PathLike):
-        resolved = open(store)
+        resolved = open(store, read_only=not writes)
     else:
         raise InvalidInputError(f"{name}: expected a Store, a path or a URI, got {type(store).__name__}")
     if writes:
         try:
-            _check_writable(resolved)
+            resolved.check_writable()
         except BaseException:
             if resolved is not store:
                 resolved.close()
             raise
     return resolved
-
-
-def _check_writable(store: Store) -> None:
-    # Stores learn check_writable() (and read-only opening) on the storage branch; until both
-    # are in, a store without it counts as writable.
-    check = getattr(store, "check_writable", None)
-    if check is not None:
-        check()

@@ -8,9 +8,11 @@ import logging
 import os
 import queue
 import re
+import tempfile
 import threading
 import weakref
 from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import timedelta
 from types import TracebackType
@@ -18,10 +20,12 @@ from typing import Any
 
 import pyarrow as pa
 
+from mindcore.errors import InvalidInputError
 from mindcore.store.cache import VectorCache
 from mindcore.store.config import StoreConfig
-from mindcore.store.errors import EmbedderMismatchError
-from mindcore.store.locks import FileLock, LeaseLock, TableLock, ThreadLock
+from mindcore.store.context import TableContext
+from mindcore.store.errors import EmbedderMismatchError, StoreError, StoreNotWritableError
+from mindcore.store.locks import FileLock, LeaseLock, Lock, ThreadLock
 from mindcore.store.schema import ColumnsSpec, build_schema, missing_fields, vector_dim
 from mindcore.store.table import EmbedderLike, Table
 
@@ -64,8 +68,9 @@ def _mismatch(what: str, stored: EmbeddingInfo, given: EmbeddingInfo) -> Embedde
     )
 
 
-def _resolve(uri: str | os.PathLike[str] | None) -> tuple[str, str]:
-    """``(kind, location)`` with kind ``local`` (absolute path), ``memory`` or ``remote``."""
+def _resolve(uri: str | os.PathLike[str] | None, *, create: bool = True) -> tuple[str, str]:
+    """``(kind, location)`` with kind ``local`` (absolute path), ``memory`` or ``remote``; a
+    local folder is created unless ``create`` is false (then it must exist)."""
     if uri is None:
         uri = os.environ.get("MINDCORE_HOME") or ".mindcore"
     if isinstance(uri, os.PathLike):
@@ -79,7 +84,14 @@ def _resolve(uri: str | os.PathLike[str] | None) -> tuple[str, str]:
     elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", uri):
         return "remote", uri.rstrip("/")
     path = os.path.abspath(os.path.expanduser(uri))
-    os.makedirs(path, exist_ok=True)
+    if not create:
+        if not os.path.isdir(path):
+            raise StoreError(f"no store at {path}: read_only=True opens an existing store and never creates one")
+        return "local", path
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise StoreNotWritableError(f"cannot create the store folder {path}: {e.strerror or e}") from e
     return "local", path
 
 
@@ -89,6 +101,7 @@ def open(
     storage_options: Mapping[str, str] | None = None,
     embedder: EmbedderLike | None = None,
     config: StoreConfig | None = None,
+    read_only: bool = False,
 ) -> Store:
     """Open (creating if needed) the memory store at ``uri``.
 
@@ -100,21 +113,33 @@ def open(
     share one memory. ``embedder`` binds the store to that model: a store built with another
     model or dimension refuses to open.
 
+    ``read_only=True`` opens an existing folder or object-storage store for reading: nothing is
+    created or written (not even a lock file), and every write (``upsert``, ``update``,
+    ``delete``, ``clear``, ``append``, ``modify``, ``insert_new``, units of work, ``compact``,
+    ``drop_table``, creating a table or adding columns to one, holding a lock) raises
+    :class:`StoreNotWritableError` naming the store. Reads see what other processes write.
+
     >>> import mindcore
     >>> store = mindcore.open("memory://doc")
     >>> store.table("notes", {"text": pa.string()}).upsert("me", [{"id": "n1", "text": "hi"}]).inserted
     1
     """
-    kind, location = _resolve(uri)
+    if not isinstance(read_only, bool):
+        raise InvalidInputError(f"read_only: expected a bool, got {read_only!r}")
+    kind, location = _resolve(uri, create=not read_only)
     cfg = config or StoreConfig()
+    if read_only and kind == "memory":
+        raise InvalidInputError(
+            "read_only=True needs a folder or object storage: a memory:// store lives in this process only"
+        )
     if kind == "memory" and location != "memory://":
         with _REGISTRY_LOCK:
-            store = _MEMORY.get(location)
-            if store is None:
-                store = Store(location, kind, dict(storage_options or {}), cfg)
-                _MEMORY[location] = store
+            shared = _MEMORY.get(location)
+            if shared is None:
+                shared = _MEMORY[location] = Store(location, kind, dict(storage_options or {}), cfg)
+        store = shared
     else:
-        store = Store(location, kind, dict(storage_options or {}), cfg)
+        store = Store(location, kind, dict(storage_options or {}), cfg, read_only=read_only)
     if embedder is not None:
         store.bind_embedder(embedder)
     return store
@@ -126,10 +151,11 @@ async def aopen(
     storage_options: Mapping[str, str] | None = None,
     embedder: EmbedderLike | None = None,
     config: StoreConfig | None = None,
+    read_only: bool = False,
 ) -> Store:
     """Async twin of :func:`open`."""
     return await asyncio.to_thread(
-        lambda: open(uri, storage_options=storage_options, embedder=embedder, config=config)
+        lambda: open(uri, storage_options=storage_options, embedder=embedder, config=config, read_only=read_only)
     )
 
 
@@ -137,12 +163,15 @@ class Store:
     """A LanceDB database and the tables of every capability. Make one with
     :func:`mindcore.open`."""
 
-    def __init__(self, uri: str, kind: str, storage_options: dict[str, str], config: StoreConfig) -> None:
+    def __init__(
+        self, uri: str, kind: str, storage_options: dict[str, str], config: StoreConfig, *, read_only: bool = False
+    ) -> None:
         import lancedb  # ~1.5 s: imported on first open, never by `import mindcore`
 
         self.uri = uri
         self.kind = kind
         self.config = config
+        self._read_only = read_only
         self._storage_options = storage_options
         rc = config.read_consistency
         if rc is None:
@@ -151,17 +180,64 @@ class Store:
         # Tables track their latest version themselves (see mindcore.store.versions).
         self._db = lancedb.connect(uri, storage_options=storage_options or None, read_consistency_interval=None)
         self._cache = VectorCache(config.cache_bytes)
+        self._context = TableContext(
+            store=self, uri=uri, kind=kind, config=config, cache=self._cache,
+            read_consistency_s=None if self._read_consistency is None else self._read_consistency.total_seconds(),
+            schedule_maintenance=self._schedule_maintenance, read_only=read_only,
+        )
         self._tables: dict[str, Table] = {}
-        self._locks: dict[str, TableLock] = {}
+        self._locks: dict[str, Lock] = {}
         self._lock = threading.RLock()
         self._embedder: EmbedderLike | None = None
         self._maint = _Maintainer(self)
         self._closed = False
-        self._meta = self._table(META_TABLE, None, None)
+        # A read-only store may predate the meta table: then nothing is recorded in it.
+        self._meta: Table | None = None
+        if not read_only or self._try_open(META_TABLE) is not None:
+            self._meta = self._table(META_TABLE, None, None)
         _OPEN.add(self)
 
     def __repr__(self) -> str:
-        return f"Store({self.uri!r})"
+        return f"Store({self.uri!r}{', read_only=True' if self._read_only else ''})"
+
+    # -- writability ----------------------------------------------------------------------------
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the store was opened with ``read_only=True`` (every write raises)."""
+        return self._read_only
+
+    def check_writable(self) -> None:
+        """Raise :class:`StoreNotWritableError` unless this process can write to the store.
+
+        Capabilities call this when they open in a mode that writes, so a write they accept
+        cannot fail later for lack of permission. A store opened ``read_only=True`` always
+        raises. A folder is checked by creating and removing a probe file in it and in its lock
+        folder, which also catches a read-only file system (not a disk that fills up later).
+        ``memory://`` is always writable. Object storage is not probed (a probe would be a
+        billable write and a round trip per open): the configured credentials are trusted, and a
+        refused write raises from the write itself.
+
+        >>> import mindcore
+        >>> mindcore.open("memory://").check_writable()
+        """
+        self._refuse_writes("write to it")
+        if self.kind != "local":
+            return
+        for folder in (self.uri, os.path.join(self.uri, _LOCK_DIR)):
+            try:
+                os.makedirs(folder, exist_ok=True)
+                fd, probe = tempfile.mkstemp(prefix=".mindcore-write-probe-", dir=folder)
+                os.close(fd)
+                os.remove(probe)
+            except OSError as e:
+                raise StoreNotWritableError(
+                    f"store {self.uri} is not writable by this process: {folder}: {e.strerror or e} "
+                    "(fix the permissions, or open it with read_only=True to read it)"
+                ) from e
+
+    def _refuse_writes(self, what: str) -> None:
+        self._context.refuse_writes(what)
 
     # -- embedding ------------------------------------------------------------------------------
 
@@ -176,6 +252,8 @@ class Store:
         return self._recorded("store", "embedding")
 
     def _recorded(self, ns: str, key: str) -> EmbeddingInfo | None:
+        if self._meta is None:
+            return None
         row = self._meta.get_one(ns, key)
         if row is None or not isinstance(row.get("metadata"), dict):
             return None
@@ -185,7 +263,7 @@ class Store:
     def _claim(self, ns: str, key: str, info: EmbeddingInfo, what: str) -> None:
         """Record ``info`` under ``key`` unless something is recorded; then they must agree."""
         stored = self._recorded(ns, key)
-        if stored is None:
+        if stored is None and self._meta is not None and not self._read_only:  # a reader records nothing
             self._meta.insert_new(ns, [{"id": key, "metadata": {"model_id": info.model_id, "dim": info.dim}}])
             stored = self._recorded(ns, key)
         if stored is not None and stored != info:
@@ -200,19 +278,54 @@ class Store:
 
     # -- tables ---------------------------------------------------------------------------------
 
-    def _table_lock(self, name: str) -> TableLock:
+    def lock(self, name: str) -> Lock:
+        """The store's lock called ``name``: exclusive across the threads and processes (and, on
+        object storage, the machines) using this store, whatever they write while holding it.
+
+        ``lock.hold(timeout=None)`` is a context manager that waits at most ``timeout`` seconds
+        (default ``StoreConfig.lock_timeout``) and then raises :class:`LockTimeoutError`. The lock
+        is ``flock`` on ``<store>/_mindcore_locks/<name>.lock`` for a folder (released by the OS
+        if its holder dies), a lease object on object storage and a thread lock for
+        ``memory://``. It is not reentrant. Every write to a table holds the lock named after the
+        table, so never write a table while holding the lock of its name; use your own names
+        (``[A-Za-z0-9][A-Za-z0-9_.-]*``, at most 128 characters) for read-modify-write sequences
+        spanning several writes. Locks guard writes: on a read-only store ``hold()`` raises
+        :class:`StoreNotWritableError`.
+
+        >>> import mindcore
+        >>> store = mindcore.open("memory://")
+        >>> counter = store.table("counters", {"n": pa.int64()})
+        >>> with store.lock("bump-counters").hold(timeout=5):
+        ...     n = (counter.get_one("c", "hits") or {"n": 0})["n"]
+        ...     _ = counter.upsert("c", [{"id": "hits", "n": n + 1}])
+        >>> counter.get_one("c", "hits")["n"]
+        1
+        """
+        if not isinstance(name, str) or not _TABLE_NAME.match(name):
+            raise ValueError(f"lock name: expected 1-128 of [A-Za-z0-9_.-] starting alphanumeric, got {name!r}")
+        return self._lock_named(name, f"lock {name!r}")
+
+    def _lock_named(self, name: str, label: str) -> Lock:
+        # One object per name, so threads of this process queue on it before touching the file.
         with self._lock:
             lock = self._locks.get(name)
             if lock is None:
-                if self.kind == "local":
-                    lock = FileLock(os.path.join(self.uri, _LOCK_DIR, f"{name}.lock"), name)
+                timeout = self.config.lock_timeout
+                if self._read_only:
+                    lock = _RefusedLock(name, f"store {self.uri} was opened read_only=True: cannot hold {label}")
+                elif self.kind == "local":
+                    lock = FileLock(os.path.join(self.uri, _LOCK_DIR, f"{name}.lock"), name, label=label,
+                                    timeout=timeout)
                 elif self.kind == "memory":
-                    lock = ThreadLock(name)
+                    lock = ThreadLock(name, label=label, timeout=timeout)
                 else:
                     lock = LeaseLock(self.uri, f"{_LOCK_DIR}/{name}.lock", name, self._storage_options,
-                                     ttl=self.config.lease_ttl)
+                                     ttl=self.config.lease_ttl, label=label, timeout=timeout)
                 self._locks[name] = lock
             return lock
+
+    def _table_lock(self, name: str) -> Lock:
+        return self._lock_named(name, f"table {name!r}")
 
     def table(
         self,
@@ -261,10 +374,16 @@ class Store:
             bind = False
             if lance is not None and info is not None:
                 bind = self._embedding_ok(name, lance.schema, info, explicit)
+            if self._read_only:
+                if lance is None:
+                    self._refuse_writes(f"create table {name!r} (it does not exist)")
+                missing = missing_fields(lance.schema, wanted)
+                if missing:
+                    self._refuse_writes(f"add columns {[f.name for f in missing]} to table {name!r}")
             if t is None or missing_fields(lance.schema, wanted):
-                lance = self._open_or_create(name, wanted)
+                lance = lance if self._read_only else self._open_or_create(name, wanted)
                 if t is None:
-                    t = Table(self, name, lance, self._table_lock(name), None)
+                    t = Table(self._context, name, lance, self._table_lock(name), None)
                     self._tables[name] = t
                 else:
                     t._reset(lance)
@@ -335,20 +454,25 @@ class Store:
 
     def drop_table(self, name: str) -> None:
         """Delete a table and everything in it."""
+        self._refuse_writes(f"drop table {name!r}")
         with self._lock, self._table_lock(name).hold(self.config.lock_timeout):
             if name in self._all_tables():
                 self._db.drop_table(name)
             self._tables.pop(name, None)
             self._cache.drop_table(name)
-            self._meta.delete("table-embedding", ids=[name])
+            if self._meta is not None:
+                self._meta.delete("table-embedding", ids=[name])
 
     # -- maintenance ----------------------------------------------------------------------------
 
-    def _schedule_maintenance(self, table: Table) -> None:
-        self._maint.schedule(table)
+    def _schedule_maintenance(self, name: str) -> None:
+        table = self._tables.get(name)
+        if table is not None:
+            self._maint.schedule(table)
 
     def compact(self) -> None:
         """Compact every table now (see :meth:`Table.compact`)."""
+        self._refuse_writes("compact")
         for name in [*self.table_names(), META_TABLE]:
             t = self._tables.get(name) or self._table(name, None, None)
             t.compact()
@@ -384,6 +508,17 @@ class Store:
 
     async def acompact(self) -> None:
         await asyncio.to_thread(self.compact)
+
+
+class _RefusedLock:
+    """The lock of a read-only store: locks guard writes, so holding one is refused."""
+
+    def __init__(self, name: str, message: str) -> None:
+        self.name = name
+        self._message = message
+
+    def hold(self, timeout: float | None = None) -> AbstractContextManager[None]:
+        raise StoreNotWritableError(self._message)
 
 
 class _Maintainer:

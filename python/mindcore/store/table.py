@@ -1,14 +1,14 @@
-"""A table of one record kind: reads, writes, units of work and hybrid search."""
+"""A table of one record kind: reads and hybrid search (its writes live in ``mindcore.store.write``)."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import threading
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from types import TracebackType
 from typing import TYPE_CHECKING, Any, Literal, final
 
 import numpy as np
@@ -16,14 +16,17 @@ import pyarrow as pa
 
 from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry
-from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
-from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, rows_to_arrow, vector_dim
+from mindcore.store.context import StoreHandle, TableContext
+from mindcore.store.filters import Filter, col, to_mask, to_where
+from mindcore.store.ids import check_ids, check_namespace
+from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, vector_dim
+from mindcore.store.scoring import Weights, rank
 from mindcore.store.versions import VersionTracker
+from mindcore.store.write import TableWrites, UnitOfWork, WriteResult
 
 if TYPE_CHECKING:
     from mindcore.kernels import Metric
-    from mindcore.store.locks import TableLock
-    from mindcore.store.store import Store
+    from mindcore.store.locks import Lock
 
 __all__ = ["ALL_NAMESPACES", "AllNamespaces", "EmbedderLike", "Hit", "Table", "UnitOfWork", "WriteResult"]
 
@@ -65,149 +68,29 @@ class Hit:
     row: Row
 
 
-@dataclass(frozen=True, slots=True)
-class WriteResult:
-    """What a commit did. ``version`` is the table version it created (unchanged if nothing was
-    written)."""
-
-    version: int
-    inserted: int = 0
-    updated: int = 0
-    deleted: int = 0
-
-
-# -- units of work ---------------------------------------------------------------------------------
-
-_Op = tuple[str, Any]
-
-
-class UnitOfWork:
-    """Writes to one namespace of one table that commit together as a single table version.
-
-    Operations apply in the order they are made (a delete after an upsert removes the row; an
-    upsert after a delete brings it back); :meth:`commit` (or leaving the ``with`` block without
-    an exception) writes them in one LanceDB commit under the table's write lock, so after a
-    crash at any point either all of them are stored or none. Leaving the block with an exception
-    discards them.
-
-    >>> import mindcore
-    >>> t = mindcore.open("memory://").table("notes", {"text": pa.string()})
-    >>> with t.unit_of_work("user-1") as uow:
-    ...     uow.upsert([{"id": "a", "text": "hello"}, {"id": "b", "text": "bye"}])
-    ...     uow.delete(ids=["b"])
-    >>> [r["id"] for r in t.scan("user-1")]
-    ['a']
-    """
-
-    def __init__(self, table: Table, namespace: str) -> None:
-        _check_namespace(namespace)
-        self.table = table
-        self.namespace = namespace
-        self._ops: list[_Op] = []
-        self._done = False
-        self.result: WriteResult | None = None
-
-    def __len__(self) -> int:
-        return len(self._ops)
-
-    def _live(self) -> None:
-        if self._done:
-            raise RuntimeError("this unit of work has already been committed or discarded")
-
-    def upsert(self, rows: Iterable[Mapping[str, Any]] | pa.Table) -> None:
-        """Insert rows, or replace whole rows with the same ``id`` (columns left out are null;
-        ``created_at``/``updated_at`` default to now)."""
-        self._live()
-        tbl = rows_to_arrow(rows, self.table._schema, self.namespace)  # validate now, at the call site
-        self._ops.append(("upsert", tbl))
-
-    def update(self, ids: Iterable[str], values: Mapping[str, Any]) -> None:
-        """Set ``values`` on existing rows (ids with no row are ignored); ``updated_at`` becomes
-        now unless given."""
-        self._live()
-        ids = _ids(ids)
-        if not isinstance(values, Mapping):
-            raise TypeError(f"values: expected a dict of column -> value, got {type(values).__name__}")
-        bad = set(values) & {"id", "namespace"}
-        if bad:
-            raise ValueError(f"values: {sorted(bad)} cannot be updated")
-        probe = {"id": "_", **values}
-        rows_to_arrow([probe], self.table._schema, self.namespace)  # type-check the values now
-        self._ops.append(("update", (ids, dict(values))))
-
-    def delete(self, *, ids: Iterable[str] | None = None, where: Filter | None = None) -> None:
-        """Delete rows by id and/or by filter (both given: rows matching either)."""
-        self._live()
-        if ids is None and where is None:
-            raise ValueError("delete: give ids= and/or where= (to delete a whole namespace use Table.clear)")
-        if ids is not None:
-            self._ops.append(("delete_ids", _ids(ids)))
-        if where is not None:
-            to_where(self.namespace, where, self.table._schema)  # validate now
-            self._ops.append(("delete_where", where))
-
-    def clear(self) -> None:
-        """Delete every row of the namespace."""
-        self._live()
-        self._ops.append(("delete_where", all_of()))
-
-    def commit(self) -> WriteResult:
-        """Write everything as one table version (a no-op when nothing is pending)."""
-        self._live()
-        self._done = True
-        self.result = self.table._commit(self.namespace, self._ops)
-        return self.result
-
-    def discard(self) -> None:
-        self._live()
-        self._done = True
-        self._ops.clear()
-
-    def __enter__(self) -> UnitOfWork:
-        return self
-
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        if self._done:
-            return
-        if et is None:
-            self.commit()
-        else:
-            self.discard()
-
-    async def __aenter__(self) -> UnitOfWork:
-        return self
-
-    async def __aexit__(
-        self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self._done:
-            return
-        if et is None:
-            await asyncio.to_thread(self.commit)
-        else:
-            self.discard()
-
-
-def _check_namespace(namespace: object) -> str:
-    if not isinstance(namespace, str) or not namespace:
-        raise ValueError(f"namespace: expected a non-empty str, got {namespace!r}")
-    return namespace
-
-
-def _ids(ids: Iterable[str]) -> list[str]:
-    if isinstance(ids, str | bytes):
-        raise TypeError("ids: expected a list of str, got a single str")
-    out = list(ids)
-    for i in out:
-        if not isinstance(i, str) or not i:
-            raise ValueError(f"ids: every id must be a non-empty str, got {i!r}")
-    return out
-
-
 # -- the table -------------------------------------------------------------------------------------
 
 
-class Table:
+@functools.lru_cache(maxsize=256, typed=True)
+def _weights(similarity: float, recency: float, extra: float, half_life_ms: float | None,
+             tau_ms: float | None) -> Weights:
+    # Searches repeat the same few weights: validate each combination once, not per search.
+    return Weights(similarity, recency, extra, half_life_ms=half_life_ms, tau_ms=tau_ms)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scoring:
+    """How one search scores rows (the parts of :meth:`Table.search` that are not about rows)."""
+
+    weights: Weights
+    metric: Metric
+    time_column: str
+    extra_column: str | None
+    now_ms: int | None
+    min_score: float | None
+
+
+class Table(TableWrites):
     """One record kind (``store.table(...)``): rows keyed by ``(namespace, id)``.
 
     Every read and write names a namespace (reads may pass :data:`ALL_NAMESPACES`), so no value
@@ -223,30 +106,34 @@ class Table:
 
     def __init__(
         self,
-        store: Store,
+        ctx: TableContext,
         name: str,
         lance: Any,
-        lock: TableLock,
+        lock: Lock,
         embedder: EmbedderLike | None,
     ) -> None:
-        self.store = store
+        self._ctx = ctx
         self.name = name
         self._tbl = lance
         self._lock = lock
         self._embedder = embedder
         self._schema: pa.Schema = lance.schema
         self._writes = 0
-        rc = store._read_consistency
-        table_dir = os.path.join(store.uri, f"{name}.lance") if store.kind == "local" else None
-        self._versions = VersionTracker(lance, store.kind, table_dir, None if rc is None else rc.total_seconds())
+        table_dir = os.path.join(ctx.uri, f"{name}.lance") if ctx.kind == "local" else None
+        self._versions = VersionTracker(lance, ctx.kind, table_dir, ctx.read_consistency_s)
         self._state_lock = threading.Lock()
         self._index_cache: tuple[int, bool] | None = None
         self._count_cache: dict[str, tuple[int, int]] = {}
 
     def __repr__(self) -> str:
-        return f"Table({self.name!r}, dim={self.dim}, store={self.store.uri!r})"
+        return f"Table({self.name!r}, dim={self.dim}, store={self._ctx.uri!r})"
 
     # -- introspection --------------------------------------------------------------------------
+
+    @property
+    def store(self) -> StoreHandle:
+        """The store this table belongs to."""
+        return self._ctx.store
 
     @property
     def schema(self) -> pa.Schema:
@@ -293,7 +180,7 @@ class Table:
         return True
 
     def _where(self, namespace: str | AllNamespaces, where: Filter | None) -> str:
-        ns = None if isinstance(namespace, AllNamespaces) else _check_namespace(namespace)
+        ns = None if isinstance(namespace, AllNamespaces) else check_namespace(namespace)
         try:
             return to_where(ns, where, self._schema)
         except ValueError:
@@ -371,8 +258,8 @@ class Table:
 
     def get(self, namespace: str, ids: Iterable[str], *, columns: Sequence[str] | None = None) -> list[Row]:
         """The rows with these ids, in the order asked (ids with no row are skipped)."""
-        _check_namespace(namespace)
-        want = _ids(ids)
+        check_namespace(namespace)
+        want = check_ids(ids)
         found: dict[str, Row] = {}
         uniq = list(dict.fromkeys(want))
         cols = None if columns is None else list(dict.fromkeys(["id", *columns]))
@@ -404,7 +291,7 @@ class Table:
     # -- the vector cache -----------------------------------------------------------------------
 
     def _entry(self, namespace: str, version: int | None = None) -> CacheEntry:
-        cache = self.store._cache
+        cache = self._ctx.cache
         v = self._version() if version is None else version
         e = cache.get(self.name, namespace, v)
         if e is not None:
@@ -419,14 +306,14 @@ class Table:
         """``namespace`` at the table's current version as held in memory (loaded by one scan
         if it is not): every column, and the vectors as an ``(n, dim)`` matrix. Read-only and
         shared: never modify its arrays. A new entry replaces it after each write."""
-        _check_namespace(namespace)
+        check_namespace(namespace)
         return self._entry(namespace)
 
     def vectors(self, namespace: str, where: Filter | None = None) -> tuple[list[str], np.ndarray]:
         """Ids and vectors (``(n, dim)`` float32, read-only) of the rows of ``namespace`` that
         have a vector and match ``where``: the input of ``kernels.near_duplicates`` and friends.
         """
-        _check_namespace(namespace)
+        check_namespace(namespace)
         self._need_vectors()
         e = self._entry(namespace)
         mask = e.has_vector & to_mask(where, e.scalars)
@@ -465,12 +352,15 @@ class Table:
         exact: bool | None = None,
         columns: Sequence[str] | None = None,
         with_vector: bool = False,
+        weights: Weights | None = None,
     ) -> list[Hit]:
         """The ``k`` best rows of ``namespace`` for ``query``, best first, scored
         ``w_sim * similarity + w_rec * decay(now - time_column) + w_extra * extra_column``
-        (``mindcore.kernels.hybrid_topk``; decay is ``0.5 ** (age / half_life_ms)`` or
-        ``exp(-age / tau_ms)``). ``query`` is a vector, or text embedded with the table's
-        embedder. ``where`` pre-filters; rows without a vector never match.
+        (:func:`mindcore.store.rank`; decay is ``0.5 ** (age / half_life_ms)`` or
+        ``exp(-age / tau_ms)``). ``weights`` (a :class:`~mindcore.store.Weights`) may replace
+        ``w_sim``, ``w_rec``, ``w_extra``, ``half_life_ms`` and ``tau_ms``. ``query`` is a vector,
+        or text embedded with the table's embedder. ``where`` pre-filters; rows without a vector
+        never match.
 
         Namespaces below ``StoreConfig.ann_threshold`` rows are searched exactly in memory.
         Larger ones use the table's vector index when it exists (``exact=True`` forbids that):
@@ -486,36 +376,36 @@ class Table:
         >>> t.search("u", "cat on a mat", k=2)[0].row["text"]
         'the cat sat on the mat'
         """
-        _check_namespace(namespace)
+        check_namespace(namespace)
         dim = self._need_vectors()
         if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
             raise ValueError(f"k: expected a positive int, got {k!r}")
         if metric not in ("cosine", "dot"):
             raise ValueError(f"metric: expected 'cosine' or 'dot', got {metric!r}")
+        if weights is None:
+            weights = _weights(w_sim, w_rec, w_extra, half_life_ms, tau_ms)
+        elif (w_sim, w_rec, w_extra, half_life_ms, tau_ms) != (1.0, 0.0, 0.0, None, None):
+            raise ValueError("weights: give weights= or w_sim/w_rec/w_extra/half_life_ms/tau_ms, not both")
+        elif not isinstance(weights, Weights):
+            raise TypeError(f"weights: expected mindcore.store.Weights, got {type(weights).__name__}")
         q = self._query_vector(query, dim)
         cols = self._columns(columns)
         for c in (time_column, extra_column):
             if c is not None:
                 self._columns([c])
-        cfg = self.store.config
+        if weights.extra != 0 and extra_column is None:
+            raise ValueError("w_extra is non-zero but no extra_column was given")
+        scoring = _Scoring(weights, metric, time_column, extra_column, now_ms, min_score)
         version = self._version()  # one check per search (it costs a LanceDB round trip)
-        use_ann = exact is not True and self._ann_eligible(namespace, version)
-        if use_ann:
-            return self._search_ann(
-                namespace, q, k=k, metric=metric, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
-                time_column=time_column, half_life_ms=half_life_ms, tau_ms=tau_ms, now_ms=now_ms,
-                extra_column=extra_column, where=where, min_score=min_score, cols=cols,
-                with_vector=with_vector, candidates=max(cfg.ann_candidates, 4 * k),
-            )
-        e = self._entry(namespace, version)
+        if exact is not True and self._ann_eligible(namespace, version):
+            e = self._ann_candidates(namespace, q, metric, where, max(self._ctx.config.ann_candidates, 4 * k))
+            mask = e.has_vector.copy()
+        else:
+            e = self._entry(namespace, version)
+            mask = e.has_vector & to_mask(where, e.scalars)
         if e.n == 0:
             return []
-        mask = e.has_vector & to_mask(where, e.scalars)
-        return self._score(
-            e, q, mask, k=k, metric=metric, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
-            time_column=time_column, half_life_ms=half_life_ms, tau_ms=tau_ms, now=now_ms,
-            extra_column=extra_column, min_score=min_score, cols=cols, with_vector=with_vector,
-        )
+        return self._score(e, q, mask, scoring, k=k, cols=cols, with_vector=with_vector)
 
     def _query_vector(self, query: str | np.ndarray | Sequence[float], dim: int) -> np.ndarray:
         if isinstance(query, str):
@@ -533,48 +423,18 @@ class Table:
         return q
 
     def _score(
-        self,
-        e: CacheEntry,
-        q: np.ndarray,
-        mask: np.ndarray,
-        *,
-        k: int,
-        metric: Metric,
-        w_sim: float,
-        w_rec: float,
-        w_extra: float,
-        time_column: str,
-        half_life_ms: float | None,
-        tau_ms: float | None,
-        now: int | None,
-        extra_column: str | None,
-        min_score: float | None,
-        cols: list[str] | None,
-        with_vector: bool,
+        self, e: CacheEntry, q: np.ndarray, mask: np.ndarray, scoring: _Scoring, *, k: int,
+        cols: list[str] | None, with_vector: bool,
     ) -> list[Hit]:
-        from mindcore.kernels import hybrid_topk
-
-        kwargs: dict[str, Any] = {}
-        if w_rec != 0.0:
-            kwargs.update(
-                timestamps=e.int64(time_column), now_ms=now_ms() if now is None else now,
-                half_life_ms=half_life_ms, tau_ms=tau_ms,
-            )
-        if w_extra != 0.0:
-            if extra_column is None:
-                raise ValueError("w_extra is non-zero but no extra_column was given")
-            kwargs["extra"] = e.float32(extra_column)
-        if not mask.any():
-            return []
-        top = hybrid_topk(
-            q, e.matrix, k=min(k, e.n), metric=metric, w_sim=w_sim, w_rec=w_rec, w_extra=w_extra,
-            mask=None if mask.all() else mask, min_score=min_score, **kwargs,
+        """Rank the rows of ``e`` with :func:`rank` and turn the best into :class:`Hit` objects."""
+        w = scoring.weights
+        top = rank(
+            q, e.matrix, w, k=k, metric=scoring.metric, min_score=scoring.min_score,
+            now_ms=now_ms() if scoring.now_ms is None else scoring.now_ms, mask=mask,
+            timestamps=e.int64(scoring.time_column) if w.recency != 0 else None,
+            extra=e.float32(scoring.extra_column) if w.extra != 0 and scoring.extra_column is not None else None,
         )
-        idx = np.asarray(top.indices, dtype=np.int64)
-        keep = idx >= 0
-        idx = idx[keep]
-        scores = np.asarray(top.scores)[keep]
-        sims = np.asarray(top.similarities)[keep]
+        idx = top.indices
         if len(idx) == 0:
             return []
         names = None if cols is None else [c for c in dict.fromkeys(["id", *cols]) if c != VECTOR]
@@ -586,7 +446,7 @@ class Table:
             if want_vec:
                 r[VECTOR] = e.matrix[i].copy()
             rid = r["id"] if cols is None or "id" in cols else r.pop("id")
-            hits.append(Hit(str(rid), float(scores[j]), float(sims[j]), r))
+            hits.append(Hit(str(rid), float(top.scores[j]), float(top.similarities[j]), r))
         return hits
 
     # -- ANN --------------------------------------------------------------------------------------
@@ -600,8 +460,8 @@ class Table:
         return has
 
     def _ann_eligible(self, namespace: str, v: int) -> bool:
-        threshold = self.store.config.ann_threshold
-        e = self.store._cache.get(self.name, namespace, v)
+        threshold = self._ctx.config.ann_threshold
+        e = self._ctx.cache.get(self.name, namespace, v)
         if e is not None:
             n = e.n
         else:
@@ -613,12 +473,10 @@ class Table:
                 self._count_cache[namespace] = (v, n)
         return n >= threshold and self._has_vector_index(v)
 
-    def _search_ann(
-        self, namespace: str, q: np.ndarray, *, k: int, metric: Metric, where: Filter | None, candidates: int,
-        time_column: str, half_life_ms: float | None, tau_ms: float | None, now_ms: int | None,
-        extra_column: str | None, w_sim: float, w_rec: float, w_extra: float, min_score: float | None,
-        cols: list[str] | None, with_vector: bool,
-    ) -> list[Hit]:
+    def _ann_candidates(
+        self, namespace: str, q: np.ndarray, metric: Metric, where: Filter | None, candidates: int
+    ) -> CacheEntry:
+        """The rows the vector index proposes for ``q``, as an uncached entry to be scored exactly."""
         data = (
             self._tbl.search(q, vector_column_name=VECTOR)
             .distance_type("dot" if metric == "dot" else "cosine")
@@ -627,18 +485,12 @@ class Table:
             .to_arrow()
         )
         data = data.drop_columns([c for c in data.column_names if c.startswith("_")])
-        e = CacheEntry.from_arrow(data, -1, self.dim or 0)
-        if e.n == 0:
-            return []
-        return self._score(
-            e, q, e.has_vector.copy(), k=k, metric=metric, w_sim=w_sim, w_rec=w_rec,
-            w_extra=w_extra, time_column=time_column, half_life_ms=half_life_ms, tau_ms=tau_ms, now=now_ms,
-            extra_column=extra_column, min_score=min_score, cols=cols, with_vector=with_vector,
-        )
+        return CacheEntry.from_arrow(data, -1, self.dim or 0)
 
     def create_vector_index(self, *, metric: Literal["cosine", "dot"] = "cosine") -> None:
         """Build (or rebuild) the IVF_HNSW_SQ index on the vector column. Maintenance does this
         by itself once the table reaches ``StoreConfig.index_min_rows`` rows."""
+        self._ctx.refuse_writes(f"index table {self.name!r}")
         from lancedb.index import IvfHnswSq
 
         self._need_vectors()
@@ -648,265 +500,14 @@ class Table:
         self._tbl.create_index(VECTOR, config=IvfHnswSq(distance_type=metric, num_partitions=parts), replace=True)
         self._index_cache = None
 
-    # -- writes ---------------------------------------------------------------------------------
-
-    def unit_of_work(self, namespace: str) -> UnitOfWork:
-        """Start a :class:`UnitOfWork` on ``namespace`` (use it as a context manager)."""
-        return UnitOfWork(self, namespace)
-
-    def upsert(self, namespace: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> WriteResult:
-        """Insert rows or replace whole rows with the same id, in one commit."""
-        with self.unit_of_work(namespace) as uow:
-            uow.upsert(rows)
-        assert uow.result is not None
-        return uow.result
-
-    def update(self, namespace: str, ids: Iterable[str], values: Mapping[str, Any]) -> WriteResult:
-        """Set ``values`` on the rows with these ids (read-modify-write under the lock)."""
-        with self.unit_of_work(namespace) as uow:
-            uow.update(ids, values)
-        assert uow.result is not None
-        return uow.result
-
-    def delete(self, namespace: str, *, ids: Iterable[str] | None = None, where: Filter | None = None) -> WriteResult:
-        """Delete rows of ``namespace`` by id and/or filter, in one commit."""
-        with self.unit_of_work(namespace) as uow:
-            uow.delete(ids=ids, where=where)
-        assert uow.result is not None
-        return uow.result
-
-    def clear(self, namespace: str) -> WriteResult:
-        """Delete every row of ``namespace``."""
-        with self.unit_of_work(namespace) as uow:
-            uow.clear()
-        assert uow.result is not None
-        return uow.result
-
-    def insert_new(self, namespace: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> WriteResult:
-        """Insert the rows whose id is not stored yet and leave existing rows untouched (an
-        atomic insert-if-absent: of several processes inserting one id, exactly one wins)."""
-        _check_namespace(namespace)
-        source = rows_to_arrow(rows, self._schema, namespace)
-        if source.num_rows == 0:
-            return WriteResult(self._version())
-        with self._lock.hold(self.store.config.lock_timeout):
-            schema = self._schema
-            old = self._exact()
-            if not schema.equals(self._schema):
-                source = rows_to_arrow(rows_from_arrow(source), self._schema, namespace)
-            r = self._tbl.merge_insert(["namespace", "id"]).when_not_matched_insert_all().execute(source, on_bad_vectors="null")
-            res = WriteResult(int(r.version), inserted=int(r.num_inserted_rows))
-            self._after_commit(old, res.version, {namespace})
-        self._note_write()
-        return res
-
-    def modify(
-        self, namespace: str, id: str, fn: Callable[[Row | None], Mapping[str, Any] | None]
-    ) -> WriteResult:
-        """Read-modify-write one row atomically across threads and processes.
-
-        Under the table's write lock, reads the latest stored row (``None`` if absent), calls
-        ``fn(row)`` and writes what it returns: a row (``id`` is set for you) replaces the stored
-        one, ``None`` deletes it. An exception from ``fn`` propagates and nothing is written.
-
-        >>> import mindcore
-        >>> t = mindcore.open("memory://").table("counters", {"n": pa.int64()})
-        >>> _ = t.modify("ns", "c", lambda row: {"n": (row["n"] if row else 0) + 1})
-        >>> _ = t.modify("ns", "c", lambda row: {"n": (row["n"] if row else 0) + 1})
-        >>> t.get_one("ns", "c")["n"]
-        2
-        """
-        _check_namespace(namespace)
-        (id,) = _ids([id])
-        with self._lock.hold(self.store.config.lock_timeout):
-            self._exact()
-            new = fn(self.get_one(namespace, id))
-            if new is None:
-                ops: list[_Op] = [("delete_ids", [id])]
-            else:
-                if not isinstance(new, Mapping):
-                    raise TypeError(f"modify: fn must return a row dict or None, got {type(new).__name__}")
-                ops = [("upsert", rows_to_arrow([{**new, "id": id}], self._schema, namespace))]
-            res = self._commit_locked(namespace, ops)
-        self._note_write()
-        return res
-
-    def append(
-        self,
-        namespace: str,
-        rows: Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]],
-    ) -> WriteResult:
-        """Append rows under fresh ids (:func:`new_id`), in one commit: the cheapest write.
-
-        For append-only records (logs, inboxes, versioned documents). Rows must not carry an
-        ``id``: fresh ones are assigned, so an append never collides with a stored row. ``rows``
-        may be a function, called under the table's write lock after the table is brought to its
-        latest version, so a writer can read-then-append atomically across processes (read the
-        latest row inside it, append its successor).
-
-        >>> import mindcore
-        >>> t = mindcore.open("memory://").table("log", {"line": pa.string()})
-        >>> _ = t.append("ns", [{"line": "first"}, {"line": "second"}])
-        >>> t.count("ns")
-        2
-        """
-        from mindcore.store.ids import new_id
-
-        _check_namespace(namespace)
-        with self._lock.hold(self.store.config.lock_timeout):
-            old = self._exact()
-            given = list(rows() if callable(rows) else rows)
-            if any(not isinstance(r, Mapping) for r in given):
-                raise TypeError("append: rows must be dicts")
-            if any("id" in r for r in given):
-                raise ValueError("append: rows get fresh ids; do not pass 'id' (use upsert to replace rows)")
-            if not given:
-                return WriteResult(old)
-            source = rows_to_arrow([{**r, "id": new_id()} for r in given], self._schema, namespace)
-            cached = self.store._cache.get(self.name, namespace, old)
-            added = self._tbl.add(source, on_bad_vectors="null")
-            res = WriteResult(int(added.version), inserted=len(given))
-            self._after_commit(old, res.version, {namespace})
-            self._patch_cache(namespace, cached, source, None, old, res.version)
-        self._note_write()
-        return res
-
-    def _commit(self, namespace: str, ops: list[_Op]) -> WriteResult:
-        if not ops:
-            return WriteResult(self._version())
-        with self._lock.hold(self.store.config.lock_timeout):
-            res = self._commit_locked(namespace, ops)
-        self._note_write()
-        return res
-
-    def _exact(self) -> int:
-        """The table at its latest version, for a writer holding the lock; the schema is re-read
-        only when another process moved the table (reading it costs a round trip)."""
-        before = self._versions.loaded
-        version = self._versions.exact()
-        if version != before:
-            self._schema = self._tbl.schema
-        return version
-
-    def _commit_locked(self, namespace: str, ops: list[_Op]) -> WriteResult:
-        old = self._exact()
-        source, deletes = self._replay(namespace, ops)
-        if source is None and deletes is None:
-            return WriteResult(old)
-        cached = self.store._cache.get(self.name, namespace, old)
-        gone = None if cached is None or deletes is None else to_mask(deletes, cached.scalars)
-        cond = None if deletes is None else to_where(namespace, deletes, self._schema)
-        if source is not None:
-            b = (
-                self._tbl.merge_insert(["namespace", "id"])
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-            )
-            if cond is not None:
-                b = b.when_not_matched_by_source_delete(cond)
-            r = b.execute(source, on_bad_vectors="null")
-            res = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
-                              int(r.num_deleted_rows))
-        else:
-            assert cond is not None
-            d = self._tbl.delete(cond)
-            new_version = int(d.version)
-            res = WriteResult(new_version, deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
-        self._after_commit(old, res.version, {namespace})
-        self._patch_cache(namespace, cached, source, gone, old, res.version)
-        return res
-
-    def _patch_cache(
-        self, namespace: str, cached: CacheEntry | None, source: pa.Table | None, gone: np.ndarray | None,
-        old: int, new: int,
-    ) -> None:
-        """Carry this process's commit into the cached namespace (read at ``old``) instead of
-        dropping it: the next search after a write needs no scan. Only when the commit is the one
-        version after ``old`` (we hold the lock, so nobody else wrote in between)."""
-        if cached is None or new != old + 1:
-            return
-        entry = cached.patched(source, gone, new, self.dim or 0)
-        if entry is not None:
-            self.store._cache.put(self.name, namespace, entry)
-
-    def _after_commit(self, old: int, new: int, touched: set[str] | None) -> None:
-        self._versions.committed(new)
-        self.store._cache.committed(self.name, touched, old, new)
-        with self._state_lock:
-            self._count_cache = {k: (new, n) for k, (v, n) in self._count_cache.items()
-                                 if v == old and (touched is not None and k not in touched)}
-
-    def _replay(self, namespace: str, ops: list[_Op]) -> tuple[pa.Table | None, Filter | None]:
-        """Apply ``ops`` in order to the rows they touch; return the rows to merge and the
-        condition for deleting untouched rows."""
-        schema = self._schema
-        if len(ops) == 1 and ops[0][0] == "upsert" and ops[0][1].schema.equals(schema):
-            return ops[0][1], None  # plain upsert, validated against the current schema already
-        update_ids = [i for kind, arg in ops if kind == "update" for i in arg[0]]
-        state: dict[str, Row | None] = {}
-        if update_ids:
-            for r in self.get(namespace, update_ids):
-                state[r["id"]] = r
-        dirty: set[str] = set()
-        filters: list[Filter] = []
-        now = now_ms()
-        for kind, arg in ops:
-            if kind == "upsert":
-                for r in rows_from_arrow(arg):
-                    state[r["id"]] = r
-                    dirty.add(r["id"])
-            elif kind == "update":
-                ids, values = arg
-                for i in ids:
-                    row = state.get(i)
-                    if row is None:
-                        continue
-                    row.update(values)
-                    if "updated_at" not in values:
-                        row["updated_at"] = now
-                    dirty.add(i)
-            elif kind == "delete_ids":
-                for i in arg:
-                    state[i] = None
-                    dirty.add(i)
-            elif kind == "delete_where":
-                live = [(i, r) for i, r in state.items() if r is not None]
-                if live:
-                    hit = to_mask(arg, rows_to_arrow([r for _, r in live], schema, namespace, now=now))
-                    for (i, _), h in zip(live, hit, strict=True):
-                        if h:
-                            state[i] = None
-                            dirty.add(i)
-                filters.append(arg)
-        rows = [state[i] for i in state if i in dirty and state[i] is not None]
-        gone = [i for i in state if i in dirty and state[i] is None]
-        source = rows_to_arrow([r for r in rows if r is not None], schema, namespace, now=now) if rows else None
-        deletes = None
-        if filters or gone:
-            deletes = any_of(*filters, col("id").is_in(gone) if gone else None)
-        return source, deletes
-
     # -- maintenance ----------------------------------------------------------------------------
-
-    def _note_write(self) -> None:
-        cfg = self.store.config
-        self._writes += 1
-        if not cfg.compact_every or self._writes < cfg.compact_every:
-            return
-        due = cfg.compact_every
-        if cfg.compact_amplification and self._writes < cfg.compact_max_writes:
-            # Compaction rewrites the table: on big tables wait for more writes (count_rows
-            # without a filter reads only metadata).
-            due = max(due, int(self._tbl.count_rows()) // cfg.compact_amplification)
-        if self._writes >= min(due, max(cfg.compact_max_writes, cfg.compact_every)):
-            self._writes = 0
-            self.store._schedule_maintenance(self)
 
     def compact(self, *, cleanup_grace: Any = None) -> None:
         """Merge small fragments, fold new rows into the indexes, and delete versions older than
         ``cleanup_grace`` (default ``StoreConfig.cleanup_grace``). Runs under the write lock; the
         data (and the vector cache) are unchanged."""
-        cfg = self.store.config
+        self._ctx.refuse_writes(f"compact table {self.name!r}")
+        cfg = self._ctx.config
         grace = cfg.cleanup_grace if cleanup_grace is None else cleanup_grace
         with self._lock.hold(cfg.lock_timeout):
             old = self._versions.exact()
@@ -923,32 +524,6 @@ class Table:
             self.create_vector_index()
 
     # -- async twins ----------------------------------------------------------------------------
-
-    async def aupsert(self, namespace: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> WriteResult:
-        return await asyncio.to_thread(self.upsert, namespace, rows)
-
-    async def aupdate(self, namespace: str, ids: Iterable[str], values: Mapping[str, Any]) -> WriteResult:
-        return await asyncio.to_thread(self.update, namespace, ids, values)
-
-    async def aappend(
-        self,
-        namespace: str,
-        rows: Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]],
-    ) -> WriteResult:
-        return await asyncio.to_thread(self.append, namespace, rows)
-
-    async def amodify(
-        self, namespace: str, id: str, fn: Callable[[Row | None], Mapping[str, Any] | None]
-    ) -> WriteResult:
-        return await asyncio.to_thread(self.modify, namespace, id, fn)
-
-    async def adelete(
-        self, namespace: str, *, ids: Iterable[str] | None = None, where: Filter | None = None
-    ) -> WriteResult:
-        return await asyncio.to_thread(lambda: self.delete(namespace, ids=ids, where=where))
-
-    async def aclear(self, namespace: str) -> WriteResult:
-        return await asyncio.to_thread(self.clear, namespace)
 
     async def aget(self, namespace: str, ids: Iterable[str], *, columns: Sequence[str] | None = None) -> list[Row]:
         return await asyncio.to_thread(lambda: self.get(namespace, ids, columns=columns))

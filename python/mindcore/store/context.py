@@ -1,0 +1,66 @@
+"""What a table needs from the store that opened it, handed over as one small object.
+
+A :class:`~mindcore.store.Table` reads its settings, the shared vector cache and the
+maintenance scheduler from a :class:`TableContext` instead of from the ``Store`` itself, so the
+table module never imports the store module (the store builds tables; tables do not know
+stores).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from mindcore.store.cache import VectorCache
+from mindcore.store.config import StoreConfig
+from mindcore.store.errors import StoreNotWritableError
+from mindcore.store.locks import Lock
+
+__all__ = ["StoreHandle", "TableContext"]
+
+
+class StoreHandle(Protocol):
+    """The public face of the store a table belongs to (``Table.store``)."""
+
+    @property
+    def uri(self) -> str: ...
+
+    @property
+    def kind(self) -> str: ...
+
+    @property
+    def config(self) -> StoreConfig: ...
+
+    @property
+    def read_only(self) -> bool: ...
+
+    def check_writable(self) -> None: ...
+
+    def lock(self, name: str) -> Lock: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TableContext:
+    """Everything a table uses from its store: shared by every table of one store."""
+
+    #: The store itself, for users of ``Table.store``.
+    store: StoreHandle
+    uri: str
+    #: ``local``, ``memory`` or ``remote``.
+    kind: str
+    config: StoreConfig
+    #: The store's vector cache (one LRU over all its tables).
+    cache: VectorCache
+    #: How often, in seconds, a table checks for versions written by others (``None``: never,
+    #: only this process writes).
+    read_consistency_s: float | None
+    #: Ask for a background compaction of the table with this name.
+    schedule_maintenance: Callable[[str], None]
+    #: Opened ``read_only=True``: every write raises ``StoreNotWritableError``.
+    read_only: bool = False
+
+    def refuse_writes(self, what: str) -> None:
+        """Raise ``StoreNotWritableError`` (saying it could not ``what``) on a read-only store."""
+        if self.read_only:
+            raise StoreNotWritableError(f"store {self.uri} was opened read_only=True: cannot {what}")
