@@ -647,7 +647,7 @@ def test_a_failed_background_commit_fails_its_futures_not_the_worker(store: Any,
     ltm.close()
     with pytest.raises(RuntimeError):  # after close, like any shut-down executor
         ltm.remember_conversation_in_background(CONVERSATION)
-    assert ltm._queued == [] and not ltm._draining
+    assert ltm._extractions.queued == [] and not ltm._extractions.draining
 
 
 # -- eviction --------------------------------------------------------------------------------------

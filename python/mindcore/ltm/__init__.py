@@ -7,7 +7,7 @@ the caller or ``MINDCORE_MEMORY_ENABLED`` turns it on.
 
 from __future__ import annotations
 
-from mindcore.ltm.config import resolve_enabled, resolve_max_items
+from mindcore.ltm.config import LongTermMemoryConfig, resolve_enabled, resolve_max_items
 from mindcore.ltm.extract import ExtractionParseError, parse_candidates, render_conversation
 from mindcore.ltm.memory import DUPLICATE_THRESHOLD, LongTermMemory, RecallWeights
 from mindcore.ltm.render import render_memories
@@ -19,6 +19,7 @@ __all__ = [
     "ExtractionParseError",
     "ExtractionReport",
     "LongTermMemory",
+    "LongTermMemoryConfig",
     "Memory",
     "RecallWeights",
     "RememberResult",

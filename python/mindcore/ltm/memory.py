@@ -1,28 +1,29 @@
-"""`LongTermMemory`: durable, private facts about one user, recalled by meaning, recency and importance."""
+"""`LongTermMemory`: durable, private facts about one user, recalled by meaning, recency and importance.
+
+The write pipeline lives in :mod:`mindcore.ltm.pipeline`, the background workers in
+:mod:`mindcore.ltm.background`, storage in :mod:`mindcore.ltm._repo`; this class ties them together.
+"""
 
 from __future__ import annotations
 
 import asyncio
-import atexit
+import dataclasses
 import functools
 import logging
-import threading
 import time
 import warnings
-import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mindcore.embed.base import check_embedder
+from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
-from mindcore.kernels import dedupe_within, looks_like_secret, near_duplicates
 from mindcore.llm.base import check_llm
-from mindcore.ltm._repo import MemoryRepo, NewMemory
-from mindcore.ltm.config import resolve_enabled, resolve_max_items
+from mindcore.ltm._repo import MemoryRepo
+from mindcore.ltm.background import ExtractionQueue, TouchWriter
+from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig, RecallWeights, resolve_enabled
 from mindcore.ltm.extract import (
     Candidate,
     ExtractionParseError,
@@ -30,111 +31,38 @@ from mindcore.ltm.extract import (
     parse_candidates,
     render_conversation,
 )
+from mindcore.ltm.pipeline import (
+    DUPLICATE_THRESHOLD,
+    EVICT_IMPORTANCE,
+    EVICT_RECENCY,
+    Row,
+    WritePipeline,
+    validate_items,
+)
 from mindcore.ltm.render import render_memories
 from mindcore.ltm.tools import build_toolset
-from mindcore.ltm.types import (
-    DEFAULT_KIND,
-    KINDS,
-    MAX_CONTEXT_CHARS,
-    MAX_TEXT_CHARS,
-    ExtractionReport,
-    Memory,
-    RememberResult,
-    embedded_text,
-)
+from mindcore.ltm.types import DEFAULT_KIND, ExtractionReport, Memory, RememberResult
 from mindcore.store import StoreLike, resolve_store
-from mindcore.store.scoring import Weights, rank
 from mindcore.toolspec import Toolset
-from mindcore.validation import check_callable, text_problem
+from mindcore.validation import check_callable
 
 if TYPE_CHECKING:
     from mindcore.embed import Embedder
     from mindcore.llm import LLM
     from mindcore.store import Store
 
-__all__ = ["DUPLICATE_THRESHOLD", "LongTermMemory", "RecallWeights"]
+__all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "LongTermMemory", "RecallWeights"]
 
 log = logging.getLogger("mindcore.ltm")
 
-DUPLICATE_THRESHOLD = 0.92
-DAY_MS = 86_400_000
-# Eviction ranks by the seed's recency and importance weights, whatever recall's weights are.
-EVICT_RECENCY = 0.2
-EVICT_IMPORTANCE = 0.1
 MAX_RECALL_K = 1_000
 # A query longer than this is cut for embedding and matching (with a warning): far more than any
 # question, and it keeps a pasted document from costing seconds per recall.
 MAX_QUERY_CHARS = 8_000
-# One validated write: text, kind, importance, created_at, context.
-_Row = tuple[str, str, float, int | None, str | None]
 
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class RecallWeights:
-    """How recall ranks: ``similarity·cosine + recency·2^(-age/half_life) + importance·importance``.
-
-    The defaults are the seed's (0.7 / 0.2 / 0.1, 30-day half-life); age runs from the later of a
-    memory's creation and its last recall. ``lexical`` adds ``lexical·bm25/max(bm25)``: BM25 over the
-    stored texts (the Rust BM25 kernel), scaled so the query's best lexical match gets 1 (unless that
-    match is weak, raw BM25 < 2). On LoCoMo it lifts recall@5 from 15.8% to 53.6% with the default
-    embedder over bare turns, and to 64.1% with each turn's context (previous turn and speaker, see
-    :meth:`LongTermMemory.remember`); see ``benches/bench_locomo.py``. ``lexical=0`` is the seed's
-    pure hybrid score. The default keeps the seed's weights: on LoCoMo, dropping recency
-    (``recency=0``) measured 0.5-2 points higher at every k (conversations 0-4, where settings were
-    chosen, and 5-9), but LoCoMo asks about every session alike, while a user's memories do go
-    stale. Other lexical weights (0.7, 1.5) and similarity 1.0 moved recall by under a point either
-    way on conversations 0-4; reciprocal-rank fusion measured 10 points lower at recall@5.
-    """
-
-    similarity: float = 0.7
-    recency: float = 0.2
-    importance: float = 0.1
-    half_life_days: float = 30.0
-    lexical: float = 1.0
-
-    def __post_init__(self) -> None:
-        for name in ("similarity", "recency", "importance", "lexical"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not np.isfinite(value) or value < 0:
-                raise ValueError(f"{name}: expected a finite weight >= 0, got {value!r}")
-        if not self.half_life_days > 0 or not np.isfinite(self.half_life_days):
-            raise ValueError(f"half_life_days: expected a positive number, got {self.half_life_days!r}")
-
-    @property
-    def hybrid(self) -> Weights:
-        """The similarity, recency and importance weights as the store's :class:`~mindcore.store.Weights`
-        (importance is the per-row extra; the lexical term is added on top of it).
-
-        >>> RecallWeights().hybrid
-        Weights(similarity=0.7, recency=0.2, extra=0.1, half_life_ms=2592000000.0, tau_ms=None)
-        """
-        return Weights(similarity=self.similarity, recency=self.recency, extra=self.importance,
-                       half_life_ms=self.half_life_days * DAY_MS)
-
-
-# Memories with bumps that may still be pending; written out when the interpreter exits.
-_LIVE: weakref.WeakSet[LongTermMemory] = weakref.WeakSet()
-_EXIT_HOOK = threading.Lock()
-_exit_hook_registered = False
-
-
-def _register_exit_hook() -> None:
-    # Registered on first use, after the store module's own exit hook: atexit runs hooks in
-    # reverse order, so pending bumps are written while the store is still open.
-    global _exit_hook_registered
-    with _EXIT_HOOK:
-        if not _exit_hook_registered:
-            atexit.register(_flush_all_at_exit)
-            _exit_hook_registered = True
-
-
-def _flush_all_at_exit() -> None:
-    for ltm in list(_LIVE):
-        ltm._write_touches()
 
 
 @functools.cache
@@ -174,6 +102,8 @@ class LongTermMemory:
     # At most this many queued background turns are stored in one commit.
     _COALESCE_MAX = 64
 
+    _extractions: ExtractionQueue
+
     def __init__(
         self,
         store: StoreLike,
@@ -183,10 +113,11 @@ class LongTermMemory:
         workspace_id: str | None = None,
         embedder: Embedder,
         extractor: LLM | None = None,
+        config: LongTermMemoryConfig | None = None,
         max_items: int | None = None,
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
-        touch_delay: float = 2.0,
+        touch_delay: float | None = None,
     ) -> None:
         _require_id("user_id", user_id)
         _require_id("namespace", namespace)
@@ -194,40 +125,45 @@ class LongTermMemory:
         check_embedder(embedder)
         if extractor is not None:
             check_llm(extractor, "extractor")
-        if weights is not None and not isinstance(weights, RecallWeights):
-            raise InvalidTypeError(f"weights: expected RecallWeights, got {type(weights).__name__}")
+        if config is not None and not isinstance(config, LongTermMemoryConfig):
+            raise InvalidTypeError(f"config: expected a LongTermMemoryConfig, got {type(config).__name__}")
         if clock is not None:
             check_callable(clock, "clock")
-        if not isinstance(touch_delay, int | float) or isinstance(touch_delay, bool) or touch_delay < 0:
-            raise InvalidInputError(f"touch_delay: expected seconds >= 0, got {touch_delay!r}")
+        overrides: dict[str, Any] = {"max_items": max_items, "weights": weights, "touch_delay": touch_delay}
+        base = config or LongTermMemoryConfig()
+        # The keyword options override the config (both spellings keep working).
+        self.config = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
         self.user_id = user_id
         self.namespace = namespace
         self.workspace_id = workspace_id
         self.embedder = embedder
         self.extractor = extractor
-        self.max_items = resolve_max_items(max_items)
-        self.weights = weights or RecallWeights()
         self._clock = clock or _now_ms
         # Opened (and checked writable) after the arguments: a bad argument opens nothing.
         self.store: Store = resolve_store(store)
         self._owns_store = self.store is not store
         self._repo = MemoryRepo(self.store, user_id=user_id, namespace=namespace, workspace_id=workspace_id,
                                 embedder=embedder)
-        self._write_lock = threading.Lock()
-        # Last-access bumps are coalesced and written by one background thread, off recall's path.
-        self.touch_delay = float(touch_delay)
-        self._touch_lock = threading.Lock()  # guards the pending bumps and the timer
-        self._touch_io = threading.Lock()  # one bump write at a time
-        self._pending_touch: dict[str, tuple[int, int]] = {}
-        self._touch_timer: threading.Timer | None = None
-        _LIVE.add(self)
-        _register_exit_hook()
-        self._background_pool: ThreadPoolExecutor | None = None
-        # Background extractions waiting for the worker (see remember_conversation_in_background).
-        self._queue_lock = threading.Lock()
-        self._queued: list[tuple[list[Any], Future[ExtractionReport]]] = []
-        self._draining = False
+        self._pipeline = WritePipeline(self.store, self._repo, self.config, self._embed, self._clock)
+        # Last-access bumps are coalesced and written off recall's path.
+        self._touches = TouchWriter(lambda pending: self._repo.touch(pending), self.config.touch_delay)
+        self._extractions = ExtractionQueue(lambda turns: self._extract_and_ingest(turns, concurrency=1),
+                                            coalesce_max=self._COALESCE_MAX)
         self._toolset = build_toolset(self)
+
+    @property
+    def max_items(self) -> int:
+        """The most memories this scope keeps (0: no limit)."""
+        assert self.config.max_items is not None  # resolved by the config
+        return self.config.max_items
+
+    @property
+    def weights(self) -> RecallWeights:
+        return self.config.weights
+
+    @property
+    def touch_delay(self) -> float:
+        return self.config.touch_delay
 
     @classmethod
     def create(
@@ -240,10 +176,11 @@ class LongTermMemory:
         embedder: Embedder | None = None,
         extractor: LLM | None = None,
         enabled: bool | None = None,
+        config: LongTermMemoryConfig | None = None,
         max_items: int | None = None,
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
-        touch_delay: float = 2.0,
+        touch_delay: float | None = None,
     ) -> LongTermMemory | None:
         """A long-term memory for ``user_id``, or ``None`` when memory is off for this session.
 
@@ -268,7 +205,8 @@ class LongTermMemory:
                 log.warning("long-term memory disabled: no embedder could be loaded (%s)", exc)
                 return None
         return cls(store, user_id=user_id, namespace=namespace, workspace_id=workspace_id, embedder=embedder,
-                   extractor=extractor, max_items=max_items, weights=weights, clock=clock, touch_delay=touch_delay)
+                   extractor=extractor, config=config, max_items=max_items, weights=weights, clock=clock,
+                   touch_delay=touch_delay)
 
     # -- recall ---------------------------------------------------------------------------------
 
@@ -310,7 +248,7 @@ class LongTermMemory:
             else:
                 out[i] = self._repo.search(vector, k=k, weights=hybrid, now_ms=now)
         if touch:
-            self._schedule_touch([m for hits in out for m in hits], now)
+            self._touches.schedule([m for hits in out for m in hits], now)
         return out
 
     async def arecall(self, query: str, k: int = 5, *, touch: bool = True) -> list[Memory]:
@@ -367,136 +305,12 @@ class LongTermMemory:
         are not stored. Raises ``ValueError``
         (storing nothing) if any item is malformed.
         """
-        if isinstance(items, str | bytes | Mapping):
-            # A bare string would store one memory per character; a single mapping, its keys.
-            raise InvalidTypeError(f"items: expected a list of texts or mappings, got {type(items).__name__}")
-        rows = [self._validate(item) for item in items]
-        return self._ingest(rows, dedupe=dedupe, source=source)[0]
-
-    def _validate(self, item: str | Mapping[str, Any] | Candidate) -> _Row:
-        if isinstance(item, str):
-            item = {"text": item}
-        elif isinstance(item, Candidate):
-            item = {"text": item.text, "kind": item.kind, "importance": item.importance}
-        elif not isinstance(item, Mapping):
-            raise TypeError(f"expected a str or a mapping with 'text', got {type(item).__name__}")
-        text, kind = item.get("text"), item.get("kind", DEFAULT_KIND)
-        importance, created_at = item.get("importance", 0.5), item.get("created_at")
-        context = item.get("context")
-        if not isinstance(text, str) or not text.strip():
-            raise ValueError(f"text: expected a non-blank string, got {text!r}")
-        text = text.strip()
-        problem = text_problem(text) or (text_problem(context) if isinstance(context, str) else None)
-        if problem:
-            raise InvalidInputError(f"{'text' if text_problem(text) else 'context'}: {problem}")
-        if len(text) > MAX_TEXT_CHARS:
-            raise ValueError(f"text: {len(text):,} characters; a memory is at most {MAX_TEXT_CHARS:,}")
-        if kind is None:
-            kind = DEFAULT_KIND
-        if kind not in KINDS:
-            raise ValueError(f"kind: expected one of {', '.join(KINDS)}, got {kind!r}")
-        if isinstance(importance, bool) or not isinstance(importance, int | float) or not 0 <= importance <= 1:
-            raise ValueError(f"importance: expected a number in [0, 1], got {importance!r}")
-        if created_at is not None and (isinstance(created_at, bool) or not isinstance(created_at, int)):
-            raise ValueError(f"created_at: expected unix milliseconds (int), got {created_at!r}")
-        if context is not None:
-            if not isinstance(context, str):
-                raise ValueError(f"context: expected a string or None, got {type(context).__name__}")
-            context = context.strip() or None
-            if context is not None and len(context) > MAX_CONTEXT_CHARS:
-                raise ValueError(f"context: {len(context):,} characters; at most {MAX_CONTEXT_CHARS:,}")
-        return text, kind, float(importance), created_at, context
-
-    def _ingest(
-        self, rows: Sequence[_Row], *, dedupe: bool, source: str
-    ) -> tuple[list[RememberResult], int]:
-        """The write pipeline every path shares: secret filter, embed, near-duplicate checks (within
-        the batch and against the store), then one commit holding the inserts and the evictions."""
-        results: list[RememberResult] = [RememberResult("secret", None)] * len(rows)
-        clean = [i for i, row in enumerate(rows)
-                 if not looks_like_secret(row[0]) and not (row[4] and looks_like_secret(row[4]))]
-        if not clean:
-            return results, 0
-        vectors = self._embed([embedded_text(rows[i][0], rows[i][4]) for i in clean])
-        keep = dedupe_within(vectors, threshold=DUPLICATE_THRESHOLD) if dedupe else np.ones(len(clean), bool)
-        # Within the batch, a dropped item is a duplicate of the first kept item it matches.
-        first_of = np.arange(len(clean))
-        if not keep.all():
-            kept = np.flatnonzero(keep)
-            first_of[~keep] = kept[near_duplicates(vectors[~keep], vectors[kept], threshold=DUPLICATE_THRESHOLD)[0]]
-        # Check against the stored vectors and write under one lock: two threads of this process
-        # cannot both add the same fact.
-        with self._write_lock:
-            ids, stored_vectors = self._repo.vectors()
-            now = self._clock()
-            candidates = np.flatnonzero(keep)
-            existing = np.full(len(clean), -1, dtype=np.int64)
-            if dedupe and ids and candidates.size:
-                existing[candidates] = near_duplicates(vectors[candidates], stored_vectors,
-                                                       threshold=DUPLICATE_THRESHOLD)[0]
-            fresh = [int(j) for j in candidates if existing[j] < 0]
-            new = []
-            for j in fresh:
-                text, kind, importance, created_at, context = rows[clean[j]]
-                new.append(self._repo.new_memory(NewMemory(
-                    text=text, kind=kind, importance=importance,
-                    created_at=now if created_at is None else created_at, source=source, context=context)))
-            new_vectors = vectors[fresh]
-            victims, dropped = self._plan_eviction(ids, new, new_vectors, now)
-            written = self._repo.write(
-                [m for n, m in enumerate(new) if n not in dropped],
-                new_vectors[[n for n in range(len(new)) if n not in dropped]],
-                delete=victims,
-            )
-        matched = {ids[int(e)] for e in existing if e >= 0}
-        known = {m.id: m for m in self._repo.get(sorted(matched))} if matched else {}
-        outcome: dict[int, RememberResult] = {}
-        for n, j in enumerate(fresh):
-            memory = new[n]
-            if n in dropped:
-                outcome[j] = RememberResult("evicted", None)
-            elif memory.id in written:
-                outcome[j] = RememberResult("stored", memory)
-            else:  # refused by the repository's own secret check (a defence in depth)
-                outcome[j] = RememberResult("secret", None)
-        for j, i in enumerate(clean):
-            root = int(first_of[j])
-            if existing[root] >= 0:
-                # None only if the stored twin was forgotten meanwhile: nothing of this item is stored.
-                results[i] = RememberResult("duplicate", known.get(ids[int(existing[root])]))
-            elif root != j and outcome[root].status == "stored":
-                results[i] = RememberResult("duplicate", outcome[root].memory)
-            else:
-                results[i] = outcome[root]
-        return results, len(victims) + len(dropped)
+        return self._pipeline.ingest(validate_items(items), dedupe=dedupe, source=source)[0]
 
     def _plan_eviction(self, ids: Sequence[str], new: Sequence[Memory], new_vectors: np.ndarray,
                        now: int) -> tuple[list[str], set[int]]:
-        """Which stored ids to delete and which new memories not to write, so at most ``max_items``
-        remain: the lowest by recency and importance (0.2·2^(-age/half_life) + 0.1·importance) over
-        stored and new memories together, ranked by the store's scorer with the similarity weight at 0."""
-        total = len(ids) + len(new)
-        if self.max_items == 0 or total <= self.max_items:
-            return [], set()
-        weights = Weights(similarity=0.0, recency=EVICT_RECENCY, extra=EVICT_IMPORTANCE,
-                          half_life_ms=self.weights.half_life_days * DAY_MS)
-        scores = np.empty(total, dtype=np.float64)
-        if ids:
-            stored = self._repo.retention_scores(len(ids), weights=weights, now_ms=now)
-            scores[: len(ids)] = [stored.get(i, -np.inf) for i in ids]
-        if new:
-            top = rank(
-                new_vectors[0], new_vectors, weights, k=len(new), metric="dot", now_ms=now,
-                timestamps=np.array([m.created_at for m in new], dtype=np.int64),
-                extra=np.array([m.importance for m in new], dtype=np.float32),
-            )
-            scores[len(ids) + top.indices] = top.scores
-        # Keep the best max_items; on equal scores stored memories stay and newer arrivals go.
-        order = np.argsort(-scores, kind="stable")
-        cut = order[self.max_items:]
-        victims = [ids[i] for i in cut if i < len(ids)]
-        dropped = {int(i) - len(ids) for i in cut if i >= len(ids)}
-        return victims, dropped
+        """See :meth:`mindcore.ltm.pipeline.WritePipeline.plan_eviction`."""
+        return self._pipeline.plan_eviction(ids, new, new_vectors, now)
 
     # -- extraction -----------------------------------------------------------------------------
 
@@ -538,43 +352,7 @@ class LongTermMemory:
         """
         self._require_extractor()
         snapshot = [dict(m) if isinstance(m, Mapping) else m for m in messages]
-        future: Future[ExtractionReport] = Future()
-        with self._queue_lock:
-            self._queued.append((snapshot, future))
-            start, self._draining = not self._draining, True
-        if start:
-            try:
-                self._background.submit(self._drain_queue)
-            except RuntimeError as exc:  # the worker was shut down (close): nothing queued will run
-                with self._queue_lock:
-                    stranded, self._queued, self._draining = self._queued, [], False
-                for _, f in stranded:
-                    if f is not future and f.set_running_or_notify_cancel():
-                        f.set_exception(exc)
-                raise
-        return future
-
-    def _drain_queue(self) -> None:
-        """The background worker: extract and store whatever is queued, in batches of at most
-        ``_COALESCE_MAX`` turns, until the queue is empty."""
-        while True:
-            with self._queue_lock:
-                batch, self._queued = self._queued[: self._COALESCE_MAX], self._queued[self._COALESCE_MAX:]
-                if not batch:
-                    self._draining = False
-                    return
-            live = [(m, f) for m, f in batch if f.set_running_or_notify_cancel()]
-            if not live:
-                continue
-            try:
-                reports = self._extract_and_ingest([m for m, _ in live], concurrency=1)
-            except Exception as exc:  # a failed commit fails this batch's futures, not the worker
-                log.exception("long-term memory: background extraction failed")
-                for _, f in live:
-                    f.set_exception(exc)
-                continue
-            for (_, f), report in zip(live, reports, strict=True):
-                f.set_result(report)
+        return self._extractions.submit(snapshot)
 
     def ingest_extraction(self, reply: str) -> ExtractionReport:
         """Parse an extraction LLM's reply and store its candidates (the pipeline after the LLM call)."""
@@ -586,7 +364,7 @@ class LongTermMemory:
         Stored memories evicted by that commit are counted on the last report.
         """
         reports: list[ExtractionReport] = []
-        rows: list[_Row] = []
+        rows: list[Row] = []
         owner: list[int] = []
         for n, reply in enumerate(replies):
             try:
@@ -600,7 +378,7 @@ class LongTermMemory:
             owner.extend([n] * len(parsed.candidates))
         if not rows:
             return reports
-        results, evicted = self._ingest(rows, dedupe=True, source="extraction")
+        results, evicted = self._pipeline.ingest(rows, dedupe=True, source="extraction")
         for n, result in zip(owner, results, strict=True):
             report = reports[n]
             if result.status == "stored" and result.memory is not None:
@@ -659,13 +437,11 @@ class LongTermMemory:
     def forget(self, memory_id: str) -> bool:
         """Delete one memory for good; ``False`` if there was no such memory."""
         _require_id("memory_id", memory_id)
-        with self._write_lock:
-            return self._repo.delete([memory_id]) > 0
+        return self._repo.delete([memory_id]) > 0
 
     def clear(self) -> int:
         """Delete every memory in this scope for good; returns how many there were."""
-        with self._write_lock:
-            return self._repo.clear()
+        return self._repo.clear()
 
     async def aforget(self, memory_id: str) -> bool:
         return await asyncio.to_thread(self.forget, memory_id)
@@ -702,57 +478,17 @@ class LongTermMemory:
 
     # -- background work ------------------------------------------------------------------------
 
-    def _schedule_touch(self, memories: Sequence[Memory], now: int) -> None:
-        """Queue last-access bumps; they are written together ``touch_delay`` seconds later (or at
-        :meth:`flush`, :meth:`close` or interpreter exit), so a burst of recalls costs one write."""
-        with self._touch_lock:
-            for m in memories:
-                accessed, recency = self._pending_touch.get(m.id, (0, 0))
-                self._pending_touch[m.id] = (max(accessed, now), max(recency, now, m.created_at))
-            if self._touch_timer is not None:
-                return
-            timer = threading.Timer(self.touch_delay, self._write_touches)
-            timer.daemon = True  # pending bumps are written by the exit hook instead
-            self._touch_timer = timer
-        timer.start()
-
-    def _write_touches(self) -> None:
-        with self._touch_io:
-            with self._touch_lock:
-                pending, self._pending_touch = self._pending_touch, {}
-                self._touch_timer = None
-            if not pending:
-                return
-            try:
-                self._repo.touch(pending)
-            except Exception:  # a failed bump only makes memories age a little faster
-                log.exception("long-term memory: could not record last access of %d memories", len(pending))
-
-    @property
-    def _background(self) -> ThreadPoolExecutor:
-        # Created on first use: a memory that never runs background work holds no thread.
-        with self._touch_lock:
-            if self._background_pool is None:
-                self._background_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mindcore-ltm")
-            return self._background_pool
-
     def flush(self) -> None:
         """Write pending last-access bumps now and wait for background extractions to finish."""
-        with self._touch_lock:
-            timer, self._touch_timer = self._touch_timer, None
-        if timer is not None:
-            timer.cancel()
-        self._write_touches()
-        if self._background_pool is not None:
-            self._background_pool.submit(lambda: None).result()
+        self._touches.flush()
+        self._extractions.wait()
 
     def close(self) -> None:
         """Finish background work (pending bumps, queued extractions), release the worker thread,
         and close the store if this memory opened it (it was given a path)."""
-        self.flush()
-        if self._background_pool is not None:
-            self._background_pool.shutdown(wait=True)
-        _LIVE.discard(self)
+        self._extractions.wait()
+        self._extractions.close()
+        self._touches.close()
         if self._owns_store:  # it was given a path and opened the store itself
             self.store.close()
 
@@ -763,7 +499,5 @@ class LongTermMemory:
         self.close()
 
     def _embed(self, texts: list[str]) -> np.ndarray:
-        vectors = np.ascontiguousarray(self.embedder.embed(texts), dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise ValueError(f"embedder returned shape {vectors.shape} for {len(texts)} texts")
-        return vectors
+        dim = self._repo.table.dim or self.embedder.dim
+        return check_vectors(self.embedder.embed(texts), len(texts), dim, f"embedder {self.embedder.model_id}")
