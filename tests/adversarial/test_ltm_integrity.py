@@ -16,9 +16,7 @@ import mindcore
 from mindcore.embed import HashEmbedder
 from mindcore.ltm import LongTermMemory
 
-_WORDS = ("apple river mountain violin pepper quantum garden rocket silver thunder candle forest marble ocean "
-          "pencil tiger lemon castle winter desert piano coffee saddle meadow copper falcon harbor velvet orbit "
-          "cactus").split()
+_WORDS = ["apple", "river", "mountain", "violin", "pepper", "quantum", "garden", "rocket", "silver", "thunder", "candle", "forest", "marble", "ocean", "pencil", "tiger", "lemon", "castle", "winter", "desert", "piano", "coffee", "saddle", "meadow", "copper", "falcon", "harbor", "velvet", "orbit", "cactus"]
 # 30 facts no two of which are near-duplicates (hashing-embedder cosine at most 0.84 < 0.92).
 FACTS = [" ".join(random.Random(7 * 1000 + i).sample(_WORDS, 6)) for i in range(30)]
 
