@@ -269,8 +269,7 @@ class LongTermMemory:
         ``context`` situates the fact, e.g. the turn it answers and who said it
         (``"Bob: How was the trip?\\nAlice:"``). Recall's BM25 side indexes the whole context with
         ``text`` and the vector embeds ``text`` after the context's last line (document expansion, see
-        :func:`~mindcore.ltm.types.embedded_text`: on LoCoMo the previous turn and the speaker lift
-        recall@5 from 53.6 to 64.1), but :meth:`render` shows ``text`` only. A near-duplicate
+        :func:`~mindcore.ltm.types.embedded_text`), but :meth:`render` shows ``text`` only. A near-duplicate
         (cosine ≥ 0.92 of the embedded texts) of a stored memory is not stored again: the existing
         memory is returned. Use :meth:`try_remember` to tell these cases apart.
         """
