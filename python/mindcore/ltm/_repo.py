@@ -11,7 +11,7 @@ import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import pyarrow as pa
@@ -48,6 +48,25 @@ _MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
 # weight. One distinctive word shared with a memory scores above this in any collection of more
 # than a handful of memories.
 LEXICAL_FLOOR = 2.0
+
+
+class _Ids(Sequence[str]):
+    """A read-only sequence over an Arrow column of ids; items are converted when read."""
+
+    def __init__(self, column: pa.ChunkedArray[Any]) -> None:
+        self._column = column
+
+    def __len__(self) -> int:
+        return len(self._column)
+
+    @overload
+    def __getitem__(self, i: int) -> str: ...
+    @overload
+    def __getitem__(self, i: slice) -> Sequence[str]: ...
+    def __getitem__(self, i: int | slice) -> str | Sequence[str]:
+        if isinstance(i, slice):
+            return [str(v) for v in self._column[i].to_pylist()]
+        return str(self._column[i].as_py())
 
 
 def scope_key(user_id: str, namespace: str, workspace_id: str | None) -> str:
@@ -205,10 +224,17 @@ class MemoryRepo:
         self._bm25.add(_stored_terms(entry.scalars.slice(start)), analyzed=True)
         self._indexed = entry
 
-    def vectors(self) -> tuple[list[str], np.ndarray]:
-        """Ids and vectors of every memory of the scope (read-only view of the cache)."""
-        ids, matrix = self.table.vectors(self.ns)
-        return list(ids), matrix
+    def vectors(self) -> tuple[Sequence[str], np.ndarray]:
+        """Ids and vectors of every memory of the scope, from the cached namespace without copies:
+        the ids are read one by one on demand (a write needs only the few it matched), so the
+        cost does not grow with the scope."""
+        entry = self.table.cached(self.ns)
+        if not entry.has_vector.all():  # not written by this module: take the general path
+            ids, matrix = self.table.vectors(self.ns)
+            return list(ids), matrix
+        matrix = entry.matrix.view()
+        matrix.flags.writeable = False
+        return _Ids(entry.scalars.column("id")), matrix
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
         return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)]

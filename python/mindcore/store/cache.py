@@ -32,6 +32,39 @@ __all__ = ["CacheEntry", "VectorCache"]
 _serials = itertools.count(1)
 # How many patches an entry remembers (see CacheEntry.changes_since).
 _HISTORY_STEPS = 16
+# Appended rows add Arrow chunks; past this many the scalars are made contiguous again.
+_MAX_CHUNKS = 64
+
+
+class _Rows:
+    """The buffer behind successive entries' matrices: entries are prefixes of it, so a commit
+    that only adds rows writes them into the spare capacity instead of copying the namespace.
+    Only the entry whose rows end at ``used`` may grow it in place; an older entry copies."""
+
+    def __init__(self, data: np.ndarray, used: int) -> None:
+        self.data = data
+        self.used = used
+        self.lock = threading.Lock()
+
+    @classmethod
+    def grown(cls, head: np.ndarray, tail: np.ndarray) -> _Rows:
+        # Room for as many rows again: appends cost amortised O(rows added).
+        n = len(head) + len(tail)
+        data = np.empty((max(2 * n, 1024), head.shape[1]), dtype=np.float32)
+        data[: len(head)] = head
+        data[len(head):n] = tail
+        return cls(data, n)
+
+    def append(self, n: int, tail: np.ndarray) -> np.ndarray | None:
+        """The first ``n`` rows followed by ``tail``, written in place, or ``None`` when the
+        buffer cannot take them (full, or ``n`` is not where it ends)."""
+        with self.lock:
+            end = n + len(tail)
+            if self.used != n or end > len(self.data) or tail.shape[1:] != self.data.shape[1:]:
+                return None
+            self.data[n:end] = tail
+            self.used = end
+            return self.data[:end]
 
 
 class _Patch(NamedTuple):
@@ -58,6 +91,8 @@ class CacheEntry:
     serial: int = field(default_factory=lambda: next(_serials))
     # The patches that led here from earlier entries, oldest first (bounded).
     _history: tuple[_Patch, ...] = ()
+    # The growable buffer ``matrix`` is a prefix of, once rows were appended to this namespace.
+    _rows: _Rows | None = None
 
     @property
     def n(self) -> int:
@@ -91,29 +126,46 @@ class CacheEntry:
         replaced by it, rows where ``deleted`` is true are gone. ``None`` when the new rows do not
         fit this entry's columns (the caller then drops it and the next read reloads).
 
-        A write then costs a copy of the namespace's arrays instead of a scan of the table.
+        A commit that only adds rows costs in proportion to the rows added (they go into spare
+        capacity of the namespace's vector buffer); one that replaces or deletes rows costs a copy
+        of the namespace's arrays. Either way, no scan of the table.
         """
         keep = np.ones(self.n, dtype=bool) if deleted is None else ~deleted
         if upserted is not None and upserted.num_rows:
             ids = pa.array(upserted.column("id").to_pylist(), type=pa.string())
             keep &= ~np.asarray(pc.is_in(self.scalars.column("id"), value_set=ids).to_numpy(zero_copy_only=False), dtype=bool)
+        kept_all = bool(keep.all())
         idx = np.flatnonzero(keep)
-        scalars = self.scalars.take(pa.array(idx, type=pa.int64()))
-        matrix, has = self.matrix[idx], self.has_vector[idx]
+        if kept_all:
+            scalars, matrix, has = self.scalars, self.matrix, self.has_vector
+        else:
+            scalars = self.scalars.take(pa.array(idx, type=pa.int64()))
+            matrix, has = self.matrix[idx], self.has_vector[idx]
+        rows = None
         if upserted is not None and upserted.num_rows:
             new = CacheEntry.from_arrow(upserted, version, dim)
             if new.scalars.column_names != scalars.column_names:
                 return None
             try:
-                scalars = pa.concat_tables([scalars, new.scalars.cast(scalars.schema)]).combine_chunks()
+                scalars = pa.concat_tables([scalars, new.scalars.cast(scalars.schema)])
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
                 return None
-            matrix = np.concatenate([matrix, new.matrix.astype(np.float32, copy=False)])
+            if scalars.column(0).num_chunks > _MAX_CHUNKS:
+                scalars = scalars.combine_chunks()
+            tail = new.matrix.astype(np.float32, copy=False)
+            grown = self._rows.append(self.n, tail) if kept_all and self._rows is not None else None
+            if grown is not None:
+                matrix, rows = grown, self._rows
+            else:
+                rows = _Rows.grown(matrix, tail)
+                matrix = rows.data[: rows.used]
             has = np.concatenate([has, new.has_vector])
-        matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+        elif not kept_all:
+            matrix = np.ascontiguousarray(matrix, dtype=np.float32)
         step = _Patch(self.serial, self.n, np.flatnonzero(~keep).astype(np.int64), len(matrix) - len(idx))
-        return CacheEntry(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes),
-                          _history=_bounded((*self._history, step), len(matrix)))
+        held = rows.data.nbytes if rows is not None else matrix.nbytes
+        return CacheEntry(version, scalars, matrix, has, int(scalars.nbytes + held),
+                          _history=_bounded((*self._history, step), len(matrix)), _rows=rows)
 
     def changes_since(self, serial: int) -> tuple[np.ndarray, int] | None:
         """How this entry follows from the entry ``serial`` of the same namespace through this
