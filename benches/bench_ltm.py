@@ -162,6 +162,39 @@ def test_recall_after_write(benchmark: Any, corpus: dict[str, Any]) -> None:
     benchmark.pedantic(ltm.recall, setup=write, rounds=20 if corpus["n"] < 10_000 else 8)
 
 
+def test_remember_one(benchmark: Any, corpus: dict[str, Any]) -> None:
+    """One remember() into a scope of n memories (embedding excluded: a lookup)."""
+    ltm: LongTermMemory = corpus["ltm"]
+    emb: LookupEmbedder = corpus["emb"]
+    fresh = iter(_texts(np.random.default_rng(7), 2000, start=2 * 10**7))
+
+    def setup() -> tuple[tuple[str], dict[str, Any]]:
+        text = next(fresh)
+        emb.add([text])
+        return (text,), {}
+
+    finish(benchmark, "mindcore", f"ltm: remember one n={size_label(corpus['n'])}", 1)
+    benchmark.pedantic(ltm.remember, setup=setup, rounds=20 if corpus["n"] < 10_000 else 10)
+
+
+def test_remember_one_lancedb_add(benchmark: Any, corpus: dict[str, Any]) -> None:
+    """Baseline: LanceDB's own single-row add to the same table (no duplicate check, no eviction)."""
+    import lancedb
+    import pyarrow as pa
+
+    store = corpus["store"]
+    table = lancedb.connect(store.uri).open_table(TABLE)
+    template = table.search().limit(1).to_arrow()
+    rows = iter(range(10**6))
+
+    def add() -> None:
+        i = next(rows)
+        table.add(template.set_column(template.schema.get_field_index("id"), "id", pa.array([f"bench-add-{i}"])))
+
+    finish(benchmark, "lancedb-add", f"ltm: remember one n={size_label(corpus['n'])}", 1)
+    benchmark.pedantic(add, rounds=20 if corpus["n"] < 10_000 else 10)
+
+
 def test_extraction_pipeline(benchmark: Any) -> None:
     rng = np.random.default_rng(1)
     emb = LookupEmbedder()
