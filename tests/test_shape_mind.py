@@ -86,3 +86,12 @@ def test_draft_summary() -> None:
     draft.goal_updates["g0"] = GoalUpdate()
     draft.unpins["r1"] = None
     assert draft.summary() == "2 goals, 1 goal update, 1 unpin"
+
+
+def test_the_mind_itself_has_a_toolset_whose_calls_commit_at_once(mind: Mind) -> None:
+    assert isinstance(mind.tools, Toolset) and [s.name for s in mind.tools] == [s.name for s in mind.run().tools]
+    assert mind.call("mind_believe", {"content": "Deploys happen on Tuesdays", "confidence": "high"})["status"] == "ok"
+    assert [b.content for b in mind.beliefs()] == ["Deploys happen on Tuesdays"]
+    assert mind.call("mind_believe", {"content": 5})["status"] == "error"
+    found = mind.call("mind_recall", {"query": "deploys"})
+    assert found["status"] == "ok" and found["results"][0]["content"] == "Deploys happen on Tuesdays"

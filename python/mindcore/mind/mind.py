@@ -187,6 +187,19 @@ class Mind:
 
     # -- runs -----------------------------------------------------------------------------------
 
+    @property
+    def tools(self) -> Toolset:
+        """The seven ``mind_*`` tools, each call a run of its own committed when it returns (as
+        ``mind.believe(...)`` is). A model working through a task should use a run's tools
+        (``run.tools``), whose writes land together when the run ends."""
+        from mindcore.mind.tools import build_standalone_toolset
+
+        return build_standalone_toolset(self)
+
+    def call(self, name: str, arguments: str | bytes | dict[str, Any] | None = None) -> dict[str, Any]:
+        """Dispatch one tool call in a run of its own (see :attr:`tools`); never raises."""
+        return self.tools.call(name, arguments)
+
     def run(self) -> MindRun:
         """Start a run: a fresh draft buffer and the header of the committed store. Use it as a
         context manager; leaving the block flushes (an exception makes it an error flush, and

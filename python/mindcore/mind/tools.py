@@ -8,6 +8,7 @@ name arguments as the model spells them (``expiresIn``, ``dueBy``); a refused ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mindcore.mind.validate import (
@@ -21,7 +22,7 @@ from mindcore.mind.validate import (
 from mindcore.toolspec import Toolset, ToolSpec
 
 if TYPE_CHECKING:
-    from mindcore.mind.mind import MindRun
+    from mindcore.mind.mind import Mind, MindRun
 
 __all__ = [
     "MAX_TAGS",
@@ -29,6 +30,7 @@ __all__ = [
     "MAX_TEXT_CHARS",
     "TOOL_NAMES",
     "TOOL_SPECS",
+    "build_standalone_toolset",
     "build_toolset",
 ]
 
@@ -216,3 +218,17 @@ def build_toolset(run: MindRun) -> Toolset:
     }
     # A MindError from the run's checks reaches the model as a tool error (Toolset.call).
     return Toolset([(spec, handlers[spec.name]) for spec in TOOL_SPECS])
+
+
+def build_standalone_toolset(mind: Mind) -> Toolset:
+    """The :class:`~mindcore.toolspec.Toolset` behind :attr:`Mind.tools`: the same seven tools,
+    each call a run of its own, committed when the call returns (like ``mind.believe(...)``)."""
+
+    def in_own_run(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        def handler(args: dict[str, Any]) -> dict[str, Any]:
+            with mind.run() as run:
+                return run.tools.call(name, args)
+
+        return handler
+
+    return Toolset([(spec, in_own_run(spec.name)) for spec in TOOL_SPECS])
