@@ -212,7 +212,8 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
     if matches!(check.kind, Kind::Token | Kind::NotAnthropic | Kind::Guarded) {
         // Masked (`xoxp-…-####`) or spelled in words (`…AccessTokenHere`): not a real token.
         let part = slice(text, part_span);
-        if matches!(text.as_bytes().get(span.1), Some(b'#' | b'*'))
+        let masked = |i: usize| matches!(text.as_bytes().get(i), Some(b'#' | b'*'));
+        if (masked(span.1) && masked(span.1 + 1))
             || (part.chars().count() <= PLACEHOLDER_MAX_CHARS && wordy(part))
         {
             return None;

@@ -162,6 +162,11 @@ pub fn phone_ok(text: &str, span: (usize, usize)) -> bool {
     if e < b.len() && (b[e].is_ascii_alphanumeric() || b"-/".contains(&b[e])) {
         return false;
     }
+    // Not one group of a longer spaced number (a card number, a table of figures).
+    let digit_at = |i: Option<usize>| i.and_then(|i| b.get(i)).is_some_and(u8::is_ascii_digit);
+    if (s >= 1 && b[s - 1] == b' ' && digit_at(s.checked_sub(2))) || (b.get(e) == Some(&b' ') && digit_at(Some(e + 1))) {
+        return false;
+    }
     (8..=15).contains(&digits(&text[s..e]).len())
 }
 
