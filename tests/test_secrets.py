@@ -1572,6 +1572,14 @@ ADVERSARIAL = [
     "Authorization: Bearer ",
     "AKIA",
     "\u00e9\u00e9 ",
+    "a=",
+    "k ",
+    "A\u200b",
+    "\uff47",
+    "4111 ",
+    "my password is ",
+    "STRIPE_KEY=",
+    "xY9",
 ]
 
 

@@ -262,6 +262,17 @@ fn adversarial_inputs_scan_in_linear_time() {
         fill("xoxb-1"),
         fill("Q~"),
         fill("Authorization: Bearer "),
+        // The shape and context rules, normalisation and personal data.
+        fill("a="),
+        fill("k "),
+        fill("A\u{200B}"),
+        fill("ｇ"),
+        fill("4111 "),
+        fill("DE89 "),
+        fill("my password is "),
+        fill("<add key=\"password\" value=\""),
+        fill("STRIPE_KEY="),
+        fill("xY9"),
     ];
     for text in &inputs {
         let t0 = Instant::now();
