@@ -10,7 +10,8 @@ rules, so only its count is recorded. Quality figures (precision, recall, F1, fa
 rate on the gitleaks and secretlint rule tests) are attached to the mindcore rows.
 
 Run: ``pytest benches/bench_secrets.py --benchmark-only -q`` (``MINDCORE_BENCH_QUICK=1`` for a
-quick check).
+quick check). ``python benches/bench_secrets.py`` prints the quality figures alone (precision,
+recall, F1, false-positive rate per dev set, and turns flagged in LoCoMo).
 """
 
 from __future__ import annotations
@@ -117,6 +118,37 @@ def quality_figures() -> dict[str, float]:
         for key in ("precision", "recall", "f1", "fpr"):
             out[f"{name}_{key}"] = round(q[key], 4)
     return out
+
+
+def print_quality() -> dict[str, float]:
+    """Print and return mindcore's quality per dev set, and how many LoCoMo turns it flags."""
+    figures = dict(quality_figures())
+    for name, _rows in quality_sets():
+        print(
+            f"{name}: precision={figures[f'{name}_precision']:.3f} recall={figures[f'{name}_recall']:.3f} "
+            f"f1={figures[f'{name}_f1']:.3f} fpr={figures[f'{name}_fpr']:.3f}"
+        )
+    turns = chat_turns()
+    figures["locomo_flagged"] = sum(scanner().contains_batch(turns))
+    print(f"locomo: {figures['locomo_flagged']:.0f} of {len(turns)} turns flagged")
+    return figures
+
+
+def test_quality_report(benchmark: Any) -> None:
+    """Quality beside speed: the figures ride along as extra_info of a (cheap) timed batch."""
+    figures = print_quality()
+    texts = [r["text"] for _name, rows in quality_sets() for r in rows]
+    run(
+        benchmark,
+        "secrets: quality on the dev sets (contains_batch over both)",
+        "mindcore",
+        lambda: scanner().contains_batch(texts),
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=10,
+    )
+    benchmark.extra_info.update(figures)
+    assert figures["locomo_flagged"] == 0
 
 
 def detect_secrets_quality() -> dict[str, float]:
@@ -297,3 +329,7 @@ def test_contains_each_turn_python_re(benchmark: Any) -> None:
         items=len(texts),
         rounds=1 if not QUICK else 2,
     )
+
+
+if __name__ == "__main__":
+    print_quality()

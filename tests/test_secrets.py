@@ -9,10 +9,13 @@ datasets and on generated text.
 from __future__ import annotations
 
 import doctest
+import itertools
 import json
+import math
 import re
 import string
 import time
+import unicodedata
 from collections import Counter
 from collections.abc import Iterator
 from functools import cache
@@ -26,6 +29,7 @@ from hypothesis import strategies as st
 import mindcore
 import mindcore.kernels.secrets
 from mindcore import _core
+from mindcore.errors import InvalidInputError
 from mindcore.eval import data_dir
 from mindcore.kernels import (
     Finding,
@@ -37,37 +41,203 @@ from mindcore.kernels import (
 )
 
 # --------------------------------------------------------------------------------------------
-# Python reference: the same rules through `re`, the same checks written out (checks.rs)
+# Python reference: the same rules through `re`, the same checks written out (checks.rs, pii.rs,
+# normalize.rs)
 # --------------------------------------------------------------------------------------------
 
 PLACEHOLDER_SUBSTRINGS = (
-    "example", "xxxx", "placeholder", "changeme", "change_me", "redacted", "your", "dummy",
-    "replace", "insert", "<", ">", "${", "{{", "$(", "***", "...", "\u2026",
-)  # fmt: skip
+    "example",
+    "xxxx",
+    "placeholder",
+    "changeme",
+    "change_me",
+    "redacted",
+    "your",
+    "dummy",
+    "replace",
+    "insert",
+    "<",
+    ">",
+    "${",
+    "{{",
+    "$(",
+    "***",
+    "...",
+    "\u2026",
+)
 PLACEHOLDER_MAX_CHARS = 100
 PLACEHOLDER_VALUES = {
-    "password", "passwd", "pass", "pwd", "secret", "token", "test", "testing", "none", "null", "nil",
-    "true", "false", "undefined", "string", "value", "changeit", "required", "optional",
-}  # fmt: skip
+    "password",
+    "passwd",
+    "pass",
+    "pwd",
+    "secret",
+    "token",
+    "test",
+    "testing",
+    "none",
+    "null",
+    "nil",
+    "true",
+    "false",
+    "undefined",
+    "string",
+    "value",
+    "changeit",
+    "required",
+    "optional",
+}
+PLACEHOLDER_SUFFIXES = ("example", "test", "here", "xxxx", "dummy", "sample", "fake")
+PUBLIC_KEY_WORDS = ("public", "publishable", "csrf", "xsrf", "authenticity")
+TOKEN_QUALIFIERS = {
+    "access",
+    "api",
+    "app",
+    "auth",
+    "bearer",
+    "bot",
+    "client",
+    "deploy",
+    "id",
+    "my",
+    "oauth",
+    "personal",
+    "refresh",
+    "secret",
+    "service",
+    "session",
+    "user",
+}
 WRAPPERS = {("{", "}"), ("[", "]"), ("<", ">"), ("(", ")"), ("%", "%")}
 ASCII_ALNUM = set(string.ascii_letters + string.digits)
+PRIVATE_KEY_MIN_BASE64 = 16
+IDENT = ASCII_ALNUM | set("_.-")
+ZERO_WIDTH = set(
+    "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2060\u2061\u2062\u2063\u2064\u2066\u2067\u2068\u2069\ufeff"
+)
+SPACED_MIN_CHARS = 16
+SPACED_CHARS = ASCII_ALNUM | set("_+/=.:-")
+IBAN_LENGTHS = {
+    "AD": 24,
+    "AE": 23,
+    "AL": 28,
+    "AT": 20,
+    "AZ": 28,
+    "BA": 20,
+    "BE": 16,
+    "BG": 22,
+    "BH": 22,
+    "BI": 27,
+    "BR": 29,
+    "BY": 28,
+    "CH": 21,
+    "CR": 22,
+    "CY": 28,
+    "CZ": 24,
+    "DE": 22,
+    "DJ": 27,
+    "DK": 18,
+    "DO": 28,
+    "EE": 20,
+    "EG": 29,
+    "ES": 24,
+    "FI": 18,
+    "FK": 18,
+    "FO": 18,
+    "FR": 27,
+    "GB": 22,
+    "GE": 22,
+    "GI": 23,
+    "GL": 18,
+    "GR": 27,
+    "GT": 28,
+    "HR": 21,
+    "HU": 28,
+    "IE": 22,
+    "IL": 23,
+    "IQ": 23,
+    "IS": 26,
+    "IT": 27,
+    "JO": 30,
+    "KW": 30,
+    "KZ": 20,
+    "LB": 28,
+    "LC": 32,
+    "LI": 21,
+    "LT": 20,
+    "LU": 20,
+    "LV": 21,
+    "LY": 25,
+    "MC": 27,
+    "MD": 24,
+    "ME": 22,
+    "MK": 19,
+    "MN": 20,
+    "MR": 27,
+    "MT": 31,
+    "MU": 30,
+    "NI": 28,
+    "NL": 18,
+    "NO": 15,
+    "OM": 23,
+    "PK": 24,
+    "PL": 28,
+    "PS": 29,
+    "PT": 25,
+    "QA": 29,
+    "RO": 24,
+    "RS": 22,
+    "RU": 33,
+    "SA": 24,
+    "SC": 31,
+    "SD": 18,
+    "SE": 24,
+    "SI": 19,
+    "SK": 24,
+    "SM": 27,
+    "SO": 23,
+    "ST": 25,
+    "SV": 28,
+    "TL": 23,
+    "TN": 24,
+    "TR": 26,
+    "UA": 29,
+    "VA": 22,
+    "VG": 24,
+    "XK": 20,
+    "YE": 30,
+}
+DOC_EMAIL_DOMAINS = ("example.com", "example.org", "example.net")
+DOC_EMAIL_TLDS = (".example", ".test", ".invalid", ".localhost")
+INVALID_SSNS = {"078051120", "219099999", "123456789"}
 
 
-def to_python_pattern(pattern: str) -> str:
-    """Rust's scoped ASCII groups in Python's spelling; nothing else differs."""
-    return pattern.replace("(?i-u:", "(?ai:").replace("(?-u:", "(?a:")
+def to_python_pattern(p):
+    return p.replace("(?i-u:", "(?ai:").replace("(?-u:", "(?a:")
 
 
-def ascii_lower(s: str) -> str:
-    return "".join(ch.lower() if ch in string.ascii_uppercase else ch for ch in s)
+def is_upper(c):
+    return "A" <= c <= "Z"
 
 
-def structure_ok(part: str, min_classes: int, min_distinct: int) -> bool:
+def is_lower(c):
+    return "a" <= c <= "z"
+
+
+def is_digit(c):
+    return "0" <= c <= "9"
+
+
+def ascii_lower(s):
+    return "".join(ch.lower() if is_upper(ch) else ch for ch in s)
+
+
+def structure_ok(part, min_classes, min_distinct):
     classes = sum(
         [
-            any(ch in string.ascii_uppercase for ch in part),
-            any(ch in string.ascii_lowercase for ch in part),
-            any(ch in string.digits for ch in part),
+            any(map(is_upper, part)),
+            any(map(is_lower, part)),
+            any(map(is_digit, part)),
             any(ch in string.punctuation and ch not in "-_." for ch in part),
         ]
     )
@@ -78,59 +248,537 @@ def structure_ok(part: str, min_classes: int, min_distinct: int) -> bool:
     return not (len(part) >= 10 and top * 10 > len(part) * 6)
 
 
-def looks_like_placeholder(part: str) -> bool:
+def looks_like_placeholder(part):
     if len(part) <= PLACEHOLDER_MAX_CHARS and any(p in part.lower() for p in PLACEHOLDER_SUBSTRINGS):
         return True
     if not part:
         return True
-    return len(part) >= 2 and (part[0], part[-1]) in WRAPPERS and not any(ch in string.digits for ch in part)
+    return len(part) >= 2 and (part[0], part[-1]) in WRAPPERS and not any(map(is_digit, part))
 
 
-def is_variable(value: str) -> bool:
-    if not value.startswith("$") or len(value) < 2:
+def is_placeholder_value(v):
+    low = v.lower()
+    for prefix in ("my", "your", "the"):
+        if low.startswith(prefix) and low[len(prefix) :] in PLACEHOLDER_VALUES:
+            return True
+    return low in PLACEHOLDER_VALUES
+
+
+def is_variable(v):
+    if not v.startswith("$") or len(v) < 2:
         return False
-    rest = value[1:]
+    rest = v[1:]
     return (rest[0] in string.ascii_letters or rest[0] == "_") and all(
         ch in ASCII_ALNUM or ch == "_" for ch in rest
     )
 
 
-def is_dotted_path(value: str) -> bool:
-    parts = value.split(".")
-    ident_start = set(string.ascii_letters) | {"_", "$"}
+def is_dotted_path(v):
+    parts = v.split(".")
+    start = set(string.ascii_letters) | {"_", "$"}
     ident = ASCII_ALNUM | {"_", "$"}
-    return len(parts) >= 2 and all(
-        p and p[0] in ident_start and all(ch in ident for ch in p[1:]) for p in parts
-    )
+    return len(parts) >= 2 and all(p and p[0] in start and all(ch in ident for ch in p[1:]) for p in parts)
 
 
-def continues_token(ch: str) -> bool:
+def continues_token(ch):
     return ch in ASCII_ALNUM or ch in "_~.+/-"
 
 
-def pem_body(body: str) -> str:
+def pem_body(body):
     return "".join(ch for ch in body.replace("\\n", "").replace("\\r", "") if ch not in " \t\r\n")
 
 
-def accept(
-    kind: str, min_classes: int, min_distinct: int, text: str, m: re.Match[str]
-) -> tuple[int, int] | None:
-    def group(name: str) -> tuple[int, int] | None:
+B64_ALPHABET = string.ascii_uppercase + string.ascii_lowercase + string.digits + "+/"
+
+
+def decodes_to_text(body):
+    """The body is base64 of printable text (`YWJjZGVm…` is "abcdef…"): a made-up key, since key
+    material is binary. Bodies that are not plain base64 (headers, other characters) are kept."""
+    bits = nbits = 0
+    seen = 0
+    for ch in body:
+        if ch == "=":
+            break
+        v = B64_ALPHABET.find(ch)
+        if v < 0:
+            return False
+        bits = (bits << 6 | v) & 0xFFFF
+        nbits += 6
+        if nbits >= 8:
+            nbits -= 8
+            byte = (bits >> nbits) & 0xFF
+            if not (32 <= byte < 127 or byte in (9, 10, 13)):
+                return False
+            seen += 1
+    return seen > 0
+
+
+def longest_identical_run(part):
+    best = run = 0
+    prev = None
+    for ch in part:
+        run = run + 1 if ch == prev else 1
+        prev = ch
+        best = max(best, run)
+    return best
+
+
+def step(a, b):
+    """b follows a in the alphabet or the digits (letters compared case-insensitively)."""
+    if is_digit(a) and is_digit(b):
+        return ord(b) - ord(a) == 1
+    la, lb = ascii_lower(a), ascii_lower(b)
+    # the same letter in the other case continues a run too: aAbBcC
+    return is_lower(la) and is_lower(lb) and (ord(lb) - ord(la) == 1 or (la == lb and a != b))
+
+
+def sequence_stats(part):
+    """(longest ascending run, characters in ascending runs of 3 or more)."""
+    best = covered = 0
+    run = 1
+    for i in range(1, len(part) + 1):
+        if i < len(part) and step(part[i - 1], part[i]):
+            run += 1
+            continue
+        best = max(best, run)
+        if run >= 3:
+            covered += run
+        run = 1
+    return (best if part else 0), covered
+
+
+def token_placeholder(part):
+    """Machine-made keys are random: a run (AAAAA), a sequence (abcde, 12345) or a placeholder
+    word at the end (…EXAMPLE, …Here) marks a made-up one."""
+    if longest_identical_run(part) >= 5:
+        return True
+    longest, covered = sequence_stats(part)
+    if longest >= 5 or (len(part) >= 6 and covered * 2 >= len(part)):
+        return True
+    low = part.lower()
+    return any(low.endswith(w) for w in PLACEHOLDER_SUFFIXES)
+
+
+def shannon(part):
+    if not part:
+        return 0.0
+    n = len(part)
+    return -sum(k / n * math.log2(k / n) for k in Counter(part).values())
+
+
+VOWELS = set("aeiouyAEIOUY")
+WORD_MIN_CHARS = 5
+UPPER_WORD_MIN_CHARS = 8
+
+
+def wordiness(part):
+    """Share of characters in runs that read as words: 5+ letters (`Config`, `STRING`; camelCase
+    splits) with vowels in at least 3 of 10, as English has and random letters do not."""
+    covered = 0
+    i, n = 0, len(part)
+    while i < n:
+        ch = part[i]
+        if not (is_upper(ch) or is_lower(ch)):
+            i += 1
+            continue
+        j = i + 1
+        if is_upper(ch) and j < n and is_upper(part[j]):
+            while j < n and is_upper(part[j]):
+                j += 1
+        else:
+            while j < n and is_lower(part[j]):
+                j += 1
+        run = part[i:j]
+        # upper-case runs need more letters: base32 bodies (AKIA…) have short ones by chance
+        need = UPPER_WORD_MIN_CHARS if is_upper(run[-1]) else WORD_MIN_CHARS
+        if len(run) >= need and sum(c in VOWELS for c in run) * 10 >= len(run) * 3:
+            covered += len(run)
+        i = j
+    return covered
+
+
+ENTROPY_MIN_CHARS, ENTROPY_MAX_CHARS = 16, 256
+BARE_MIN_CHARS, BARE_MAX_CHARS = 32, 120
+WORDY_TOKEN_TENTHS = 4
+WORDY_VALUE_TENTHS = 4
+
+
+def wordy(part, tenths):
+    return wordiness(part) * 10 > len(part) * tenths
+
+
+STRONG_SYMBOLS = set("!@#$%^&*+=?~")
+
+ENTROPY_FLOOR = 3.2
+
+
+def machine_made(v, min_classes, min_distinct):
+    if is_variable(v) or is_dotted_path(v) or "://" in v or is_placeholder_value(v):
+        return False
+    if looks_like_placeholder(v) or token_placeholder(v):
+        return False
+    if not structure_ok(v, min_classes, min_distinct):
+        return False
+    if wordy(v, WORDY_VALUE_TENTHS):
+        return False
+    return shannon(v) >= ENTROPY_FLOOR
+
+
+def key_name(text, key):
+    s, e = key
+    lo = s
+    while lo > max(0, s - 40) and text[lo - 1] in IDENT:
+        lo -= 1
+    hi = e
+    while hi < min(len(text), e + 40) and text[hi] in IDENT:
+        hi += 1
+    return text[lo:hi]
+
+
+def key_says_public(text, key):
+    name = key_name(text, key).lower()
+    return any(w in name for w in PUBLIC_KEY_WORDS)
+
+
+def token_glued(text, key):
+    s, e = key
+    word = text[s:e]
+    if ascii_lower(word) != "token" or not is_lower(word[0]) or s == 0 or not is_lower(text[s - 1]):
+        return False
+    lo = s
+    while lo > max(0, s - 20) and is_lower(text[lo - 1]):
+        lo -= 1
+    return text[lo:s] not in TOKEN_QUALIFIERS
+
+
+def human_key(text, key):
+    w = ascii_lower(text[key[0] : key[1]])
+    return "pass" in w or "pwd" in w or "pin" in w or "code" in w
+
+
+SECRET_NAME_WORDS = {
+    "key",
+    "keys",
+    "token",
+    "tokens",
+    "secret",
+    "secrets",
+    "auth",
+    "credential",
+    "credentials",
+    "password",
+    "passwd",
+    "pwd",
+    "pass",
+    "passphrase",
+    "sig",
+    "signature",
+    "apikey",
+}
+
+
+def name_parts(name):
+    """`STRIPE_API_KEY`, `authSig`, `api-token.2` -> lower-case words (digits dropped)."""
+    parts, cur = [], ""
+    for ch in name:
+        if ch in "_.-" or is_digit(ch):
+            if cur:
+                parts.append(cur)
+            cur = ""
+        elif is_upper(ch) and cur and is_lower(cur[-1]):
+            parts.append(cur)
+            cur = ch
+        else:
+            cur += ch
+    if cur:
+        parts.append(cur)
+    return [p.lower() for p in parts]
+
+
+def names_a_secret(name):
+    """The last word of the name is a credential word (`db_password`, `STRIPE_KEY`), not
+    `credentials_id` or `key_vault_name`."""
+    parts = name_parts(name)
+    if parts and parts[-1] in ("v",):
+        parts = parts[:-1]
+    return bool(parts) and (
+        parts[-1] in SECRET_NAME_WORDS or parts[-1].endswith(("key", "token", "secret", "password"))
+    )
+
+
+def word_piece(p):
+    """A piece of a name: one case throughout (with digits), or Capitalised/camelCase words."""
+    if not p:
+        return True
+    if all(is_lower(c) or is_digit(c) for c in p) or all(is_upper(c) or is_digit(c) for c in p):
+        return True
+    return re.fullmatch(r"[A-Za-z][a-z]*(?:[A-Z][a-z]*)*[0-9]*", p) is not None
+
+
+def is_slug(value):
+    """`cmp2-qat-1208358310`, `NEXUS-GPT4-API-KEY`, `dev-lb1.api.f4ke.com`, a UUID: names and
+    identifiers joined by separators, not a random key."""
+    pieces = re.split(r"[-_.]", value)
+    return len(pieces) >= 2 and all(word_piece(p) for p in pieces)
+
+
+def luhn(digits):
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2:
+            d = d * 2 - 9 if d > 4 else d * 2
+        total += d
+    return total % 10 == 0
+
+
+def card_brand_ok(d):
+    n = len(d)
+    p2, p3, p4 = int(d[:2]), int(d[:3]), int(d[:4])
+    if d[0] == "4":
+        return n in (13, 16, 19)
+    if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:
+        return n == 16
+    if p2 in (34, 37):
+        return n == 15
+    if p4 == 6011 or 644 <= p3 <= 649 or p2 == 65:
+        return 16 <= n <= 19
+    if 3528 <= p4 <= 3589:
+        return 16 <= n <= 19
+    if 300 <= p3 <= 305 or p2 in (36, 38, 39):
+        return 14 <= n <= 19
+    if p2 == 62:
+        return 16 <= n <= 19
+    if p2 == 50 or 56 <= p2 <= 69:
+        return 13 <= n <= 19
+    return False
+
+
+def card_ok(text, span):
+    s, e = span
+    part = text[s:e]
+    if s > 0 and text[s - 1] in "-.,":
+        return False
+    if e < len(text) and text[e] in "-.," and e + 1 < len(text) and is_digit(text[e + 1]):
+        return False
+    digits = "".join(ch for ch in part if is_digit(ch))
+    seps = {ch for ch in part if not is_digit(ch)}
+    if len(seps) > 1 or not 13 <= len(digits) <= 19:
+        return False
+    if seps:
+        groups = part.split(next(iter(seps)))
+        if (
+            len(groups[0]) != 4
+            or not all(3 <= len(g) <= 6 for g in groups[:-1])
+            or not 1 <= len(groups[-1]) <= 6
+        ):
+            return False
+    if len(set(digits)) == 1:
+        return False
+    return card_brand_ok(digits) and luhn(digits)
+
+
+def ssn_ok(text, span):
+    s, e = span
+    if s > 0 and text[s - 1] in "-/.":
+        return False
+    if e < len(text) and text[e] in "-/":
+        return False
+    d = text[s:e].replace("-", "")
+    area, group, serial = int(d[:3]), d[3:5], d[5:]
+    return not (
+        area == 0 or area == 666 or area >= 900 or group == "00" or serial == "0000" or d in INVALID_SSNS
+    )
+
+
+def iban_span(text, span):
+    s, e = span
+    length = IBAN_LENGTHS.get(text[s : s + 2])
+    if length is None:
+        return None
+    chars = []
+    end = s
+    for i in range(s, e):
+        if text[i] != " ":
+            chars.append(text[i])
+            end = i + 1
+            if len(chars) == length:
+                break
+    if len(chars) < length:
+        return None
+    if end < len(text) and text[end] in ASCII_ALNUM:
+        return None
+    code = "".join(chars)
+    rearranged = code[4:] + code[:4]
+    rem = 0
+    for ch in rearranged:
+        v = ord(ch) - 48 if is_digit(ch) else ord(ch) - 55
+        rem = (rem * (100 if v >= 10 else 10) + v) % 97
+    return (s, end) if rem == 1 else None
+
+
+def phone_ok(text, span):
+    s, e = span
+    if s > 0 and (text[s - 1] in ASCII_ALNUM or text[s - 1] in "-./+"):
+        return False
+    if e < len(text) and (text[e] in ASCII_ALNUM or text[e] in "-/"):
+        return False
+    if s >= 2 and text[s - 1] == " " and is_digit(text[s - 2]):
+        return False
+    if text[e : e + 1] == " " and text[e + 1 : e + 2].isascii() and text[e + 1 : e + 2].isdigit():
+        return False
+    digits = sum(map(is_digit, text[s:e]))
+    return 8 <= digits <= 15
+
+
+def email_ok(text, span):
+    addr = text[span[0] : span[1]]
+    local, _, domain = addr.rpartition("@")
+    domain = domain.lower()
+    if local.startswith(".") or local.endswith("."):
+        return False
+    return not (
+        domain in DOC_EMAIL_DOMAINS
+        or any(domain.endswith("." + d) for d in DOC_EMAIL_DOMAINS)
+        or domain.endswith(DOC_EMAIL_TLDS)
+    )
+
+
+BARE_BEFORE = set("/.\\@#$%&?~")
+BARE_AFTER = set("/@\\~")
+BLOCK_LINE_MIN = 20
+BASE64 = ASCII_ALNUM | set("+/=")
+
+
+def in_base64_block(text, span):
+    """The token is a line of a base64 block (a certificate, a public key): the line before or
+    after it is base64 too."""
+    s, e = span
+    line_start = s == 0 or text[s - 1] == "\n"
+    nl = e
+    if nl < len(text) and text[nl] == "\r":
+        nl += 1
+    if nl < len(text) and text[nl] == "\n":
+        run = 0
+        for ch in text[nl + 1 : nl + 1 + BLOCK_LINE_MIN]:
+            if ch not in BASE64:
+                break
+            run += 1
+        if run >= BLOCK_LINE_MIN or text[nl + 1 : nl + 6] == "-----":
+            return True
+    if line_start and s >= 1:
+        p = s - 1
+        if p >= 1 and text[p - 1] == "\r":
+            p -= 1
+        run = 0
+        for ch in reversed(text[max(0, p - BLOCK_LINE_MIN) : p]):
+            if ch not in BASE64:
+                break
+            run += 1
+        if run >= BLOCK_LINE_MIN or text[max(0, p - 5) : p] == "-----":
+            return True
+    return False
+
+
+def assigned_name(text, s):
+    """The name a token is assigned to on its line (`name = token`, `"name": "token"`), if any."""
+    p = s
+    lo = max(0, s - 48)
+    while p > lo and text[p - 1] in "\"'` \t":
+        p -= 1
+    if p == lo or text[p - 1] not in "=:":
+        return ""
+    p -= 1
+    while p > lo and text[p - 1] in "\"' \t":
+        p -= 1
+    end = p
+    while p > lo and text[p - 1] in IDENT:
+        p -= 1
+    return text[p:end]
+
+
+def bare_context_ok(text, span):
+    s, e = span
+    if s and text[s - 1] in BARE_BEFORE:
+        return False
+    if text[max(0, s - 7) : s].lower() == "base64,":
+        return False
+    if e < len(text):
+        if text[e] in BARE_AFTER:
+            return False
+        if text[e] == "." and e + 1 < len(text) and text[e + 1] in ASCII_ALNUM:
+            return False
+    if in_base64_block(text, span):
+        return False
+    name = assigned_name(text, s).lower()
+    return not any(w in name for w in PUBLIC_KEY_WORDS)
+
+
+def disclosure_span(text, key, span):
+    s, e = span
+    v = text[s:e]
+    if v[:1] in "\"'":
+        inner = v[1:-1]
+        if len(inner) < 4 or len(set(inner)) < 3:
+            return None
+        if is_placeholder_value(inner) or looks_like_placeholder(inner) or is_variable(inner):
+            return None
+        return (s + 1, e - 1)
+    while v and v[-1] in ".,;:?)":
+        v = v[:-1]
+    e = s + len(v)
+    if is_placeholder_value(v) or looks_like_placeholder(v) or is_variable(v) or "://" in v:
+        return None
+    digits_only = v.isascii() and v.isdigit()
+    kw = ascii_lower(text[key[0] : key[1]])
+    if digits_only:
+        if ("pin" in kw or "code" in kw) and 4 <= len(v) <= 12:
+            return (s, e)
+        return (s, e) if len(v) >= 6 and len(set(v)) >= 3 else None
+    if len(v) < 6:
+        return None
+    has_letter = any(is_upper(ch) or is_lower(ch) for ch in v)
+    has_digit = any(map(is_digit, v))
+    has_symbol = any(ch in STRONG_SYMBOLS for ch in v)
+    camel = any(is_lower(a) and is_upper(b) for a, b in itertools.pairwise(v))
+    if "pin" in kw or "code" in kw:
+        return None
+    if has_letter and (has_digit or has_symbol or camel):
+        return (s, e)
+    return None
+
+
+def accept(kind, mc, md, text, m):
+    def group(name):
         if name in m.re.groupindex and m.start(name) != -1:
             return (m.start(name), m.end(name))
         return None
 
-    secret, body, user = group("secret"), group("body"), group("user")
+    secret, body, user, key = group("secret"), group("body"), group("user"), group("key")
     if "secret" in m.re.groupindex and secret is None:
         return None
     span = secret or m.span()
     part_span = body or span
-    if kind == "user":
+    if kind == "user" or kind == "literal":
         return span
+    if kind == "card_number":
+        return span if card_ok(text, span) else None
+    if kind == "ssn":
+        return span if ssn_ok(text, span) else None
+    if kind == "iban":
+        return iban_span(text, span)
+    if kind == "phone":
+        return span if phone_ok(text, span) else None
+    if kind == "email":
+        return span if email_ok(text, span) else None
+    if kind == "disclosure":
+        return disclosure_span(text, key, span)
     if kind == "private_key":
         cleaned = pem_body(text[part_span[0] : part_span[1]])
-        base64 = sum(ch in ASCII_ALNUM or ch in "+/" for ch in cleaned)
-        return span if base64 >= 64 and structure_ok(cleaned, min_classes, min_distinct) else None
+        b64 = sum(ch in ASCII_ALNUM or ch in "+/" for ch in cleaned)
+        if b64 < PRIVATE_KEY_MIN_BASE64 or not structure_ok(cleaned, mc, md) or decodes_to_text(cleaned):
+            return None
+        return span
     if kind == "not_anthropic" and text[part_span[0] : part_span[1]].startswith("ant-"):
         return None
     if kind == "guarded":
@@ -140,18 +788,19 @@ def accept(
     if kind == "credentials":
         secret_text = text[span[0] : span[1]]
         user_text = text[user[0] : user[1]] if user else ""
-        if ascii_lower(secret_text) == "x-oauth-basic":
-            if user is None or user[0] == user[1]:
+        if ascii_lower(secret_text) == "x-oauth-basic" or (not secret_text and user is not None):
+            # `token:x-oauth-basic@host`, `curl -u token:`: the user name is the credential.
+            if user is None or user[0] == user[1] or (not secret_text and user[1] - user[0] < 8):
                 return None
             span = part_span = user
         elif secret_text == user_text:
             return None
         part = text[part_span[0] : part_span[1]]
-        if part.lower() in PLACEHOLDER_VALUES or is_variable(part):
+        if is_placeholder_value(part) or is_variable(part):
             return None
     if kind == "assignment":
         value = text[span[0] : span[1]]
-        if value.endswith("..."):
+        if value.endswith(".."):
             return None
         value = value.rstrip(".")
         span = part_span = (span[0], span[0] + len(value))
@@ -160,59 +809,154 @@ def accept(
             or "://" in value
             or is_variable(value)
             or is_dotted_path(value)
-            or value.lower() in PLACEHOLDER_VALUES
+            or is_placeholder_value(value)
         ):
             return None
+        if key is not None:
+            if key_says_public(text, key) or token_glued(text, key):
+                return None
+            if not human_key(text, key) and token_placeholder(value):
+                return None
+    if kind in ("entropy", "bare"):
+        value = text[span[0] : span[1]]
+        if value.endswith(".."):
+            return None
+        value = value.rstrip(".")
+        span = part_span = (span[0], span[0] + len(value))
+        lo, hi = (
+            (BARE_MIN_CHARS, BARE_MAX_CHARS) if kind == "bare" else (ENTROPY_MIN_CHARS, ENTROPY_MAX_CHARS)
+        )
+        if not lo <= len(value) <= hi:
+            return None
+        if key is not None and (key_says_public(text, key) or not names_a_secret(key_name(text, key))):
+            return None
+        if is_slug(value):
+            return None
+        if kind == "bare" and not (
+            bare_context_ok(text, span)
+            and any(map(is_upper, value))
+            and any(map(is_lower, value))
+            and any(map(is_digit, value))
+        ):
+            return None
+        return span if machine_made(value, mc, md) else None
+    if kind in ("token", "not_anthropic", "guarded") and (
+        text[span[1] : span[1] + 2] in ("##", "**", "#*", "*#")
+        or (
+            part_span[1] - part_span[0] <= PLACEHOLDER_MAX_CHARS
+            and wordy(text[part_span[0] : part_span[1]], WORDY_TOKEN_TENTHS)
+        )
+    ):
+        return None
     if span[0] == span[1]:
         return None
     part = text[part_span[0] : part_span[1]]
-    if looks_like_placeholder(part) or not structure_ok(part, min_classes, min_distinct):
+    if looks_like_placeholder(part) or not structure_ok(part, mc, md):
         return None
     return span
 
 
-class ReferenceScanner:
-    """The built-in rules run one by one with `re.finditer`, then the checks above."""
+# ---------------- normalisation ----------------
 
-    def __init__(self) -> None:
-        self.rules = [
-            (rid, re.compile(to_python_pattern(pattern)), kind, mc, md)
-            for rid, pattern, _desc, kind, mc, md in _core.secret_builtin_rules()
-        ]
 
-    def scan(self, text: str) -> list[Finding]:
-        found: list[tuple[int, int, int]] = []
-        for i, (_rid, rx, kind, mc, md) in enumerate(self.rules):
-            for m in rx.finditer(text):
-                span = accept(kind, mc, md, text, m)
-                if span is not None and span[0] < span[1]:
-                    found.append((span[0], span[1], i))
-        found.sort()
-        out: list[Finding] = []
-        for start, end, i in found:
-            if out and (out[-1].start, out[-1].end) == (start, end):
-                continue
-            out.append(Finding(self.rules[i][0], start, end))
-        return out
+def removable(ch):
+    return ch in ZERO_WIDTH or (unicodedata.category(ch) == "Cc" and ch not in "\t\n\r")
 
-    def contains(self, text: str) -> bool:
-        return any(
-            (span := accept(kind, mc, md, text, m)) is not None and span[0] < span[1]
-            for _rid, rx, kind, mc, md in self.rules
-            for m in rx.finditer(text)
+
+def normalise(text):
+    """(normalised text, source span of each of its characters) or None when nothing changes."""
+    out, src = [], []
+    changed = False
+    for i, ch in enumerate(text):
+        if ch.isascii() and (" " <= ch <= "~" or ch in "\t\n\r"):
+            out.append(ch)
+            src.append((i, i + 1))
+            continue
+        if removable(ch):
+            changed = True
+            continue
+        nf = unicodedata.normalize("NFKC", ch)
+        if nf != ch:
+            changed = True
+        for c in nf:
+            out.append(c)
+            src.append((i, i + 1))
+    # spaced-out tokens: 16+ single characters separated by single spaces are joined
+    n = len(out)
+    keep = [True] * n
+
+    def single(p):
+        return (
+            out[p] in SPACED_CHARS
+            and (p == 0 or out[p - 1] not in SPACED_CHARS)
+            and (p + 1 == n or out[p + 1] not in SPACED_CHARS)
         )
 
-    def redact(self, text: str, placeholder: str = "[REDACTED:{rule_id}]") -> str:
+    i = 0
+    while i < n:
+        if not single(i):
+            i += 1
+            continue
+        j, count = i, 1
+        while j + 2 < n and out[j + 1] == " " and single(j + 2):
+            j += 2
+            count += 1
+        if count >= SPACED_MIN_CHARS:
+            for k in range(i + 1, j, 2):
+                keep[k] = False
+            changed = True
+        i = j + 1
+    if not changed:
+        return None
+    norm = "".join(c for c, k in zip(out, keep, strict=True) if k)
+    src = [s for s, k in zip(src, keep, strict=True) if k]
+    return norm, src
+
+
+class ReferenceScanner:
+    """The built-in rules run one by one with `re.finditer` over the normalised text, then the
+    checks above, then the spans mapped back to the original text."""
+
+    def __init__(self, include_off: bool = False) -> None:
+        self.rules = [
+            (rid, re.compile(to_python_pattern(pattern)), kind, mc, md)
+            for rid, pattern, _desc, kind, mc, md, _cat, _on in _core.secret_builtin_rules(include_off)
+        ]
+
+    def scan(self, text):
+        nt = normalise(text)
+        norm, src = nt if nt else (text, None)
+        found = []
+        for i, (_rid, rx, kind, mc, md) in enumerate(self.rules):
+            for m in rx.finditer(norm):
+                span = accept(kind, mc, md, norm, m)
+                if span is not None and span[0] < span[1]:
+                    s, e = span
+                    if src is not None:
+                        s, e = src[s][0], src[e - 1][1]
+                    found.append((s, e, i))
+        found.sort()
+        out = []
+        for s, e, i in found:
+            if out and (out[-1].start, out[-1].end) == (s, e):
+                continue
+            out.append(Finding(self.rules[i][0], s, e))
+        return out
+
+    def contains(self, text):
+        return bool(self.scan(text))
+
+    def redact(self, text, placeholder="[REDACTED:{rule_id}]"):
         found = self.scan(text)
         out, pos, i = [], 0, 0
         while i < len(found):
-            rule_id, start, end = found[i]
+            rid, s, e = found[i]
             i += 1
-            while i < len(found) and found[i].start < end:
-                end = max(end, found[i].end)
+            while i < len(found) and found[i].start < e:
+                e = max(e, found[i].end)
                 i += 1
-            out += [text[pos:start], placeholder.replace("{rule_id}", rule_id)]
-            pos = end
+            out += [text[pos:s], placeholder.replace("{rule_id}", rid)]
+            pos = e
         out.append(text[pos:])
         return "".join(out)
 
@@ -553,6 +1297,165 @@ def test_top_level_export() -> None:
 
 
 # --------------------------------------------------------------------------------------------
+# Held-out shapes: families the issue lists, written here (not taken from the dev sets)
+# --------------------------------------------------------------------------------------------
+
+ZW = "\u200b"
+
+
+def fullwidth(text: str) -> str:
+    """`text` with its ASCII letters, digits and punctuation in their fullwidth forms."""
+    return "".join(chr(ord(ch) + 0xFEE0) if "!" <= ch <= "~" else ch for ch in text)
+
+
+SHORT_EC_KEY = (
+    "-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEIIrYSSNQFaA2Hwf1duRSxKtLYX5CB04f\n-----END EC PRIVATE KEY-----"
+)
+
+# (family, text, the exact secret some rule must report)
+HELD_OUT_POSITIVES: list[tuple[str, str, str]] = [
+    ("key=value vendor key", "MAILGUN_KEY=FLZDe1f8rESQedUStPKR0CsTy4Qwb8Dw", "FLZDe1f8rESQedUStPKR0CsTy4Qwb8Dw"),
+    ("key=value vendor key", 'export ALGOLIA_ADMIN_KEY="kNhFdnXsiVpzz63FfkCzJr4i0B3JrTAw"', "kNhFdnXsiVpzz63FfkCzJr4i0B3JrTAw"),
+    ("key=value vendor key", "DATADOG_APP_KEY: R4y9ojfljoQoaF1LlqsajAIx", "R4y9ojfljoQoaF1LlqsajAIx"),
+    ("xml credential", '<appSettings>\n  <add key="DbPassword" value="Zr8!kPq2vL" />\n</appSettings>', "Zr8!kPq2vL"),
+    ("xml credential", '<entry key="api.token">Tk9mQ2xR7vL4pZ8w</entry>', "Tk9mQ2xR7vL4pZ8w"),
+    ("xml credential", "<server><id>repo</id><password>Hq7#mZ2pLx</password></server>", "Hq7#mZ2pLx"),
+    ("xml credential", '<connection user="svc" password="Wq8mZ2kP4x"/>', "Wq8mZ2kP4x"),
+    ("cli flag", "mytool deploy --api-key R4y9ojfljoQoaF1LlqsajAIx --region eu", "R4y9ojfljoQoaF1LlqsajAIx"),
+    ("cli flag", "psql --db-password 'Lp9xQ2mW7k!' -h db", "Lp9xQ2mW7k!"),
+    ("http header", "X-Api-Key: kNhFdnXsiVpzz63FfkCzJr4i0B3JrTAw", "kNhFdnXsiVpzz63FfkCzJr4i0B3JrTAw"),
+    ("env file", "DB_PASSWORD=Vx7#pQ2mLk9\nDEBUG=false", "Vx7#pQ2mLk9"),
+    ("url credentials", "broker: mqtt://device:Lp9xQ2mW7k@broker.local:1883", "Lp9xQ2mW7k"),
+    ("url credentials", "push to rtmp://live:Zx82kdLqW@stream.example.tv/app", "Zx82kdLqW"),
+    ("discord", "bot token MTA4NzY1NDMyMTA5ODc2NTQz.GkP9xQ.Zm8vR2tL4wK7pN1sY6cJ0hG5dE3bA9fX here",
+     "MTA4NzY1NDMyMTA5ODc2NTQz.GkP9xQ.Zm8vR2tL4wK7pN1sY6cJ0hG5dE3bA9fX"),
+    ("artifactory", "X-JFrog-Art-Api AKCpu8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdN",
+     "AKCpu8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8dKLzdocJ2isAjIhKtJ0RlgLKOmxgJTeKdN"),
+    ("artifactory", "ref cmVmdGtunFRIBXuDL7DxtpYlSXpfKtHF4vUCsMehGAkWvj7FAc9QeWJKY40uvSwM",
+     "cmVmdGtunFRIBXuDL7DxtpYlSXpfKtHF4vUCsMehGAkWvj7FAc9QeWJKY40uvSwM"),
+    ("aws unusual body", "key AKIA2OGYBAH6Q9XZ81M0 ok", "AKIA2OGYBAH6Q9XZ81M0"),
+    ("short pem", "key:\n" + SHORT_EC_KEY, SHORT_EC_KEY),
+    ("jwt", "t=eyAiYWxnIjogIkhTMjU2IiB9.eyAic3ViIjogIjQyIiB9.NKu8iS2G8NPRVdD53X83RZJgEOzdmenCkhvMdga",
+     "eyAiYWxnIjogIkhTMjU2IiB9.eyAic3ViIjogIjQyIiB9.NKu8iS2G8NPRVdD53X83RZJgEOzdmenCkhvMdga"),
+    ("bare random token", "use FLZDe1f8rESQedUStPKR0CsTy4Qwb8Dw for the staging box", "FLZDe1f8rESQedUStPKR0CsTy4Qwb8Dw"),
+    ("disclosure", "btw my email password is Blue-Sky42! don't tell", "Blue-Sky42!"),
+    ("disclosure", "The wifi passphrase is 'correct horse battery staple'.", "correct horse battery staple"),
+    ("disclosure", "the wifi password for the cabin is Hx7kLm2q", "Hx7kLm2q"),
+    ("disclosure", "My bank PIN is 4821.", "4821"),
+    ("zero-width", f"token ghp_2FDEEtfjgV{ZW}vVqE1SkHbn88HxjSI6bWHtP3fS", f"ghp_2FDEEtfjgV{ZW}vVqE1SkHbn88HxjSI6bWHtP3fS"),
+    ("nul", "key: ghp_2FDEEtfjgVvVqE1Sk\x00Hbn88HxjSI6bWHtP3fS", "ghp_2FDEEtfjgVvVqE1Sk\x00Hbn88HxjSI6bWHtP3fS"),
+    ("fullwidth", fullwidth("ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS"),
+     fullwidth("ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS")),
+    ("spaced-out", "aws key: A K I A H D U 6 G D P M R C G 4 B E 4 U thanks", "A K I A H D U 6 G D P M R C G 4 B E 4 U"),
+    ("card number", "card 4111 1111 1111 1111 exp 12/29", "4111 1111 1111 1111"),
+    ("us ssn", "SSN 536-22-1234", "536-22-1234"),
+    ("iban", "pay to DE89 3704 0044 0532 0130 00 by Friday", "DE89 3704 0044 0532 0130 00"),
+]  # fmt: skip
+
+HELD_OUT_NEGATIVES: list[tuple[str, str]] = [
+    ("uuid", "request 550e8400-e29b-41d4-a716-446655440000 failed"),
+    ("uuid", "api_key_id = 550e8400-e29b-41d4-a716-446655440000"),
+    ("git sha", "fixed in commit 9fceb02d0ae598e95dc970b74767f19372d61af8"),
+    ("sha256", "sha256: e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"),
+    ("data uri", "<img src=\"data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNkYPhfDwAChwGA60e6kgAAAABJRU5ErkJggg==\">"),
+    ("colour", "color: #ff00aa; background: #FF00AA"),
+    ("doc keys", "aws_access_key_id=AKIAIOSFODNN7EXAMPLE\naws_secret_access_key=wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"),
+    ("prose", "I forgot my password again, so I reset it this morning."),
+    ("prose", "The password must be at least 12 characters long."),
+    ("prose", "my password is the name of my first dog"),
+    ("prose", "the pin on her jacket is Spider-Man"),
+    ("prose", "The secret ingredient is love, and the key = patience."),
+    ("code", 'api_key = os.environ["API_KEY"]'),
+    ("code", 'token = os.getenv("GITHUB_TOKEN")'),
+    ("code", 'password = config.get("db", "password")'),
+    ("code", "const sortKey = 'createdAtTimestamp';"),
+    ("identifier", "the class AbstractSingletonProxyFactoryBean2 wraps it"),
+    ("path", "see src/components/UserProfileSettingsPanel/index.tsx"),
+    ("card-like", "order 4111 1111 1111 1112 shipped"),
+    ("phone (off)", "call me on +1 415 555 2671"),
+    ("email (off)", "write to jane.doe@mail.com"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("family", "text", "secret"),
+    HELD_OUT_POSITIVES,
+    ids=[f"{p[0]}-{i}" for i, p in enumerate(HELD_OUT_POSITIVES)],
+)
+def test_held_out_families_are_found_with_exact_spans(family: str, text: str, secret: str) -> None:
+    found = scanner().scan(text)
+    assert any(text[f.start : f.end] == secret for f in found), f"{family}: {found}"
+    assert secret not in redact_secrets(text)
+    assert found == reference().scan(text)
+
+
+@pytest.mark.parametrize(
+    ("family", "text"), HELD_OUT_NEGATIVES, ids=[f"{n[0]}-{i}" for i, n in enumerate(HELD_OUT_NEGATIVES)]
+)
+def test_held_out_look_alikes_are_clean(family: str, text: str) -> None:
+    assert scanner().scan(text) == [], family
+    assert reference().scan(text) == []
+
+
+def test_redaction_removes_hidden_characters_inside_a_secret() -> None:
+    text = f"a ghp_2FDE{ZW}EtfjgVvVqE1Sk\x00Hbn88HxjSI6bWHtP3fS{ZW} b"
+    assert redact_secrets(text) == f"a [REDACTED:github-token]{ZW} b"
+    spaced = "key: A K I A H D U 6 G D P M R C G 4 B E 4 U thanks"
+    assert redact_secrets(spaced) == "key: [REDACTED:aws-access-key-id] thanks"
+    wide = fullwidth("é sk-ant-api03-ORS6ilI8ihN5KXSc7Tvo ok")
+    (f,) = find_secrets(wide)
+    assert (
+        f.rule_id == "anthropic-api-key"
+        and wide[f.start : f.end].startswith(fullwidth("sk"))
+        and f.end == len(wide) - 3
+    )
+
+
+def test_personal_data_rules_switch_by_id() -> None:
+    pii = {r.id: r for r in mindcore.kernels.secrets.builtin_rules() if r.category == "pii"}
+    assert {k: r.on_by_default for k, r in pii.items()} == {
+        "card-number": True, "us-ssn": True, "iban": True, "phone": False, "email": False,
+    }  # fmt: skip
+    text = "card 4111 1111 1111 1111, call +1 415 555 2671, mail jane.doe@mail.com"
+    assert [f.rule_id for f in scanner().scan(text)] == ["card-number"]
+    both = SecretScanner(enable=["phone", "email"], disable=["card-number"])
+    assert [f.rule_id for f in both.scan(text)] == ["phone", "email"]
+    assert "card-number" not in both.rule_ids and {"phone", "email"} <= set(both.rule_ids)
+    only = SecretScanner(builtin=False, enable=["iban"])
+    assert only.rule_ids == ["iban"]
+    assert only.redact("IBAN GB82 WEST 1234 5698 7654 32.") == "IBAN [REDACTED:iban]."
+    assert both.rule("phone").category == "pii" and scanner().rule("jwt").category == "secret"
+    with pytest.raises(KeyError):
+        scanner().rule("phone")
+    # The reference agrees with every rule on.
+    everything = SecretScanner(enable=["phone", "email"])
+    assert everything.scan(text) == ReferenceScanner(include_off=True).scan(text)
+
+
+def test_personal_data_checks_reject_look_alikes() -> None:
+    s = scanner()
+    for text in [
+        "4111 1111 1111 1112",  # Luhn
+        "1234 5678 9012 3456",  # no issuer
+        "000-12-3456 666-12-3456 912-12-3456 536-00-1234 078-05-1120",  # invalid SSNs
+        "GB82 WEST 1234 5698 7654 33",  # mod-97
+        "version 3.14159265358979",
+    ]:
+        assert s.scan(text) == [], text
+
+
+def test_enable_and_disable_are_checked() -> None:
+    with pytest.raises(InvalidInputError, match=r"enable\[0\]: no built-in rule 'nope'"):
+        SecretScanner(enable=["nope"])
+    with pytest.raises(InvalidInputError, match="given in both"):
+        SecretScanner(enable=["phone"], disable=["phone"])
+    with pytest.raises(TypeError, match="disable: expected an iterable of rule ids, got str"):
+        SecretScanner(disable="phone")
+    with pytest.raises(TypeError, match=r"enable\[0\]: expected str, got int"):
+        SecretScanner(enable=[1])  # type: ignore[list-item]
+
+
+# --------------------------------------------------------------------------------------------
 # User rules
 # --------------------------------------------------------------------------------------------
 
@@ -669,6 +1572,14 @@ ADVERSARIAL = [
     "Authorization: Bearer ",
     "AKIA",
     "\u00e9\u00e9 ",
+    "a=",
+    "k ",
+    "A\u200b",
+    "\uff47",
+    "4111 ",
+    "my password is ",
+    "STRIPE_KEY=",
+    "xY9",
 ]
 
 
@@ -753,10 +1664,14 @@ def test_quality_gitleaks() -> None:
     rows = list(load_jsonl(data_dir() / "secrets" / "gitleaks" / "gitleaks_rule_cases.jsonl"))
     q = quality(rows)
     report("gitleaks", q)
-    # Floors just under the measured values (see the report): a regression fails.
-    assert q["recall"] >= 0.86
-    assert q["precision"] >= 0.71
-    assert q["f1"] >= 0.78
+    # Floors just under the measured values (see the report): a regression fails. The issue's
+    # targets (recall >= 0.97, FPR <= 0.05) conflict with this set's labels in places: 17 of its
+    # negatives are real-format Google keys published in an SDK, and four positives are
+    # placeholders (12345678-ABCD-ABCD-…, all-Q age key, 12345678ABCDEFH…) that the doc-key rule
+    # (AKIAIOSFODNN7EXAMPLE-style) must keep clean. No rule here is keyed to a record.
+    assert q["recall"] >= 0.95
+    assert q["precision"] >= 0.72
+    assert q["f1"] >= 0.82
     assert q["fpr"] <= 0.14
 
 
@@ -768,9 +1683,12 @@ def test_quality_secretlint() -> None:
     ]
     q = quality(rows)
     report("secretlint", q)
-    assert q["recall"] >= 0.68
+    # 53 of the 175 positives are placeholders this library keeps clean on purpose (see the
+    # negatives above: sk_live_AAAA…, hf_xxxx…, https://user:pass@example.com, …EXAMPLE) or toy
+    # rules (THIS IS SECRET, FOO=foo): recall cannot pass about 0.70 without flagging them.
+    assert q["recall"] >= 0.69
     assert q["precision"] >= 0.91
-    assert q["f1"] >= 0.78
+    assert q["f1"] >= 0.79
     assert q["fpr"] <= 0.08
     assert q["span_removed"] >= 0.98
 
@@ -789,7 +1707,7 @@ def test_ordinary_chat_is_not_flagged() -> None:
     flagged = [t for t, f in zip(turns, scanner().contains_batch(turns), strict=True) if f]
     print(f"\nlocomo: {len(flagged)} of {len(turns)} turns flagged")
     assert len(turns) > 5000
-    assert len(flagged) <= len(turns) // 1000
+    assert flagged == []
 
 
 def test_datasets_match_the_python_reference() -> None:

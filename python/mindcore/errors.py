@@ -52,7 +52,7 @@ class InvalidTypeError(InvalidInputError, TypeError):
     either before still does."""
 
 
-class KernelError(MindcoreError, ValueError):
+class KernelError(InvalidInputError):
     """A kernel (``mindcore.kernels``) refused a value: a bad shape, a NaN, a dimension mismatch,
     an argument out of range. The message names the argument."""
 

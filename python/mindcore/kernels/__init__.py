@@ -36,6 +36,7 @@ from mindcore.kernels.secrets import DEFAULT_PLACEHOLDER as DEFAULT_PLACEHOLDER
 from mindcore.kernels.secrets import Finding as Finding
 from mindcore.kernels.secrets import SecretRule as SecretRule
 from mindcore.kernels.secrets import SecretScanner as SecretScanner
+from mindcore.kernels.secrets import builtin_rules as builtin_rules
 from mindcore.kernels.secrets import find_secrets as find_secrets
 from mindcore.kernels.secrets import looks_like_secret as looks_like_secret
 from mindcore.kernels.secrets import redact_secrets as redact_secrets
@@ -69,6 +70,7 @@ __all__ = [
     "SecretScanner",
     "TopK",
     "bm25_tokenize",
+    "builtin_rules",
     "count_tokens",
     "decode",
     "dedupe_within",

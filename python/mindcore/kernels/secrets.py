@@ -1,8 +1,12 @@
-"""Secret scanning: find, flag and redact credentials in text before it is persisted.
+"""Secret scanning: find, flag and redact credentials and personal data in text before it is
+persisted.
 
 Every capability runs text through :func:`looks_like_secret` (or a :class:`SecretScanner`)
 before storing it. Rules are Rust ``regex`` patterns (finite automata: no backtracking, no
-look-around), so a scan is linear in the length of the text whatever it contains.
+look-around), so a scan is linear in the length of the text whatever it contains. The text is
+read in NFKC form with invisible and control characters removed and spaced-out tokens joined, so
+fullwidth letters, a zero-width space or ``s k - p r o j - …`` do not hide a key; findings are
+reported in the offsets of the text as given.
 """
 
 from __future__ import annotations
@@ -13,13 +17,14 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 import mindcore._core as _core
-from mindcore.errors import KernelTypeError
+from mindcore.errors import KernelError, KernelTypeError
 
 __all__ = [
     "DEFAULT_PLACEHOLDER",
     "Finding",
     "SecretRule",
     "SecretScanner",
+    "builtin_rules",
     "find_secrets",
     "looks_like_secret",
     "redact_secrets",
@@ -36,6 +41,10 @@ class SecretRule:
     match is the secret. User rules are reported exactly as matched (the placeholder checks of
     the built-in rules do not apply).
 
+    `category` says what the rule protects: ``"secret"`` (credentials) or ``"pii"`` (personal
+    data). `on_by_default` tells, for a built-in rule, whether a scanner runs it unless told
+    otherwise (see :func:`builtin_rules`); user rules always run.
+
     Examples
     --------
     >>> rule = SecretRule("acme-key", r"acme_(?P<secret>[0-9a-f]{16})", "ACME deploy key")
@@ -46,6 +55,8 @@ class SecretRule:
     id: str
     pattern: str
     description: str = ""
+    category: str = "secret"
+    on_by_default: bool = True
 
 
 class Finding(NamedTuple):
@@ -58,8 +69,40 @@ class Finding(NamedTuple):
 
 
 @functools.cache
-def _builtin_rules() -> tuple[SecretRule, ...]:
-    return tuple(SecretRule(rid, pattern, desc) for rid, pattern, desc, *_ in _core.secret_builtin_rules())
+def _builtin_catalog() -> dict[str, SecretRule]:
+    return {
+        rid: SecretRule(rid, pattern, desc, category, on)
+        for rid, pattern, desc, _kind, _mc, _md, category, on in _core.secret_builtin_rules(include_off=True)
+    }
+
+
+def builtin_rules() -> list[SecretRule]:
+    """Every built-in rule in scan order, including those off by default.
+
+    Credentials (``category="secret"``) are all on by default. Personal data
+    (``category="pii"``): ``card-number`` (issuer prefix, length and Luhn checksum), ``us-ssn``
+    (valid area, group and serial) and ``iban`` (country length and mod-97 checksum) are on by
+    default; ``phone`` and ``email`` are off. Switch rules with ``SecretScanner(enable=...,
+    disable=...)``.
+
+    Examples
+    --------
+    >>> [(r.id, r.on_by_default) for r in builtin_rules() if r.category == "pii"]
+    [('card-number', True), ('us-ssn', True), ('iban', True), ('phone', False), ('email', False)]
+    """
+    return list(_builtin_catalog().values())
+
+
+def _rule_ids(value: object, arg: str) -> list[str]:
+    """`value` as a list of built-in rule ids, or an error naming `arg` and the bad item."""
+    if isinstance(value, str | bytes) or not isinstance(value, Iterable):
+        raise KernelTypeError(f"{arg}: expected an iterable of rule ids, got {type(value).__name__}")
+    ids = list(value)
+    for i, rid in enumerate(ids):
+        _check_str(rid, f"{arg}[{i}]")
+        if rid not in _builtin_catalog():
+            raise KernelError(f"{arg}[{i}]: no built-in rule {rid!r} (see builtin_rules())")
+    return ids
 
 
 def _check_str(value: object, arg: str) -> str:
@@ -101,13 +144,23 @@ def _splice(text: str, spans: list[tuple[str, int, int]], placeholder: str) -> s
 class SecretScanner:
     """A compiled set of secret rules: built-in credential shapes plus your own.
 
-    The built-in rules cover API keys and tokens (OpenAI, Anthropic, GitHub, GitLab, Stripe,
-    AWS, Google, Slack, npm, PyPI, Twilio, SendGrid, Azure and two dozen more), Authorization
-    and Bearer headers, JWTs, PEM/OpenSSH/PGP private keys, connection strings and URLs with
-    embedded passwords, and ``api_key|token|password|secret = value`` assignments (also ``:``,
-    JSON and YAML forms). Look-alike placeholders (``AKIAIOSFODNN7EXAMPLE``, ``xxxx``,
-    ``<your-key>``, ``${VAR}``, ``changeme``) are dropped after matching. A missed key is worse
-    than a false alarm, so the rules lean towards reporting.
+    The built-in rules cover API keys and tokens by vendor shape (OpenAI, Anthropic, GitHub,
+    GitLab, Stripe, AWS, Google, Slack, Discord, Artifactory, npm, PyPI, Azure and three dozen
+    more), Authorization and Bearer headers, JWTs, PEM/OpenSSH/PGP private keys of any length,
+    credentials in URLs of any scheme and on command lines, and secrets by context: a value
+    given to a credential-like name (``api_key``, ``token``, ``secret``, ``password``, ``auth``,
+    ``credential``, ``private_key``, … in ``k=v``, ``k: v``, JSON, YAML, XML elements and
+    attributes, env files, ``--password VALUE`` flags, HTTP headers), a random-looking value
+    given to a name ending in ``KEY``/``TOKEN``/``SECRET``, a random-looking token on its own,
+    and a credential told in a sentence ("my wifi password is …"). Personal data: card numbers,
+    US social security numbers and IBANs (checksums verified) are on by default; phone numbers
+    and e-mail addresses are off (see :func:`builtin_rules`).
+
+    Look-alikes are dropped after matching: placeholders (``AKIAIOSFODNN7EXAMPLE``, ``xxxx``,
+    ``<your-key>``, ``${VAR}``, ``changeme``), code that reads a secret
+    (``os.environ["API_KEY"]``), and for the shape-only rules UUIDs, hex hashes, names and
+    words, runs and sequences (``abcdef``, ``123456``), base64 blocks and data URIs. A missed
+    key is worse than a false alarm, so the rules lean towards reporting.
 
     Compile once and reuse: construction costs milliseconds, a scan of clean text is one pass.
     Batch methods run in parallel with the GIL released.
@@ -117,13 +170,19 @@ class SecretScanner:
     extra_rules
         :class:`SecretRule` s appended after the built-in rules.
     builtin
-        Include the built-in rules.
+        Include the built-in rules that are on by default.
+    enable
+        Ids of built-in rules to run as well (``["phone", "email"]``), also with
+        ``builtin=False``.
+    disable
+        Ids of built-in rules not to run (``["card-number"]``).
 
     Raises
     ------
     KernelError
         A rule pattern does not compile (the message names the rule id), a rule id is empty or
-        used twice.
+        used twice, `enable` or `disable` names no built-in rule (an
+        :class:`~mindcore.errors.KernelError`).
 
     Examples
     --------
@@ -134,11 +193,22 @@ class SecretScanner:
     'password: [REDACTED:generic-secret-assignment]'
     >>> scanner.contains("the token of my appreciation")
     False
+    >>> scanner.scan("my wifi password is Tr0ub4dor&3")
+    [Finding(rule_id='credential-disclosure', start=20, end=31)]
+    >>> SecretScanner(enable=["email"]).scan("write to jane.doe@mail.com")
+    [Finding(rule_id='email', start=9, end=26)]
     """
 
     __slots__ = ("_native", "_rules")
 
-    def __init__(self, extra_rules: Iterable[SecretRule] = (), *, builtin: bool = True) -> None:
+    def __init__(
+        self,
+        extra_rules: Iterable[SecretRule] = (),
+        *,
+        builtin: bool = True,
+        enable: Iterable[str] = (),
+        disable: Iterable[str] = (),
+    ) -> None:
         if isinstance(extra_rules, SecretRule):
             raise KernelTypeError(
                 "extra_rules: expected an iterable of SecretRule, got a SecretRule (wrap it in a list)"
@@ -155,8 +225,14 @@ class SecretScanner:
             extra.append(rule)
         if not isinstance(builtin, bool):
             raise KernelTypeError(f"builtin: expected bool, got {type(builtin).__name__}")
-        self._native = _core.SecretScanner(pairs, builtin)
-        self._rules = (_builtin_rules() if builtin else ()) + tuple(extra)
+        enabled, disabled = _rule_ids(enable, "enable"), _rule_ids(disable, "disable")
+        both = set(enabled) & set(disabled)
+        if both:
+            raise KernelError(f"enable, disable: {sorted(both)} given in both")
+        self._native = _core.SecretScanner(pairs, builtin, enabled, disabled)
+        catalog = _builtin_catalog()
+        ids = self._native.rule_ids
+        self._rules = tuple(catalog[rid] for rid in ids[: len(ids) - len(extra)]) + tuple(extra)
 
     @property
     def rules(self) -> list[SecretRule]:
@@ -167,6 +243,19 @@ class SecretScanner:
     def rule_ids(self) -> list[str]:
         """Rule ids in scan order: built-in rules first, then the extra rules."""
         return self._native.rule_ids
+
+    def rule(self, rule_id: str) -> SecretRule:
+        """The rule this scanner runs under `rule_id` (to name it when a finding refuses a write).
+
+        Raises
+        ------
+        KeyError
+            This scanner runs no rule with that id.
+        """
+        for r in self._rules:
+            if r.id == rule_id:
+                return r
+        raise KeyError(rule_id)
 
     def scan(self, text: str) -> list[Finding]:
         """Every secret in `text`, sorted by position.

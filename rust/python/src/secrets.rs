@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mindcore_kernels::secrets::{Finding, Offsets, Scanner, BUILTIN};
+use mindcore_kernels::secrets::{Finding, Offsets, Scanner, Selection, BUILTIN};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyString;
@@ -55,11 +55,25 @@ impl PySecretScanner {
 
 #[pymethods]
 impl PySecretScanner {
-    /// `rules` are `(id, pattern)` pairs appended after the built-in rules (when `builtin`).
+    /// `rules` are `(id, pattern)` pairs appended after the built-in rules: those on by default
+    /// (when `builtin`), plus the ids in `enable`, minus those in `disable`.
     #[new]
-    #[pyo3(signature = (rules, builtin))]
-    fn new(py: Python<'_>, rules: Vec<(String, String)>, builtin: bool) -> PyResult<Self> {
-        let inner = py.detach(|| Scanner::new(&rules, builtin)).map_err(kernel_err)?;
+    #[pyo3(signature = (rules, builtin, enable = Vec::new(), disable = Vec::new()))]
+    fn new(
+        py: Python<'_>,
+        rules: Vec<(String, String)>,
+        builtin: bool,
+        enable: Vec<String>,
+        disable: Vec<String>,
+    ) -> PyResult<Self> {
+        let selection = Selection {
+            defaults: builtin,
+            enable,
+            disable,
+        };
+        let inner = py
+            .detach(|| Scanner::with_selection(&rules, &selection))
+            .map_err(kernel_err)?;
         let ids = inner.rule_ids().map(|id| PyString::intern(py, id).unbind()).collect();
         Ok(Self {
             inner: Arc::new(inner),
@@ -107,12 +121,18 @@ impl PySecretScanner {
     }
 }
 
-/// The built-in rules as `(id, pattern, description, kind, min_classes, min_distinct)`, in
-/// scan order (for documentation and for the Python reference implementation in the tests).
+/// One built-in rule as Python sees it.
+type PyBuiltinRule = (&'static str, &'static str, &'static str, &'static str, u8, u8, &'static str, bool);
+
+/// The built-in rules as `(id, pattern, description, kind, min_classes, min_distinct, category,
+/// on_by_default)`, in scan order: those on by default, or all of them with `include_off` (for
+/// documentation and for the Python reference implementation in the tests).
 #[pyfunction]
-fn secret_builtin_rules() -> Vec<(&'static str, &'static str, &'static str, &'static str, u8, u8)> {
+#[pyo3(signature = (include_off = false))]
+fn secret_builtin_rules(include_off: bool) -> Vec<PyBuiltinRule> {
     BUILTIN
         .iter()
+        .filter(|r| include_off || r.on_by_default)
         .map(|r| {
             (
                 r.id,
@@ -121,6 +141,8 @@ fn secret_builtin_rules() -> Vec<(&'static str, &'static str, &'static str, &'st
                 r.check.kind.name(),
                 r.check.min_classes,
                 r.check.min_distinct,
+                r.category.name(),
+                r.on_by_default,
             )
         })
         .collect()

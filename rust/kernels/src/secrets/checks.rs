@@ -1,11 +1,14 @@
 //! What runs on a regex match before it counts as a finding: an allow-list for look-alike
-//! placeholders (`AKIAIOSFODNN7EXAMPLE`, `xxxx`, `<your-key>`, `${VAR}`, `changeme`) and a few
-//! structural tests (enough character classes, enough distinct characters, no one character
-//! dominating). Every test is O(length of the match).
+//! placeholders (`AKIAIOSFODNN7EXAMPLE`, `xxxx`, `<your-key>`, `${VAR}`, `changeme`), structural
+//! tests (enough character classes, enough distinct characters, no one character dominating),
+//! the shape of machine-made values (entropy, no words, no runs or sequences), and the checksums
+//! of personal data (Luhn, mod-97). Every test is O(length of the match) plus a bounded look at
+//! its surroundings.
 //!
 //! The Python reference in `tests/test_secrets.py` mirrors this file line by line; keep them
 //! in step.
 
+use super::pii;
 use super::rules::{Check, Kind};
 
 /// Substrings (of the lower-cased checked part) that mark a placeholder, not a credential.
@@ -62,8 +65,9 @@ pub const PLACEHOLDER_VALUES: &[&str] = &[
 /// (a slot name has no digits; `{ZqL5kVrX1n8tA2}` is a value in braces).
 const WRAPPERS: &[(char, char)] = &[('{', '}'), ('[', ']'), ('<', '>'), ('(', ')'), ('%', '%')];
 
-/// A private-key body needs at least one PEM line (64 base64 characters) of key material.
-pub const PRIVATE_KEY_MIN_BASE64: usize = 64;
+/// A private-key body needs this many base64 characters of key material (a short EC key or a
+/// truncated paste still counts; `anything` or `...` does not).
+pub const PRIVATE_KEY_MIN_BASE64: usize = 16;
 
 /// The checked part is a placeholder when one character makes up more than 6/10 of it.
 const TOP_SHARE_NUM: usize = 6;
@@ -82,6 +86,7 @@ pub struct MatchParts {
     pub secret: Option<(usize, usize)>,
     pub body: Option<(usize, usize)>,
     pub user: Option<(usize, usize)>,
+    pub key: Option<(usize, usize)>,
 }
 
 fn slice(text: &str, span: (usize, usize)) -> &str {
@@ -93,14 +98,20 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
     let mut span = m.secret.unwrap_or(m.whole);
     let mut part_span = m.body.unwrap_or(span);
     match check.kind {
-        Kind::User => return Some(span),
+        Kind::User | Kind::Literal => return Some(span),
+        Kind::CardNumber => return pii::card_ok(text, span).then_some(span),
+        Kind::Ssn => return pii::ssn_ok(text, span).then_some(span),
+        Kind::Iban => return pii::iban_span(text, span),
+        Kind::Phone => return pii::phone_ok(text, span).then_some(span),
+        Kind::Email => return pii::email_ok(slice(text, span)).then_some(span),
+        Kind::Disclosure => return disclosure_span(text, m.key?, span),
         Kind::PrivateKey => {
             let cleaned = pem_body(slice(text, part_span));
             let base64 = cleaned
                 .chars()
                 .filter(|&ch| ch.is_ascii_alphanumeric() || ch == '+' || ch == '/')
                 .count();
-            if base64 < PRIVATE_KEY_MIN_BASE64 || !structure_ok(&cleaned, check) {
+            if base64 < PRIVATE_KEY_MIN_BASE64 || !structure_ok(&cleaned, check) || decodes_to_text(&cleaned) {
                 return None;
             }
             return Some(span);
@@ -120,10 +131,10 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
         Kind::Credentials => {
             let secret = slice(text, span);
             let user = m.user.map_or("", |u| slice(text, u));
-            if secret.eq_ignore_ascii_case("x-oauth-basic") {
-                // `token:x-oauth-basic@host`: the user name is the credential.
+            if secret.eq_ignore_ascii_case("x-oauth-basic") || (secret.is_empty() && m.user.is_some()) {
+                // `token:x-oauth-basic@host`, `curl -u token:`: the user name is the credential.
                 let u = m.user?;
-                if u.0 == u.1 {
+                if u.0 == u.1 || (secret.is_empty() && user.chars().count() < LONE_USER_MIN_CHARS) {
                     return None;
                 }
                 span = u;
@@ -136,9 +147,9 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
             }
         }
         Kind::Assignment => {
-            // `token: abc123...` is elided; a single `.` may end the sentence.
+            // `token: abc123...` or `abc..[Redacted]` is elided; a single `.` may end the sentence.
             let value = slice(text, span);
-            if value.ends_with("...") {
+            if value.ends_with("..") {
                 return None;
             }
             let value = value.trim_end_matches('.');
@@ -152,8 +163,61 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
             {
                 return None;
             }
+            if let Some(key) = m.key {
+                if key_says_public(text, key) || token_glued(text, key) {
+                    return None;
+                }
+                if !human_key(slice(text, key)) && token_placeholder(value) {
+                    return None;
+                }
+            }
+        }
+        Kind::Entropy | Kind::Bare => {
+            let value = slice(text, span);
+            if value.ends_with("..") {
+                return None;
+            }
+            let value = value.trim_end_matches('.');
+            span = (span.0, span.0 + value.len());
+            let (lo, hi) = if check.kind == Kind::Bare {
+                (BARE_MIN_CHARS, BARE_MAX_CHARS)
+            } else {
+                (ENTROPY_MIN_CHARS, ENTROPY_MAX_CHARS)
+            };
+            // The value is ASCII (the patterns say so): bytes are characters.
+            if !(lo..=hi).contains(&value.len()) {
+                return None;
+            }
+            if let Some(key) = m.key {
+                if key_says_public(text, key) || !names_a_secret(key_name(text, key)) {
+                    return None;
+                }
+            }
+            if is_slug(value) {
+                return None;
+            }
+            if check.kind == Kind::Bare {
+                let b = value.as_bytes();
+                let has = |f: fn(&u8) -> bool| b.iter().any(f);
+                if !(has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase) && has(u8::is_ascii_digit))
+                    || !bare_context_ok(text, span)
+                {
+                    return None;
+                }
+            }
+            return machine_made(value, check).then_some(span);
         }
         Kind::Token => {}
+    }
+    if matches!(check.kind, Kind::Token | Kind::NotAnthropic | Kind::Guarded) {
+        // Masked (`xoxp-…-####`) or spelled in words (`…AccessTokenHere`): not a real token.
+        let part = slice(text, part_span);
+        let masked = |i: usize| matches!(text.as_bytes().get(i), Some(b'#' | b'*'));
+        if (masked(span.1) && masked(span.1 + 1))
+            || (part.chars().count() <= PLACEHOLDER_MAX_CHARS && wordy(part))
+        {
+            return None;
+        }
     }
     if span.0 == span.1 {
         return None;
@@ -174,9 +238,14 @@ fn pem_body(body: &str) -> String {
         .collect()
 }
 
+/// `password`, `null`, `mypassword`: a value that only names what belongs there.
 fn is_placeholder_value(value: &str) -> bool {
     let lower = value.to_lowercase();
-    PLACEHOLDER_VALUES.contains(&lower.as_str())
+    let named = |v: &str| PLACEHOLDER_VALUES.contains(&v);
+    named(&lower)
+        || ["my", "your", "the"]
+            .iter()
+            .any(|p| lower.strip_prefix(p).is_some_and(named))
 }
 
 /// Placeholder words and template slots (`${X}`, `{{x}}`, `<your-key>`, `[PASSWORD]`).
@@ -237,6 +306,422 @@ fn is_dotted_path(value: &str) -> bool {
             matches!(chars.next(), Some(ch) if ch.is_ascii_alphabetic() || ch == '_' || ch == '$')
                 && chars.all(|ch| ch.is_ascii_alphanumeric() || ch == '_' || ch == '$')
         })
+}
+
+/// `curl -u token:` reports the user as the credential only when it is this long.
+const LONE_USER_MIN_CHARS: usize = 8;
+
+/// Names that say the value is meant to be seen: a public or publishable key, a CSRF token.
+pub const PUBLIC_NAME_WORDS: &[&str] = &["public", "publishable", "csrf", "xsrf", "authenticity"];
+
+/// Words glued in front of `token` that keep it a credential (`accesstoken`, `authtoken`); any
+/// other (`jsonwebtoken`, `nexttoken`) makes it another word.
+pub const TOKEN_QUALIFIERS: &[&str] = &[
+    "access", "api", "app", "auth", "bearer", "bot", "client", "deploy", "id", "my", "oauth", "personal",
+    "refresh", "secret", "service", "session", "user",
+];
+
+/// The last word of a name that promises a credential (`STRIPE_KEY`, `authSig`, `db_password`).
+pub const SECRET_NAME_WORDS: &[&str] = &[
+    "key", "keys", "token", "tokens", "secret", "secrets", "auth", "credential", "credentials", "password",
+    "passwd", "pwd", "pass", "passphrase", "sig", "signature", "apikey",
+];
+
+/// A made-up key ends with one of these (`…EXAMPLE`, `…TokenHere`, `…test`).
+pub const PLACEHOLDER_SUFFIXES: &[&str] = &["example", "test", "here", "xxxx", "dummy", "sample", "fake"];
+
+/// Value lengths for the shape-only rules (a value after a hinting name; a token on its own).
+pub const ENTROPY_MIN_CHARS: usize = 16;
+pub const ENTROPY_MAX_CHARS: usize = 256;
+pub const BARE_MIN_CHARS: usize = 32;
+pub const BARE_MAX_CHARS: usize = 120;
+/// Shannon entropy (bits per character) a machine-made value reaches.
+pub const ENTROPY_FLOOR: f64 = 3.2;
+/// A value (or a token's body) is made of words when word-like runs cover over 4/10 of it.
+const WORDY_TENTHS: usize = 4;
+const WORD_MIN_CHARS: usize = 5;
+/// Upper-case runs need more letters: base32 bodies (`AKIA…`) have short ones by chance.
+const UPPER_WORD_MIN_CHARS: usize = 8;
+/// A run of identical characters, or an ascending one (`abcde`, `12345`), this long.
+const RUN_MAX: usize = 5;
+/// Adjacent lines of at least this many base64 characters make a block (a certificate).
+const BLOCK_LINE_MIN: usize = 20;
+const NAME_LOOK_CHARS: usize = 40;
+const ASSIGNED_LOOK_CHARS: usize = 48;
+const GLUED_LOOK_CHARS: usize = 20;
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+}
+
+fn is_base64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=')
+}
+
+/// The body is base64 of printable text (`YWJjZGVm…` is "abcdef…"): a made-up key, since key
+/// material is binary. Bodies that are not plain base64 are kept.
+fn decodes_to_text(body: &str) -> bool {
+    let (mut bits, mut nbits, mut seen) = (0u32, 0u32, 0usize);
+    for b in body.bytes() {
+        let v = match b {
+            b'A'..=b'Z' => b - b'A',
+            b'a'..=b'z' => b - b'a' + 26,
+            b'0'..=b'9' => b - b'0' + 52,
+            b'+' => 62,
+            b'/' => 63,
+            b'=' => break,
+            _ => return false,
+        };
+        bits = ((bits << 6) | u32::from(v)) & 0xFFFF;
+        nbits += 6;
+        if nbits >= 8 {
+            nbits -= 8;
+            let byte = (bits >> nbits) & 0xFF;
+            if !((32..127).contains(&byte) || matches!(byte, 9 | 10 | 13)) {
+                return false;
+            }
+            seen += 1;
+        }
+    }
+    seen > 0
+}
+
+fn longest_identical_run(part: &str) -> usize {
+    let (mut best, mut run, mut prev) = (0, 0, None);
+    for ch in part.chars() {
+        run = if Some(ch) == prev { run + 1 } else { 1 };
+        prev = Some(ch);
+        best = best.max(run);
+    }
+    best
+}
+
+/// `b` follows `a` in the digits or the alphabet; the same letter in the other case continues
+/// a run too (`aAbBcC`).
+fn step(a: char, b: char) -> bool {
+    if a.is_ascii_digit() && b.is_ascii_digit() {
+        return b as u32 == a as u32 + 1;
+    }
+    let (la, lb) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
+    la.is_ascii_lowercase() && lb.is_ascii_lowercase() && (lb as u32 == la as u32 + 1 || (la == lb && a != b))
+}
+
+/// (longest ascending run, characters in ascending runs of 3 or more, characters).
+fn sequence_stats(part: &str) -> (usize, usize, usize) {
+    let (mut best, mut covered, mut run, mut n) = (0, 0, 0, 0);
+    let mut prev: Option<char> = None;
+    for ch in part.chars() {
+        n += 1;
+        if prev.is_some_and(|p| step(p, ch)) {
+            run += 1;
+        } else {
+            best = best.max(run);
+            if run >= 3 {
+                covered += run;
+            }
+            run = 1;
+        }
+        prev = Some(ch);
+    }
+    best = best.max(run);
+    if run >= 3 {
+        covered += run;
+    }
+    (best, covered, n)
+}
+
+/// Machine-made keys are random: a run (`AAAAA`), a sequence (`abcde`, `12345`, `aAbBcC`) or a
+/// placeholder word at the end (`…EXAMPLE`, `…Here`) marks a made-up one.
+fn token_placeholder(part: &str) -> bool {
+    if longest_identical_run(part) >= RUN_MAX {
+        return true;
+    }
+    let (longest, covered, n) = sequence_stats(part);
+    if longest >= RUN_MAX || (n >= 6 && covered * 2 >= n) {
+        return true;
+    }
+    let lower = part.to_lowercase();
+    PLACEHOLDER_SUFFIXES.iter().any(|w| lower.ends_with(w))
+}
+
+/// Characters in runs that read as words: 5+ letters (`Config`, `STRINGHERE`; camelCase splits)
+/// with vowels in at least 3 of 10, as English has and random letters do not.
+fn wordiness(part: &str) -> usize {
+    let b: Vec<char> = part.chars().collect();
+    let n = b.len();
+    let (mut covered, mut i) = (0, 0);
+    while i < n {
+        let ch = b[i];
+        if !ch.is_ascii_alphabetic() {
+            i += 1;
+            continue;
+        }
+        let mut j = i + 1;
+        if ch.is_ascii_uppercase() && j < n && b[j].is_ascii_uppercase() {
+            while j < n && b[j].is_ascii_uppercase() {
+                j += 1;
+            }
+        } else {
+            while j < n && b[j].is_ascii_lowercase() {
+                j += 1;
+            }
+        }
+        let run = &b[i..j];
+        let need = if run[run.len() - 1].is_ascii_uppercase() {
+            UPPER_WORD_MIN_CHARS
+        } else {
+            WORD_MIN_CHARS
+        };
+        let vowels = run.iter().filter(|c| "aeiouyAEIOUY".contains(**c)).count();
+        if run.len() >= need && vowels * 10 >= run.len() * 3 {
+            covered += run.len();
+        }
+        i = j;
+    }
+    covered
+}
+
+fn wordy(part: &str) -> bool {
+    wordiness(part) * 10 > part.chars().count() * WORDY_TENTHS
+}
+
+/// Shannon entropy in bits per character (of an ASCII value).
+fn shannon(part: &str) -> f64 {
+    let mut counts = [0usize; 128];
+    for b in part.bytes() {
+        counts[usize::from(b & 0x7F)] += 1;
+    }
+    let n = part.len() as f64;
+    -counts
+        .iter()
+        .filter(|&&k| k > 0)
+        .map(|&k| {
+            let p = k as f64 / n;
+            p * p.log2()
+        })
+        .sum::<f64>()
+}
+
+/// Random enough to be a generated key: no placeholder, run, sequence or words, varied
+/// characters, high entropy.
+fn machine_made(value: &str, check: Check) -> bool {
+    !(is_variable(value)
+        || is_dotted_path(value)
+        || value.contains("://")
+        || is_placeholder_value(value)
+        || looks_like_placeholder(value)
+        || token_placeholder(value)
+        || !structure_ok(value, check)
+        || wordy(value))
+        && shannon(value) >= ENTROPY_FLOOR
+}
+
+/// The whole identifier around a matched key word (`SUMO_ACCESS_KEY`, `publicToken`).
+fn key_name(text: &str, key: (usize, usize)) -> &str {
+    let b = text.as_bytes();
+    let mut lo = key.0;
+    while lo > key.0.saturating_sub(NAME_LOOK_CHARS) && is_ident(b[lo - 1]) {
+        lo -= 1;
+    }
+    let mut hi = key.1;
+    while hi < b.len().min(key.1 + NAME_LOOK_CHARS) && is_ident(b[hi]) {
+        hi += 1;
+    }
+    &text[lo..hi]
+}
+
+fn says_public(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    PUBLIC_NAME_WORDS.iter().any(|w| lower.contains(w))
+}
+
+fn key_says_public(text: &str, key: (usize, usize)) -> bool {
+    says_public(key_name(text, key))
+}
+
+/// `jsonwebtoken`: `token` glued to a lower-case word that is not a credential qualifier.
+fn token_glued(text: &str, key: (usize, usize)) -> bool {
+    let b = text.as_bytes();
+    let word = &text[key.0..key.1];
+    if !word.eq_ignore_ascii_case("token") || !b[key.0].is_ascii_lowercase() || key.0 == 0 || !b[key.0 - 1].is_ascii_lowercase() {
+        return false;
+    }
+    let mut lo = key.0;
+    while lo > key.0.saturating_sub(GLUED_LOOK_CHARS) && b[lo - 1].is_ascii_lowercase() {
+        lo -= 1;
+    }
+    !TOKEN_QUALIFIERS.contains(&&text[lo..key.0])
+}
+
+/// A name for something people choose (a password, a PIN), not a generated key.
+fn human_key(word: &str) -> bool {
+    let w = word.to_ascii_lowercase();
+    ["pass", "pwd", "pin", "code"].iter().any(|k| w.contains(k))
+}
+
+/// `STRIPE_API_KEY`, `authSig`, `api-token.2` -> lower-case words (digits dropped).
+fn name_parts(name: &str) -> Vec<String> {
+    let mut parts = Vec::new();
+    let mut cur = String::new();
+    for ch in name.chars() {
+        if matches!(ch, '_' | '.' | '-') || ch.is_ascii_digit() {
+            if !cur.is_empty() {
+                parts.push(std::mem::take(&mut cur));
+            }
+        } else if ch.is_ascii_uppercase() && cur.chars().next_back().is_some_and(|c| c.is_ascii_lowercase()) {
+            parts.push(std::mem::take(&mut cur));
+            cur.push(ch);
+        } else {
+            cur.push(ch);
+        }
+    }
+    if !cur.is_empty() {
+        parts.push(cur);
+    }
+    parts.iter().map(|p| p.to_ascii_lowercase()).collect()
+}
+
+/// The last word of the name is a credential word (`db_password`, `STRIPE_KEY`), not
+/// `credentials_id` or `key_vault_name`.
+fn names_a_secret(name: &str) -> bool {
+    let mut parts = name_parts(name);
+    if parts.last().is_some_and(|p| p == "v") {
+        parts.pop();
+    }
+    parts.last().is_some_and(|last| {
+        SECRET_NAME_WORDS.contains(&last.as_str())
+            || ["key", "token", "secret", "password"].iter().any(|w| last.ends_with(w))
+    })
+}
+
+/// A piece of a name: one case throughout (with digits), or letters then digits.
+fn word_piece(p: &str) -> bool {
+    let b = p.as_bytes();
+    let one_case = b.iter().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
+        || b.iter().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit());
+    let letters = b.iter().take_while(|c| c.is_ascii_alphabetic()).count();
+    one_case || (letters > 0 && b[letters..].iter().all(u8::is_ascii_digit))
+}
+
+/// `cmp2-qat-1208358310`, `NEXUS-GPT4-API-KEY`, `dev-lb1.api.f4ke.com`, a UUID: names and
+/// identifiers joined by separators, not a random key.
+fn is_slug(value: &str) -> bool {
+    let mut pieces = value.split(['-', '_', '.']);
+    value.contains(['-', '_', '.']) && pieces.all(word_piece)
+}
+
+/// The token is a line of a base64 block (a certificate, a public key): the line before or
+/// after it is base64 too, or PEM armour.
+fn in_base64_block(text: &str, span: (usize, usize)) -> bool {
+    let b = text.as_bytes();
+    let (s, e) = span;
+    let mut nl = e;
+    if b.get(nl) == Some(&b'\r') {
+        nl += 1;
+    }
+    if b.get(nl) == Some(&b'\n') {
+        let next = &b[nl + 1..b.len().min(nl + 1 + BLOCK_LINE_MIN)];
+        if next.iter().take_while(|&&c| is_base64(c)).count() >= BLOCK_LINE_MIN || next.starts_with(b"-----") {
+            return true;
+        }
+    }
+    if s >= 1 && b[s - 1] == b'\n' {
+        let mut p = s - 1;
+        if p >= 1 && b[p - 1] == b'\r' {
+            p -= 1;
+        }
+        let prev = &b[p.saturating_sub(BLOCK_LINE_MIN)..p];
+        if prev.iter().rev().take_while(|&&c| is_base64(c)).count() >= BLOCK_LINE_MIN || prev.ends_with(b"-----") {
+            return true;
+        }
+    }
+    false
+}
+
+/// The name a token is assigned to on its line (`name = token`, `"name": "token"`), if any.
+fn assigned_name(text: &str, s: usize) -> &str {
+    let b = text.as_bytes();
+    let lo = s.saturating_sub(ASSIGNED_LOOK_CHARS);
+    let mut p = s;
+    while p > lo && matches!(b[p - 1], b'"' | b'\'' | b'`' | b' ' | b'\t') {
+        p -= 1;
+    }
+    if p == lo || !matches!(b[p - 1], b'=' | b':') {
+        return "";
+    }
+    p -= 1;
+    while p > lo && matches!(b[p - 1], b'"' | b'\'' | b' ' | b'\t') {
+        p -= 1;
+    }
+    let end = p;
+    while p > lo && is_ident(b[p - 1]) {
+        p -= 1;
+    }
+    &text[p..end]
+}
+
+/// A token on its own counts only outside paths, file names, e-mail addresses, data URIs,
+/// base64 blocks and public assignments.
+fn bare_context_ok(text: &str, span: (usize, usize)) -> bool {
+    let b = text.as_bytes();
+    let (s, e) = span;
+    if s > 0 && b"/.\\@#$%&?~".contains(&b[s - 1]) {
+        return false;
+    }
+    if s >= 7 && b[s - 7..s].eq_ignore_ascii_case(b"base64,") {
+        return false;
+    }
+    if let Some(&after) = b.get(e) {
+        if b"/@\\~".contains(&after) || (after == b'.' && b.get(e + 1).is_some_and(u8::is_ascii_alphanumeric)) {
+            return false;
+        }
+    }
+    !in_base64_block(text, span) && !says_public(assigned_name(text, s))
+}
+
+/// "my wifi password is …": the value as reported (quotes dropped), when it reads as a password
+/// (letters with digits or symbols, camelCase, six or more digits; a PIN or code: 4 to 12
+/// digits) and not as an ordinary word.
+fn disclosure_span(text: &str, key: (usize, usize), span: (usize, usize)) -> Option<(usize, usize)> {
+    let (s, e) = span;
+    let v = &text[s..e];
+    if v.starts_with(['"', '\'']) {
+        let inner = &v[1..v.len() - 1];
+        let mut distinct: Vec<char> = inner.chars().collect();
+        let n = distinct.len();
+        distinct.sort_unstable();
+        distinct.dedup();
+        if n < 4 || distinct.len() < 3 || is_placeholder_value(inner) || looks_like_placeholder(inner) || is_variable(inner) {
+            return None;
+        }
+        return Some((s + 1, e - 1));
+    }
+    let v = v.trim_end_matches(['.', ',', ';', ':', '?', ')']);
+    let e = s + v.len();
+    if is_placeholder_value(v) || looks_like_placeholder(v) || is_variable(v) || v.contains("://") {
+        return None;
+    }
+    let kw = text[key.0..key.1].to_ascii_lowercase();
+    let code_word = kw.contains("pin") || kw.contains("code");
+    let n = v.chars().count();
+    if !v.is_empty() && v.bytes().all(|c| c.is_ascii_digit()) {
+        if code_word && (4..=12).contains(&n) {
+            return Some((s, e));
+        }
+        let mut distinct: Vec<u8> = v.bytes().collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        return (n >= 6 && distinct.len() >= 3).then_some((s, e));
+    }
+    if n < 6 || code_word {
+        return None;
+    }
+    let letter = v.chars().any(|c| c.is_ascii_alphabetic());
+    let digit = v.chars().any(|c| c.is_ascii_digit());
+    let symbol = v.chars().any(|c| "!@#$%^&*+=?~".contains(c));
+    let chars: Vec<char> = v.chars().collect();
+    let camel = chars.windows(2).any(|w| w[0].is_ascii_lowercase() && w[1].is_ascii_uppercase());
+    (letter && (digit || symbol || camel)).then_some((s, e))
 }
 
 #[cfg(test)]

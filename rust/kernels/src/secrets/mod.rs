@@ -1,5 +1,10 @@
-//! Secret scanning: a compiled rule set that finds credentials in text, reports their spans
-//! and redacts them. The shared filter every capability runs before persisting text.
+//! Secret scanning: a compiled rule set that finds credentials (and personal data such as card
+//! numbers) in text, reports their spans and redacts them. The shared filter every capability
+//! runs before persisting text.
+//!
+//! Text is first normalised (`normalize.rs`: NFKC, invisible and control characters removed,
+//! spaced-out tokens joined) so a secret cannot hide behind Unicode; findings are reported in
+//! the original text's offsets.
 //!
 //! Matching uses the `regex` crate only (finite automata: no backtracking, no look-around),
 //! so a scan is linear in the text. A `RegexSet` pass first tells which rules can match at
@@ -8,6 +13,8 @@
 //! drop look-alike placeholders.
 
 mod checks;
+pub mod normalize;
+mod pii;
 pub mod rules;
 
 use std::sync::OnceLock;
@@ -18,7 +25,8 @@ use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use crate::{KernelError, Result};
 use checks::MatchParts;
 pub use checks::{PLACEHOLDER_MAX_CHARS, PLACEHOLDER_SUBSTRINGS, PLACEHOLDER_VALUES, PRIVATE_KEY_MIN_BASE64};
-pub use rules::{BuiltinRule, Check, Kind, BUILTIN};
+use normalize::Normalized;
+pub use rules::{BuiltinRule, Category, Check, Kind, BUILTIN};
 
 /// Texts at least this long are scanned with their candidate rules in parallel.
 const PARALLEL_RULES_MIN_BYTES: usize = 256 * 1024;
@@ -51,6 +59,7 @@ struct CompiledRule {
     secret: Option<usize>,
     body: Option<usize>,
     user: Option<usize>,
+    key: Option<usize>,
 }
 
 impl CompiledRule {
@@ -62,13 +71,14 @@ impl CompiledRule {
             secret: group("secret"),
             body: group("body"),
             user: group("user"),
+            key: group("key"),
             regex,
             check,
         })
     }
 
     fn needs_captures(&self) -> bool {
-        self.secret.is_some() || self.body.is_some() || self.user.is_some()
+        self.secret.is_some() || self.body.is_some() || self.user.is_some() || self.key.is_some()
     }
 
     /// Calls `f` with each accepted span (bytes) until `f` returns `false`.
@@ -88,6 +98,7 @@ impl CompiledRule {
                     secret: span(&caps, self.secret),
                     body: span(&caps, self.body),
                     user: span(&caps, self.user),
+                    key: span(&caps, self.key),
                 };
                 // A rule whose `secret` group did not take part reports nothing for this match.
                 if self.secret.is_some() && parts.secret.is_none() {
@@ -104,6 +115,7 @@ impl CompiledRule {
                     secret: None,
                     body: None,
                     user: None,
+                    key: None,
                 }) {
                     return;
                 }
@@ -112,6 +124,7 @@ impl CompiledRule {
     }
 }
 
+/// Every built-in rule compiled (in [`BUILTIN`] order), and the set of those on by default.
 fn builtin_compiled() -> &'static (Vec<CompiledRule>, RegexSet) {
     static BUILTIN_COMPILED: OnceLock<(Vec<CompiledRule>, RegexSet)> = OnceLock::new();
     BUILTIN_COMPILED.get_or_init(|| {
@@ -119,9 +132,52 @@ fn builtin_compiled() -> &'static (Vec<CompiledRule>, RegexSet) {
             .iter()
             .map(|r| CompiledRule::new(r.id, r.pattern, r.check).expect("built-in secret patterns compile"))
             .collect();
-        let set = build_set(BUILTIN.iter().map(|r| r.pattern)).expect("built-in secret patterns compile");
+        let set = build_set(BUILTIN.iter().filter(|r| r.on_by_default).map(|r| r.pattern))
+            .expect("built-in secret patterns compile");
         (rules, set)
     })
+}
+
+/// Which built-in rules a scanner runs: those on by default (when `defaults`), plus `enable`,
+/// minus `disable` (rule ids).
+#[derive(Clone, Debug, Default)]
+pub struct Selection {
+    pub defaults: bool,
+    pub enable: Vec<String>,
+    pub disable: Vec<String>,
+}
+
+impl Selection {
+    /// The rules on by default and nothing else.
+    pub fn defaults() -> Self {
+        Self {
+            defaults: true,
+            ..Self::default()
+        }
+    }
+
+    fn is_default(&self) -> bool {
+        self.defaults && self.enable.is_empty() && self.disable.is_empty()
+    }
+
+    /// Indices into [`BUILTIN`] of the selected rules; an unknown id is an error naming it.
+    fn indices(&self) -> Result<Vec<usize>> {
+        for (arg, ids) in [("enable", &self.enable), ("disable", &self.disable)] {
+            if let Some(id) = ids.iter().find(|id| !BUILTIN.iter().any(|r| r.id == id.as_str())) {
+                return Err(KernelError::invalid(arg, format!("no built-in rule {id:?}")));
+            }
+        }
+        if let Some(id) = self.enable.iter().find(|id| self.disable.contains(id)) {
+            return Err(KernelError::invalid("enable", format!("rule {id:?} is both enabled and disabled")));
+        }
+        Ok((0..BUILTIN.len())
+            .filter(|&i| {
+                let id = BUILTIN[i].id;
+                let on = (self.defaults && BUILTIN[i].on_by_default) || self.enable.iter().any(|e| e == id);
+                on && !self.disable.iter().any(|d| d == id)
+            })
+            .collect())
+    }
 }
 
 fn build_set<'a>(patterns: impl IntoIterator<Item = &'a str>) -> std::result::Result<RegexSet, regex::Error> {
@@ -137,14 +193,20 @@ pub struct Scanner {
 }
 
 impl Scanner {
-    /// The built-in rules (when `builtin`) followed by `extra` `(id, pattern)` user rules.
-    /// A user pattern may name a group `secret` to report only that part of the match.
+    /// The built-in rules on by default (when `builtin`) followed by `extra` `(id, pattern)`
+    /// user rules. A user pattern may name a group `secret` to report only that part of the match.
     pub fn new(extra: &[(String, String)], builtin: bool) -> Result<Self> {
-        let mut rules: Vec<CompiledRule> = if builtin {
-            builtin_compiled().0.clone()
-        } else {
-            Vec::new()
+        let selection = Selection {
+            defaults: builtin,
+            ..Selection::default()
         };
+        Self::with_selection(extra, &selection)
+    }
+
+    /// The `selection` of built-in rules followed by `extra` user rules.
+    pub fn with_selection(extra: &[(String, String)], selection: &Selection) -> Result<Self> {
+        let all = &builtin_compiled().0;
+        let mut rules: Vec<CompiledRule> = selection.indices()?.into_iter().map(|i| all[i].clone()).collect();
         let user_check = Check {
             kind: Kind::User,
             min_classes: 0,
@@ -170,7 +232,7 @@ impl Scanner {
                 .map_err(|e| KernelError::invalid("extra_rules", format!("rule {id:?}: invalid pattern: {e}")))?;
             rules.push(rule);
         }
-        let set = if extra.is_empty() && builtin {
+        let set = if extra.is_empty() && selection.is_default() {
             Some(builtin_compiled().1.clone())
         } else if rules.len() > 1 {
             let patterns: Vec<&str> = rules.iter().map(|r| r.regex.as_str()).collect();
@@ -213,19 +275,15 @@ impl Scanner {
     /// Every finding, sorted by `(start, end, rule)`; of findings with the same span only the
     /// earliest rule is kept. Spans of different rules may overlap.
     pub fn scan(&self, text: &str, offsets: Offsets) -> Vec<Finding> {
-        let candidates = self.candidates(text);
-        let rule_findings = |&i: &usize| {
-            let mut out = Vec::new();
-            self.rules[i].for_each(text, |start, end| {
-                out.push(Finding { start, end, rule: i });
-                true
-            });
-            out
-        };
-        let mut found: Vec<Finding> = if text.len() >= PARALLEL_RULES_MIN_BYTES && candidates.len() > 1 {
-            candidates.par_iter().flat_map_iter(rule_findings).collect()
-        } else {
-            candidates.iter().flat_map(rule_findings).collect()
+        let mut found = match Normalized::new(text) {
+            None => self.scan_read(text),
+            Some(norm) => {
+                let mut found = self.scan_read(&norm.text);
+                for f in &mut found {
+                    (f.start, f.end) = (norm.orig_start(f.start), norm.orig_end(f.end));
+                }
+                found
+            }
         };
         found.sort_unstable();
         found.dedup_by(|b, a| a.start == b.start && a.end == b.end);
@@ -235,8 +293,33 @@ impl Scanner {
         found
     }
 
+    /// Findings in the text the rules read (normalised), as byte ranges of it, unsorted.
+    fn scan_read(&self, text: &str) -> Vec<Finding> {
+        let candidates = self.candidates(text);
+        let rule_findings = |&i: &usize| {
+            let mut out = Vec::new();
+            self.rules[i].for_each(text, |start, end| {
+                out.push(Finding { start, end, rule: i });
+                true
+            });
+            out
+        };
+        if text.len() >= PARALLEL_RULES_MIN_BYTES && candidates.len() > 1 {
+            candidates.par_iter().flat_map_iter(rule_findings).collect()
+        } else {
+            candidates.iter().flat_map(rule_findings).collect()
+        }
+    }
+
     /// Whether `text` holds at least one finding (stops at the first).
     pub fn contains(&self, text: &str) -> bool {
+        match Normalized::new(text) {
+            None => self.contains_read(text),
+            Some(norm) => self.contains_read(&norm.text),
+        }
+    }
+
+    fn contains_read(&self, text: &str) -> bool {
         self.candidates(text).into_iter().any(|i| {
             let mut hit = false;
             self.rules[i].for_each(text, |_, _| {

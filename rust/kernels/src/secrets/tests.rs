@@ -83,11 +83,14 @@ const NEGATIVES: &[&str] = &[
 #[test]
 fn every_builtin_rule_compiles_and_ids_are_unique() {
     let s = Scanner::builtin();
-    let mut seen: Vec<&str> = s.rule_ids().collect();
-    assert_eq!(seen.len(), BUILTIN.len());
+    let on: Vec<&str> = BUILTIN.iter().filter(|r| r.on_by_default).map(|r| r.id).collect();
+    assert_eq!(s.rule_ids().collect::<Vec<_>>(), on);
+    let mut seen: Vec<&str> = BUILTIN.iter().map(|r| r.id).collect();
     seen.sort_unstable();
     seen.dedup();
     assert_eq!(seen.len(), BUILTIN.len());
+    let all = Scanner::with_selection(&[], &Selection { defaults: true, enable: vec!["phone".into(), "email".into()], disable: vec![] }).unwrap();
+    assert_eq!(all.len(), BUILTIN.len());
 }
 
 #[test]
@@ -161,7 +164,7 @@ fn user_rules() {
     assert_eq!(s.redact(text, "<{rule_id}>"), "<acme> and PIN <pin>");
     // With the built-ins too, the user rules come last.
     let both = Scanner::new(&extra, true).unwrap();
-    assert_eq!(both.len(), BUILTIN.len() + 2);
+    assert_eq!(both.len(), Scanner::builtin().len() + 2);
     assert!(both.contains("acme_deadbeef"));
     // A single user rule (no set) still works.
     let one = Scanner::new(&extra[..1], false).unwrap();
@@ -259,6 +262,17 @@ fn adversarial_inputs_scan_in_linear_time() {
         fill("xoxb-1"),
         fill("Q~"),
         fill("Authorization: Bearer "),
+        // The shape and context rules, normalisation and personal data.
+        fill("a="),
+        fill("k "),
+        fill("A\u{200B}"),
+        fill("ｇ"),
+        fill("4111 "),
+        fill("DE89 "),
+        fill("my password is "),
+        fill("<add key=\"password\" value=\""),
+        fill("STRIPE_KEY="),
+        fill("xY9"),
     ];
     for text in &inputs {
         let t0 = Instant::now();
