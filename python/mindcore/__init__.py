@@ -57,6 +57,10 @@ from mindcore.errors import MindcoreError
 from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from mindcore.context import Context as Context
+    from mindcore.context import ContextConfig as ContextConfig
+    from mindcore.context import RankedTool as RankedTool
+    from mindcore.context import Tool as Tool
     from mindcore.ltm import LongTermMemory as LongTermMemory
     from mindcore.ltm import Memory as Memory
     from mindcore.mind import Belief as Belief
@@ -90,6 +94,10 @@ _LAZY: dict[str, str] = {
     "Belief": "mindcore.mind",
     "Reflection": "mindcore.mind",
     "RecallResult": "mindcore.mind",
+    "Context": "mindcore.context",
+    "ContextConfig": "mindcore.context",
+    "Tool": "mindcore.context",
+    "RankedTool": "mindcore.context",
     "Toolset": "mindcore.toolspec",
     "ToolSpec": "mindcore.toolspec",
 }
