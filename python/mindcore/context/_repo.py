@@ -81,15 +81,16 @@ class _Lookup:
     """Row positions of a cached namespace by id, rebuilt when the namespace's rows change."""
 
     def __init__(self) -> None:
-        self._serial = -1
-        self._index: dict[str, int] = {}
+        # One tuple, replaced whole: a thread never pairs one entry's serial with another's index.
+        self._built: tuple[int, dict[str, int]] = (-1, {})
 
     def of(self, entry: CacheEntry) -> dict[str, int]:
-        if entry.serial != self._serial:
+        serial, index = self._built
+        if serial != entry.serial:
             ids = entry.scalars.column("id").to_pylist() if entry.n else []
-            self._index = {str(i): pos for pos, i in enumerate(ids)}
-            self._serial = entry.serial
-        return self._index
+            index = {str(i): pos for pos, i in enumerate(ids)}
+            self._built = (entry.serial, index)
+        return index
 
 
 class ContextRepo:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
@@ -61,10 +62,12 @@ class FieldVectors:
         self.inputs, self.has_input = inputs, has_input
         self.outputs, self.has_output = outputs, has_output
         self._combined: OrderedDict[tuple[float, ...], np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
 
     def combined(self, weights: tuple[float, float, float, float]) -> np.ndarray:
         """One ``(n, dim)`` matrix whose dot product with a unit query is the weighted score."""
-        got = self._combined.get(weights)
+        with self._lock:
+            got = self._combined.get(weights)
         if got is not None:
             return got
         wn, wd, wi, wo = weights
@@ -72,9 +75,10 @@ class FieldVectors:
         total = wn * self.name + wd * self.description + wi * self.inputs + wo * self.outputs
         safe = np.where(denom > 0, denom, 1.0)
         matrix = np.ascontiguousarray(np.where((denom > 0)[:, None], total / safe[:, None], 0.0), dtype=np.float32)
-        self._combined[weights] = matrix
-        while len(self._combined) > 4:
-            self._combined.popitem(last=False)
+        with self._lock:
+            self._combined[weights] = matrix
+            while len(self._combined) > 4:
+                self._combined.popitem(last=False)
         return matrix
 
 
@@ -102,6 +106,8 @@ class Catalog:
         self._metadata: list[Any] | None = None
         self._providers: list[tuple[int, frozenset[str]]] | None = None
         self._vectors: tuple[str, FieldVectors] | None = None
+        # Guards the lazily built parts: concurrent requests (the server's threads) build each once.
+        self._lock = threading.RLock()
 
     # -- rows -----------------------------------------------------------------------------------
 
@@ -149,6 +155,10 @@ class Catalog:
         return ((raw - np.float32(lo)) / np.float32(hi - lo)).astype(np.float32, copy=False)
 
     def _index_for(self, candidates: np.ndarray) -> BM25Index:
+        with self._lock:
+            return self._index_locked(candidates)
+
+    def _index_locked(self, candidates: np.ndarray) -> BM25Index:
         if candidates.shape[0] == self.rankable.shape[0]:
             if self._index is None:
                 self._index = self._build(self.rankable)
@@ -205,6 +215,10 @@ class Catalog:
     def field_vectors(self, model_id: str, source: Callable[[list[str]], np.ndarray]) -> FieldVectors:
         """The unit field vectors of every tool for embedding model ``model_id``, fetched (or
         embedded) once per catalog and model; ``source(texts)`` returns their vectors."""
+        with self._lock:
+            return self._field_vectors_locked(model_id, source)
+
+    def _field_vectors_locked(self, model_id: str, source: Callable[[list[str]], np.ndarray]) -> FieldVectors:
         if self._vectors is not None and self._vectors[0] == model_id:
             return self._vectors[1]
         texts = [self.tool(i).embedding_texts() for i in range(self.n)]
@@ -234,10 +248,11 @@ class Catalog:
     # -- graph expansion ------------------------------------------------------------------------
 
     def _meta(self, row: int) -> Any:
-        if self._metadata is None:
+        metadata = self._metadata
+        if metadata is None:
             raw = self._entry.scalars.column("metadata").to_pylist() if self.n else []
-            self._metadata = [None if m is None else json.loads(m) for m in raw]
-        return self._metadata[row]
+            metadata = self._metadata = [None if m is None else json.loads(m) for m in raw]
+        return metadata[row]
 
     def expand(self, ranked: Sequence[int], candidates: np.ndarray, limit: int) -> list[int]:
         """Up to ``ceil(0.6·limit)`` candidates not in ``ranked`` that provide what the ranked
@@ -247,11 +262,13 @@ class Catalog:
             required |= _strings(self._meta(row), "requires")
         if not required:
             return []
-        if self._providers is None:
-            self._providers = [(row, frozenset(p)) for row in range(self.n) if (p := _strings(self._meta(row), "provides"))]
+        providers = self._providers
+        if providers is None:
+            providers = self._providers = [
+                (row, frozenset(p)) for row in range(self.n) if (p := _strings(self._meta(row), "provides"))]
         taken = set(ranked)
         allowed = set(candidates.tolist())
-        found = [(len(p & required), row) for row, p in self._providers
+        found = [(len(p & required), row) for row, p in providers
                  if row in allowed and row not in taken and p & required]
         found.sort(key=lambda c: -c[0])  # stable: row order among equals
         return [row for _, row in found[: math.ceil(limit * EXPANSION_SHARE)]]
