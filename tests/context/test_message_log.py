@@ -86,3 +86,29 @@ def test_a_second_log_object_sees_every_append(store: mindcore.Store) -> None:
     assert [m["content"] for m in one.page("a").messages] == ["1", "2"]
     one.clear("a")
     assert two.max_seq("a") == 0
+
+
+def test_a_view_after_an_append_reuses_the_rows_it_shares(log: MessageLog) -> None:
+    log.append("a", msgs("one", "two"))
+    computed: list[tuple[int, int]] = []
+
+    def lengths(view: LogView) -> list[int]:
+        def compute(lo: int, hi: int) -> list[int]:
+            computed.append((lo, hi))
+            return [len(c) for c in view.column("content")[lo:hi]]
+
+        return view.per_row("lengths", compute).tolist()
+
+    assert lengths(log.view("a")) == [3, 3]
+    log.append("a", msgs("three"))
+    view = log.view("a")
+    assert lengths(view) == [3, 3, 5] and view.column("content") == ["one", "two", "three"]
+    assert computed == [(0, 2), (2, 3)]  # only the new row was computed
+    # Another log object of this process shares the store's cache, and so its history.
+    other = MessageLog(log._store, "test_messages")
+    other.append("a", msgs("four"))
+    assert lengths(log.view("a")) == [3, 3, 5, 4] and computed[-1] == (3, 4)
+    # Rows that changed in a way the cache cannot follow are computed again, from the start.
+    log.clear("a")
+    log.append("a", msgs("five!"))
+    assert lengths(log.view("a")) == [5] and computed[-1] == (0, 1)

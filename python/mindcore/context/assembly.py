@@ -348,13 +348,11 @@ class ContextBuilder:
 
 def _tokens(view: LogView, exact: bool) -> np.ndarray:
     """Tokens of every message of the view (cached on the view)."""
-    key = "context.o200k" if exact else "context.bytes4"
-    got: np.ndarray | None = view.memo.get(key)
-    if got is None:
-        contents = view.column("content")
-        counts = count_tokens(contents) if exact else estimate_tokens(contents, rule="bytes")
-        got = view.memo[key] = np.asarray(counts, dtype=np.int64)
-    return got
+    def compute(lo: int, hi: int) -> np.ndarray:
+        contents = view.column("content")[lo:hi]
+        return np.asarray(count_tokens(contents) if exact else estimate_tokens(contents, rule="bytes"), dtype=np.int64)
+
+    return view.per_row("context.o200k" if exact else "context.bytes4", compute)
 
 
 def _count(text: str, exact: bool) -> int:

@@ -70,15 +70,18 @@ class LogView:
     """A log at one table version: its rows in ascending ``seq`` (read-only; shared).
 
     ``seq`` is the int64 array of sequence numbers; :meth:`column` gives a column in ``seq``
-    order, :meth:`messages` materialises rows by rank (0 is the oldest).
+    order, :meth:`messages` materialises rows by rank (0 is the oldest), :meth:`per_row` keeps
+    what a capability computes per message. After this process appends, the new view reuses the
+    old one's columns and per-row values for the rows they share.
     """
 
     entry: CacheEntry
     order: np.ndarray | None  # positions of the entry's rows in ascending seq; None: already so
     seq: np.ndarray
-    #: What a capability derives from these rows (token counts, ...), kept as long as the view.
-    memo: dict[str, Any] = field(default_factory=dict)
+    #: The view this one extends (its rows are this view's first ``len(previous)`` rows), if any.
+    previous: LogView | None = None
     _columns: dict[str, list[Any]] = field(default_factory=dict)
+    _per_row: dict[str, np.ndarray] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return int(self.seq.shape[0])
@@ -96,11 +99,30 @@ class LogView:
         """Column ``name`` in ``seq`` order (cached; never mutate it)."""
         got = self._columns.get(name)
         if got is None:
+            prev = self.previous
+            shared = prev._columns.get(name) if prev is not None else None
+            start = len(shared) if shared is not None else 0
             values = self.entry.scalars.column(name)
             if self.order is not None:
                 values = values.take(pa.array(self.order, type=pa.int64()))
-            got = values.to_pylist()
+            tail = values.slice(start).to_pylist()
+            got = tail if shared is None else shared + tail
             self._columns[name] = got
+        return got
+
+    def per_row(self, key: str, compute: Callable[[int, int], np.ndarray]) -> np.ndarray:
+        """Values a capability computes per message (token counts, ...), cached under ``key``:
+        ``compute(lo, hi)`` gives those of ranks ``lo`` to ``hi``; only new rows are computed
+        when this view extends one that has them."""
+        got = self._per_row.get(key)
+        if got is None:
+            prev = self.previous
+            shared = prev._per_row.get(key) if prev is not None else None
+            if shared is None:
+                got = np.asarray(compute(0, len(self)))
+            else:
+                got = np.concatenate([shared, np.asarray(compute(len(shared), len(self)), dtype=shared.dtype)])
+            self._per_row[key] = got
         return got
 
     def messages(self, ranks: Sequence[int] | np.ndarray) -> list[dict[str, Any]]:
@@ -109,7 +131,7 @@ class LogView:
         idx = np.asarray(ranks, dtype=np.int64)
         if self.order is not None:
             idx = self.order[idx]
-        rows = self.entry.rows(idx, _READ)
+        rows: list[dict[str, Any]] = self.entry.scalars.select(_READ).take(pa.array(idx, type=pa.int64())).to_pylist()
         for row in rows:
             raw = row["tool_calls"]
             row["tool_calls"] = None if raw is None else json.loads(raw)
@@ -150,7 +172,7 @@ class MessageLog:
         if seq.shape[0] > 1 and not bool(np.all(seq[1:] > seq[:-1])):
             order = np.argsort(seq, kind="stable").astype(np.int64)
             seq = seq[order]
-        view = LogView(entry, order, seq)
+        view = LogView(entry, order, seq, previous=_extended(seen, entry, order))
         self._views[log] = view
         return view
 
@@ -221,6 +243,18 @@ class MessageLog:
         """Delete every message of ``log``."""
         self.table.clear(log)
         self._views.pop(log, None)
+
+
+def _extended(seen: LogView | None, entry: CacheEntry, order: np.ndarray | None) -> LogView | None:
+    """``seen`` when ``entry`` is its rows plus rows appended by this process (so a new view can
+    reuse what was computed for them), else ``None``."""
+    if seen is None or order is not None or seen.order is not None:
+        return None
+    changes = entry.changes_since(seen.entry.serial)
+    if changes is None or changes[0].shape[0] or changes[1] != len(seen):
+        return None
+    seen.previous = None  # keep one view back at most, never a chain of them
+    return seen
 
 
 def _row(message: Mapping[str, Any], i: int) -> dict[str, Any]:
