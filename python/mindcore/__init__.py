@@ -41,6 +41,22 @@ from conversations or stored directly, recalled by meaning and by words; secrets
 True
 >>> ltm.close()
 
+**Context assembly** (:class:`Context`): a dataset of tools ranked for each request (BM25,
+semantic or hybrid, in Rust), and sessions whose history is fitted to a token budget every turn;
+``mindcore serve`` speaks agentified's HTTP protocol over it.
+
+>>> ctx = mindcore.Context(store, dataset="tour")
+>>> ctx.register([mindcore.Tool("get_weather", "Current weather for a city"),
+...               mindcore.Tool("send_email", "Send an email")])
+2
+>>> [t.name for t in ctx.discover("what is the weather in Paris?", limit=1)]
+['get_weather']
+>>> chat = ctx.session("chat-1")
+>>> chat.append([{"role": "user", "content": "Weather in Paris?"}])
+(1, 1)
+>>> [m.seq for m in chat.context.messages(strategy="recent", max_tokens=1000).assemble().messages]
+[1]
+
 Below the capabilities: :mod:`mindcore.kernels` (Rust: hybrid top-k, exact token counts, secret
 scanning, budget packing, BM25, a hashing embedder), :mod:`mindcore.store` (LanceDB tables,
 filters, units of work), :mod:`mindcore.embed` and :mod:`mindcore.llm` (model protocols and

@@ -256,3 +256,54 @@ def test_mindcore_serve_keeps_everything_across_a_restart(tmp_path: Path) -> Non
     finally:
         proc.terminate()
         proc.communicate(timeout=60)
+
+
+class BrokenEmbedder:
+    dim = 8
+    model_id = "broken-8"
+
+    def embed(self, texts: list[str]) -> Any:
+        raise mindcore.errors.EmbeddingError("embedder 'broken-8': endpoint down")
+
+
+def test_an_embedding_failure_is_a_502(tmp_path: Path) -> None:
+    with Running(create_app(tmp_path / "store", embedder=BrokenEmbedder())) as served, \
+            httpx.Client(base_url=served.url) as http:
+        http.post("/api/v1/datasets/d/tools", json={"tools": [{"name": "t", "description": "d"}]})
+        r = http.post("/api/v1/datasets/d/discover", json={"query": "q", "strategy": "semantic"})
+        assert r.status_code == 502 and "endpoint down" in r.json()["error"]
+        assert http.post("/api/v1/datasets/d/discover", json={"query": "q"}).status_code == 200  # bm25 needs no model
+
+
+def test_compacted_through_an_openai_compatible_llm(tmp_path: Path, openai_server: Any) -> None:
+    from mindcore.llm import OpenAICompatibleLLM
+
+    llm = OpenAICompatibleLLM("summariser", base_url=openai_server.base_url)
+    with Running(create_app(tmp_path / "store", llm=llm)) as served, httpx.Client(base_url=served.url) as http:
+        base = {"dataset": "d", "namespace": "n", "session": "s"}
+        http.post("/api/v1/messages", json={**base, "messages": [{"role": "user", "content": "x" * 100}] * 5})
+        body = http.post("/api/v1/context", json={**base, "messages": {"strategy": "compacted", "max_tokens": 60}}).json()
+        assert body["summary"] and body["summary_range"] == {"first_seq": 1, "last_seq": 4, "count": 4}
+        assert [m["seq"] for m in body["messages"]] == [5] and body["fallback"] is False
+
+
+def test_serve_options_and_their_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from mindcore.server.serve import _llm, add_arguments
+
+    def parse(*argv: str) -> argparse.Namespace:
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)
+        return parser.parse_args(argv)
+
+    defaults = parse()
+    assert (defaults.host, defaults.port, defaults.token, defaults.llm_model) == ("127.0.0.1", 9119, None, None)
+    assert _llm(defaults.llm_model, defaults.llm_base_url) is None
+    monkeypatch.setenv("MINDCORE_TOKEN", "t0k")
+    monkeypatch.setenv("MINDCORE_LLM_MODEL", "llama3.2")
+    monkeypatch.setenv("MINDCORE_LLM_BASE_URL", "http://127.0.0.1:1/v1")
+    env = parse()
+    llm = _llm(env.llm_model, env.llm_base_url)
+    assert env.token == "t0k" and llm is not None and llm.model == "llama3.2"
+    assert parse("--token", "other").token == "other"
