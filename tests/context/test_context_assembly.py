@@ -353,3 +353,20 @@ def test_session_tools_offer_discovery_history_and_held_tools(tooled: Context) -
     assert s.call("agentified_discover", {})["status"] == "error"  # query is required
     assert [spec["function"]["name"] for spec in s.tools.openai()][:2] == ["agentified_discover",
                                                                            "agentified_get_messages"]
+
+
+def test_async_tool_handlers_run_from_call_and_acall(store: mindcore.Store) -> None:
+    async def forecast(args: dict) -> dict:
+        await asyncio.sleep(0)
+        return {"temp": 21}
+
+    ctx = Context(store)
+    ctx.register([Tool("forecast", "weather forecast", handler=forecast, always_include=True)])
+    s = ctx.session("s")
+    assert s.call("forecast", {}) == {"status": "ok", "result": {"temp": 21}}
+    assert asyncio.run(s.acall("forecast", {})) == {"status": "ok", "result": {"temp": 21}}
+
+    async def inside_a_loop() -> dict:
+        return s.call("forecast", {})  # blocking call on the loop's thread: a readable tool error
+
+    assert "await session.acall" in asyncio.run(inside_a_loop())["error"]

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from mindcore.context import selection
+from mindcore.context._blocking import LoopRunning, run_to_completion
 from mindcore.context.events import ContextAssembledEvent, RecallEvent
 from mindcore.context.types import RankedTool, Recalled, StoredMessage, SummaryRange
 from mindcore.errors import ContextError, UnsupportedStrategyError
@@ -263,12 +264,12 @@ class ContextBuilder:
             if opts.compaction is not None:
                 result = opts.compaction(older)
                 if inspect.isawaitable(result):
-                    result = _run(result)
+                    result = run_to_completion(result)
                 return _summary_text(result)
             llm = self._session.ctx.llm
             assert llm is not None
             return _summary_text(llm.complete(_prompt(older), max_tokens=max(1, plan.summary_budget)))
-        except _AsyncInBlockingCall:
+        except LoopRunning:
             raise ContextError("the compaction callable is async: use `await ... .aassemble()`") from None
         except Exception:
             log.warning("summarising %d older messages failed; falling back to 'recent'", len(older), exc_info=True)
@@ -392,19 +393,3 @@ def _summary_text(result: Any) -> str:
     return result
 
 
-class _AsyncInBlockingCall(Exception):
-    pass
-
-
-def _run(awaitable: Any) -> Any:
-    """Run a coroutine to completion from blocking code (not possible inside a running loop)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        async def wait() -> Any:
-            return await awaitable
-
-        return asyncio.run(wait())
-    if inspect.iscoroutine(awaitable):
-        awaitable.close()
-    raise _AsyncInBlockingCall

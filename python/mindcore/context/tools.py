@@ -8,7 +8,6 @@ still offered; calling it here returns a tool error saying so.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 import threading
@@ -16,6 +15,7 @@ from collections import OrderedDict
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from mindcore.context._blocking import LoopRunning, run_to_completion
 from mindcore.context.types import Tool
 from mindcore.toolspec import ToolError, Toolset, ToolSpec
 
@@ -96,23 +96,13 @@ def _handler(tool: Tool) -> Any:
             raise ToolError(f"tool {tool.name!r} has no handler in this process")
         result = tool.handler(args)
         if inspect.isawaitable(result):
-            result = _resolve(result)
+            try:
+                result = run_to_completion(result)
+            except LoopRunning:
+                raise ToolError("this tool's handler is async: call it with `await session.acall(...)`") from None
         return {"status": "ok", "result": result}
 
     return call
-
-
-def _resolve(awaitable: Any) -> Any:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        async def wait() -> Any:
-            return await awaitable
-
-        return asyncio.run(wait())
-    if inspect.iscoroutine(awaitable):
-        awaitable.close()
-    raise ToolError("this tool's handler is async: call it with `await session.acall(...)`")
 
 
 _SPECS: OrderedDict[tuple[str, str, str], ToolSpec] = OrderedDict()
