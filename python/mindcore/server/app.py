@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import json
 import logging
 import threading
 import time
@@ -128,7 +129,10 @@ class ContextServer:
         try:
             request = await read_request(scope, receive, self.max_body)
             self._authorize(request)
-            status, payload = await asyncio.to_thread(self.handle, request)
+            if _quick(request):
+                status, payload = self.handle(request)
+            else:
+                status, payload = await asyncio.to_thread(self.handle, request)
         except HttpError as exc:
             status, payload = exc.status, {"error": exc.message}
         await send_json(send, status, payload)
@@ -261,6 +265,30 @@ class ContextServer:
         if body.get("limit_tokens") is not None:
             builder.limit_tokens(body["limit_tokens"])
         return 200, builder.assemble().to_wire()
+
+
+def _quick(request: Request) -> bool:
+    """Whether a request only reads memory (a millisecond or less): it then runs on the event loop
+    instead of hopping to a worker thread, which costs more than the work. Writes, embedding and
+    LLM calls always go to a thread, so they never hold up other requests."""
+    seg = request.segments
+    if request.method == "GET":
+        return seg[:2] != ["api", "v1"] or seg[2:] != ["datasets", *seg[3:4], "tools"]
+    if request.method != "POST" or len(request.body) > 65_536:
+        return False
+    try:
+        body = json.loads(request.body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return True  # answered with a 400 at once
+    if not isinstance(body, dict):
+        return True
+    if len(seg) == 5 and seg[4] == "discover":  # a session's discovery stores what it found
+        return body.get("strategy") in (None, "bm25") and (body.get("session") is None or body.get("namespace") is None)
+    if seg == ["api", "v1", "context"]:  # recall stores what it found; compacted calls the LLM
+        options = body.get("messages")
+        compacted = isinstance(options, dict) and options.get("strategy") == "compacted"
+        return not compacted and not (isinstance(body.get("recall"), dict) and body["recall"].get("tools"))
+    return False
 
 
 def _only(method: str, allowed: str, answer: Any) -> tuple[int, Any]:
