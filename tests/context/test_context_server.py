@@ -307,3 +307,26 @@ def test_serve_options_and_their_environment(monkeypatch: pytest.MonkeyPatch) ->
     llm = _llm(env.llm_model, env.llm_base_url)
     assert env.token == "t0k" and llm is not None and llm.model == "llama3.2"
     assert parse("--token", "other").token == "other"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "inline"), [
+    ("GET", "/health", None, True),
+    ("GET", "/api/v1/messages", None, True),
+    ("GET", "/api/v1/datasets/d/tools", None, False),
+    ("POST", "/api/v1/datasets/d/discover", {"query": "q"}, True),
+    ("POST", "/api/v1/datasets/d/discover", {"query": "q", "strategy": "hybrid"}, False),
+    ("POST", "/api/v1/datasets/d/discover", {"query": "q", "namespace": "n", "session": "s"}, False),
+    ("POST", "/api/v1/context", {"messages": {"strategy": "recent"}}, True),
+    ("POST", "/api/v1/context", {"messages": {"strategy": "compacted"}}, False),
+    ("POST", "/api/v1/context", {"recall": {"tools": True}}, False),
+    ("POST", "/api/v1/messages", {"messages": []}, False),
+    ("POST", "/api/v1/datasets/d/tools", {"tools": []}, False),
+])
+def test_only_memory_reads_run_on_the_event_loop(method: str, path: str, body: Any, inline: bool) -> None:
+    import json
+
+    from mindcore.server.app import _quick
+    from mindcore.server.http import Request
+
+    raw = b"" if body is None else json.dumps(body).encode()
+    assert _quick(Request(method, path.split("/")[1:], {}, {}, raw)) is inline
