@@ -41,6 +41,22 @@ from conversations or stored directly, recalled by meaning and by words; secrets
 True
 >>> ltm.close()
 
+**Context assembly** (:class:`Context`): a dataset of tools ranked for each request (BM25,
+semantic or hybrid, in Rust), and sessions whose history is fitted to a token budget every turn;
+``mindcore serve`` speaks agentified's HTTP protocol over it.
+
+>>> ctx = mindcore.Context(store, dataset="tour")
+>>> ctx.register([mindcore.Tool("get_weather", "Current weather for a city"),
+...               mindcore.Tool("send_email", "Send an email")])
+2
+>>> [t.name for t in ctx.discover("what is the weather in Paris?", limit=1)]
+['get_weather']
+>>> chat = ctx.session("chat-1")
+>>> chat.append([{"role": "user", "content": "Weather in Paris?"}])
+(1, 1)
+>>> [m.seq for m in chat.context.messages(strategy="recent", max_tokens=1000).assemble().messages]
+[1]
+
 Below the capabilities: :mod:`mindcore.kernels` (Rust: hybrid top-k, exact token counts, secret
 scanning, budget packing, BM25, a hashing embedder), :mod:`mindcore.store` (LanceDB tables,
 filters, units of work), :mod:`mindcore.embed` and :mod:`mindcore.llm` (model protocols and
@@ -57,6 +73,10 @@ from mindcore.errors import MindcoreError
 from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from mindcore.context import Context as Context
+    from mindcore.context import ContextConfig as ContextConfig
+    from mindcore.context import RankedTool as RankedTool
+    from mindcore.context import Tool as Tool
     from mindcore.ltm import LongTermMemory as LongTermMemory
     from mindcore.ltm import Memory as Memory
     from mindcore.mind import Belief as Belief
@@ -90,6 +110,10 @@ _LAZY: dict[str, str] = {
     "Belief": "mindcore.mind",
     "Reflection": "mindcore.mind",
     "RecallResult": "mindcore.mind",
+    "Context": "mindcore.context",
+    "ContextConfig": "mindcore.context",
+    "Tool": "mindcore.context",
+    "RankedTool": "mindcore.context",
     "Toolset": "mindcore.toolspec",
     "ToolSpec": "mindcore.toolspec",
 }

@@ -135,9 +135,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--version", action="version", version=f"mindcore {mindcore.__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("demo", help="run every part offline on the embedded defaults")
+    from mindcore.server.serve import add_arguments, serve
+
+    add_arguments(sub.add_parser("serve", help="serve context assembly over agentified's HTTP protocol"))
     args = parser.parse_args(argv)
     if args.command == "demo":
         demo()
+    elif args.command == "serve":
+        serve(args)
     return 0
 
 

@@ -13,6 +13,7 @@ True
 from __future__ import annotations
 
 __all__ = [
+    "ContextError",
     "EmbedderMismatchError",
     "EmbeddingError",
     "ExtractionParseError",
@@ -25,6 +26,7 @@ __all__ = [
     "MergeError",
     "MindError",
     "MindcoreError",
+    "NotFoundError",
     "ReadOnlyError",
     "SchemaError",
     "ScriptExhaustedError",
@@ -33,6 +35,7 @@ __all__ = [
     "StoreNotWritableError",
     "ToolError",
     "ToolNameClashError",
+    "UnsupportedStrategyError",
     "WorkingMemoryError",
 ]
 
@@ -149,3 +152,17 @@ class MergeError(MindcoreError, ValueError):
 
 class ExtractionParseError(MindcoreError, ValueError):
     """The extraction LLM's reply holds no usable JSON list of memories; nothing is stored."""
+
+
+class ContextError(MindcoreError, ValueError):
+    """Context assembly (``mindcore.context``) refused a request: a bad tool, message, strategy,
+    limit or id. The message names the field and the value; nothing was stored."""
+
+
+class NotFoundError(ContextError, LookupError):
+    """Context assembly was asked for something that does not exist (an unknown ``turn_id``)."""
+
+
+class UnsupportedStrategyError(ContextError):
+    """A strategy the context cannot run as configured: ``compacted`` needs an LLM or a
+    compaction callable."""

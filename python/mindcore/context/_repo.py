@@ -1,0 +1,192 @@
+"""Context assembly's only door to storage: five tables of the store.
+
+- ``context_tools``: one row per registered tool (namespace: the dataset; id: the tool's name, so
+  registering a name again replaces it).
+- ``context_embeddings``: the vector of every tool text embedded so far (namespace: the embedding
+  model's id; id: a hash of the text), so a tool registered again with the same texts, or read
+  by another process, is never embedded twice, and another model never mixes in.
+- ``context_sessions``: the tools each session holds (namespace: the dataset; one row per
+  session), updated by an atomic read-merge-write so concurrent discoveries never drop a name.
+- ``context_turns``: captured turns (``tools_loaded`` and the message), shared by every dataset as
+  the agentified server's turns are.
+- ``context_messages``: session histories, through :class:`mindcore.store.messages.MessageLog`
+  (one log per dataset, namespace and session).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+
+from mindcore.store.messages import MessageLog
+
+if TYPE_CHECKING:
+    from mindcore.context.types import Tool
+    from mindcore.store import Store, Table
+    from mindcore.store.cache import CacheEntry
+
+__all__ = ["ContextRepo"]
+
+TOOLS = "context_tools"
+TOOL_COLUMNS: dict[str, pa.DataType] = {
+    "name": pa.string(),
+    "description": pa.string(),
+    "parameters": pa.string(),  # JSON
+    "fields": pa.string(),  # JSON or null
+    "always_include": pa.bool_(),
+    "type": pa.string(),
+    "server_uri": pa.string(),
+    "document": pa.string(),  # what BM25 indexes
+}
+EMBEDDINGS = "context_embeddings"
+EMBEDDING_COLUMNS: dict[str, pa.DataType] = {"vec": pa.list_(pa.float32())}
+SESSIONS = "context_sessions"
+SESSION_COLUMNS: dict[str, pa.DataType] = {"tools": pa.list_(pa.string())}
+TURNS = "context_turns"
+TURN_COLUMNS: dict[str, pa.DataType] = {"tools_loaded": pa.list_(pa.string()), "message": pa.string()}
+TURNS_NAMESPACE = "turns"
+MESSAGES = "context_messages"
+
+
+def _key(*parts: str) -> str:
+    """One unambiguous string for several ids (no separator a hostile id could fake)."""
+    return json.dumps(list(parts), ensure_ascii=False, separators=(",", ":"))
+
+
+def text_id(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:40]
+
+
+def tool_row(tool: Tool) -> dict[str, Any]:
+    return {
+        "id": tool.name,
+        "name": tool.name,
+        "description": tool.description,
+        "parameters": json.dumps(tool.parameters, ensure_ascii=False),
+        "fields": None if tool.fields is None else json.dumps(tool.fields.to_wire(), ensure_ascii=False),
+        "always_include": tool.always_include,
+        "type": tool.type,
+        "server_uri": tool.server_uri,
+        "document": tool.document(),
+        "metadata": tool.metadata,
+    }
+
+
+class _Lookup:
+    """Row positions of a cached namespace by id, rebuilt when the namespace's rows change."""
+
+    def __init__(self) -> None:
+        # One tuple, replaced whole: a thread never pairs one entry's serial with another's index.
+        self._built: tuple[int, dict[str, int]] = (-1, {})
+
+    def of(self, entry: CacheEntry) -> dict[str, int]:
+        serial, index = self._built
+        if serial != entry.serial:
+            ids = entry.scalars.column("id").to_pylist() if entry.n else []
+            index = {str(i): pos for pos, i in enumerate(ids)}
+            self._built = (entry.serial, index)
+        return index
+
+
+class ContextRepo:
+    """The stored state of one dataset (and the turns every dataset shares)."""
+
+    def __init__(self, store: Store, dataset: str) -> None:
+        self._store = store
+        self.dataset = dataset
+        self._tables: dict[str, Table] = {}
+        self.log = MessageLog(store, MESSAGES)
+        self._session_lookup = _Lookup()
+        self._embedding_lookups: dict[str, _Lookup] = {}
+
+    def _table(self, name: str, columns: dict[str, pa.DataType]) -> Table:
+        table = self._tables.get(name)
+        if table is None:  # opened on first use: building a context does no I/O
+            table = self._tables[name] = self._store.table(name, columns)
+        return table
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    def tools(self) -> CacheEntry:
+        """Every tool of the dataset as held in memory (one scan per table version)."""
+        return self._table(TOOLS, TOOL_COLUMNS).cached(self.dataset)
+
+    def save_tools(self, tools: Sequence[Tool]) -> None:
+        """Insert or replace these tools in one commit (all or none)."""
+        self._table(TOOLS, TOOL_COLUMNS).upsert(self.dataset, [tool_row(t) for t in tools])
+
+    # -- embeddings -----------------------------------------------------------------------------
+
+    def vectors(
+        self, model_id: str, texts: Sequence[str], embed: Callable[[list[str]], np.ndarray]
+    ) -> np.ndarray:
+        """The vectors of ``texts`` under ``model_id`` (float32 ``(len(texts), dim)``): stored ones
+        are read, the others embedded with ``embed`` (once per distinct text) and stored."""
+        table = self._table(EMBEDDINGS, EMBEDDING_COLUMNS)
+        lookup = self._embedding_lookups.setdefault(model_id, _Lookup())
+        ids = [text_id(t) for t in texts]
+        entry = table.cached(model_id)
+        known = lookup.of(entry)
+        missing = list(dict.fromkeys(i for i in ids if i not in known))
+        if missing:
+            first = {i: t for i, t in zip(ids, texts, strict=True)}
+            new = np.ascontiguousarray(embed([first[i] for i in missing]), dtype=np.float32)
+            table.upsert(model_id, [{"id": i, "vec": v} for i, v in zip(missing, new, strict=True)])
+            entry = table.cached(model_id)
+            known = lookup.of(entry)
+        stored = _matrix(entry)
+        positions = np.fromiter((known[i] for i in ids), dtype=np.int64, count=len(ids))
+        return np.ascontiguousarray(stored[positions])
+
+    # -- sessions -------------------------------------------------------------------------------
+
+    def session_tools(self, namespace: str, session: str) -> list[str]:
+        """The names of the tools a session holds, in the order it got them."""
+        entry = self._table(SESSIONS, SESSION_COLUMNS).cached(self.dataset)
+        pos = self._session_lookup.of(entry).get(_key(namespace, session))
+        if pos is None:
+            return []
+        return list(entry.scalars.column("tools")[pos].as_py() or [])
+
+    def hold_tools(self, namespace: str, session: str, names: Sequence[str]) -> list[str]:
+        """Add ``names`` to the tools a session holds (atomically: concurrent writers never drop a
+        name); return the full list."""
+        out: list[list[str]] = []
+
+        def merge(row: dict[str, Any] | None) -> dict[str, Any]:
+            held = list(dict.fromkeys([*((row or {}).get("tools") or []), *names]))
+            out.append(held)
+            return {"tools": held}
+
+        self._table(SESSIONS, SESSION_COLUMNS).modify(self.dataset, _key(namespace, session), merge)
+        return out[0]
+
+    def log_key(self, namespace: str, session: str) -> str:
+        """The message log of one session."""
+        return _key(self.dataset, namespace, session)
+
+    # -- turns ----------------------------------------------------------------------------------
+
+    def save_turn(self, turn_id: str, tools_loaded: Sequence[str], message: str) -> None:
+        self._table(TURNS, TURN_COLUMNS).upsert(
+            TURNS_NAMESPACE, [{"id": turn_id, "tools_loaded": list(tools_loaded), "message": message}]
+        )
+
+    def turn_tools(self, turn_id: str) -> list[str] | None:
+        """The tools loaded in a captured turn, or ``None`` for an unknown turn."""
+        row = self._table(TURNS, TURN_COLUMNS).get_one(TURNS_NAMESPACE, turn_id)
+        return None if row is None else list(row.get("tools_loaded") or [])
+
+
+def _matrix(entry: CacheEntry) -> np.ndarray:
+    """The ``vec`` column of a cached namespace as an ``(n, dim)`` float32 matrix."""
+    if entry.n == 0:
+        return np.zeros((0, 0), dtype=np.float32)
+    column: Any = entry.scalars.column("vec").combine_chunks()
+    values: np.ndarray = column.flatten().to_numpy(zero_copy_only=False).astype(np.float32, copy=False)
+    return values.reshape(entry.n, -1)

@@ -1,0 +1,202 @@
+"""`Session`: one conversation of a context (``ctx.session("chat-1")``): its message history,
+the tools it holds, and its per-turn :attr:`~Session.context`."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from mindcore.context.assembly import ContextBuilder
+from mindcore.context.messages import normalize
+from mindcore.context.tools import build_toolset
+from mindcore.context.types import MessagePage, RankedTool, SearchStrategy, StoredMessage
+from mindcore.errors import ContextError
+from mindcore.validation import check_int
+
+if TYPE_CHECKING:
+    from mindcore.context.context import Context
+    from mindcore.context.types import EmbeddingWeights
+    from mindcore.store.messages import LogView
+    from mindcore.toolspec import Toolset
+
+__all__ = ["Session"]
+
+
+class Session:
+    """A conversation: messages with ``seq`` 1, 2, 3... (contiguous, also with several writers
+    in several processes), the tools it holds, and the context of each turn.
+
+    >>> import mindcore
+    >>> ctx = mindcore.Context("memory://session-doc", dataset="support")
+    >>> chat = ctx.session("chat-1")
+    >>> chat.append([{"role": "user", "content": "Where is my order?"}])
+    (1, 1)
+    >>> chat.update_conversation([{"role": "user", "content": "Where is my order?"},
+    ...                           {"role": "assistant", "content": "Let me check."}])  # appends only the new one
+    1
+    >>> [(m.seq, m["role"]) for m in chat.get_messages().messages]
+    [(1, 'user'), (2, 'assistant')]
+    """
+
+    def __init__(self, ctx: Context, id: str, namespace: str) -> None:
+        self.ctx = ctx
+        self.id = id
+        self.namespace = namespace
+        self._log = ctx._repo.log_key(namespace, id)
+
+    def __repr__(self) -> str:
+        return f"Session({self.id!r}, namespace={self.namespace!r}, dataset={self.dataset!r})"
+
+    @property
+    def dataset(self) -> str:
+        return self.ctx.dataset
+
+    @property
+    def context(self) -> ContextBuilder:
+        """A fresh builder for this turn's context: ``.tools(...)``, ``.messages(...)``,
+        ``.recall(...)``, ``.limit_tokens(...)``, then ``.assemble()``."""
+        return ContextBuilder(self)
+
+    # -- messages -------------------------------------------------------------------------------
+
+    def _normalize(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        cfg = self.ctx.config
+        return normalize(messages, cfg.secrets, max_chars=cfg.max_message_chars, max_messages=cfg.max_messages)
+
+    def append(self, messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        """Store ``messages`` (OpenAI chat messages, or content-part form) as the next ``seq``
+        numbers, all or none; return ``(first_seq, last_seq)``. A bad message raises
+        :class:`~mindcore.errors.ContextError` and a secret
+        :class:`~mindcore.errors.SecretRefusedError` (unless the policy redacts); nothing is then
+        stored."""
+        rows = self._normalize(messages)
+        return self.ctx._repo.log.append(self._log, rows)
+
+    def update_conversation(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        """Store what is new in ``messages``, the whole conversation so far as the caller sees it;
+        return how many messages were stored.
+
+        The longest run of stored messages that ends the session and begins ``messages`` (same
+        role and content) is already there; only what follows it is appended. The check and the
+        append happen under one lock, so two writers cannot both append the same turn.
+        """
+        rows = self._normalize(messages)
+        if not rows:
+            return 0
+        fresh: list[list[dict[str, Any]]] = []
+
+        def new_part(view: LogView) -> list[dict[str, Any]]:
+            start = max(0, len(view) - len(rows))
+            tail = list(zip(view.column("role")[start:], view.column("content")[start:], strict=True))
+            given = [(m["role"], m["content"]) for m in rows]
+            k = next((k for k in range(min(len(tail), len(given)), 0, -1) if tail[len(tail) - k:] == given[:k]), 0)
+            fresh.append(rows[k:])
+            return rows[k:]
+
+        self.ctx._repo.log.append(self._log, new_part)
+        return len(fresh[0])
+
+    def get_messages(
+        self, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None
+    ) -> MessagePage:
+        """A page of messages in ascending ``seq``: the latest ``limit`` (``has_more``: older ones
+        exist), or the first ``limit`` after ``after_seq``, or from ``around_seq - limit // 2``
+        (``has_more``: later ones exist)."""
+        check_int(limit, "limit", minimum=0, error=ContextError)
+        if after_seq is not None and around_seq is not None:
+            raise ContextError("cannot specify both after_seq and around_seq")
+        for name, value in (("after_seq", after_seq), ("around_seq", around_seq)):
+            if value is not None:
+                check_int(value, name, error=ContextError)
+        page = self.ctx._repo.log.page(self._log, limit=limit, after_seq=after_seq, around_seq=around_seq)
+        return MessagePage([StoredMessage.from_row(r) for r in page.messages], page.has_more, page.max_seq)
+
+    def _view(self) -> LogView:
+        return self.ctx._repo.log.view(self._log)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    @property
+    def held_tools(self) -> list[str]:
+        """Names of the tools this session holds (found by its discoveries and recalls)."""
+        return self.ctx._repo.session_tools(self.namespace, self.id)
+
+    def discover(
+        self,
+        query: str,
+        limit: int = 5,
+        *,
+        strategy: SearchStrategy | None = None,
+        exclude: Sequence[str] | None = None,
+        turn_id: str | None = None,
+        weights: EmbeddingWeights | Mapping[str, float] | None = None,
+    ) -> list[RankedTool]:
+        """:meth:`Context.discover` for this session: tools it already holds are not ranked again,
+        and the session keeps what is found."""
+        return self.ctx.discover(query, limit, strategy=strategy, exclude=exclude, turn_id=turn_id,
+                                 weights=weights, namespace=self.namespace, session=self.id)
+
+    def _recall(self, view: LogView, *, limit: int, min_similarity: float | None) -> list[RankedTool]:
+        """The session's held tools (score 1), then tools found for the last user message; the
+        session keeps them all."""
+        ctx = self.ctx
+        catalog = ctx._catalog()
+        held = self.held_tools
+        base = [RankedTool(catalog.tool(r), 1.0) for r in catalog.rows_of(held) if not catalog.always[r]]
+        roles = view.column("role")
+        query = view.column("content")[len(roles) - 1 - roles[::-1].index("user")] if "user" in roles else ""
+        found: list[RankedTool] = []
+        if query:
+            found = ctx.discover(query[: ctx.config.max_query_chars], limit, exclude=held)
+            if min_similarity is not None:
+                found = [t for t in found if t.score >= min_similarity]
+        merged = [RankedTool(ctx._with_handler(t.tool), t.score, t.graph_expanded) for t in base + found]
+        if merged:
+            ctx._repo.hold_tools(self.namespace, self.id, [t.name for t in merged])
+        return merged
+
+    def _offered(self, explicit: Mapping[str, Any]) -> dict[str, Any]:
+        """Always-included tools, held tools, then ``explicit`` (which wins a name)."""
+        ctx = self.ctx
+        catalog = ctx._catalog()
+        rows = [int(r) for r in np.flatnonzero(catalog.always)] + catalog.rows_of(self.held_tools)
+        offered: dict[str, Any] = {}
+        for row in dict.fromkeys(rows):
+            tool = ctx._with_handler(catalog.tool(row))
+            offered[tool.name] = tool
+        offered.update(explicit)
+        return offered
+
+    @property
+    def tools(self) -> Toolset:
+        """``agentified_discover``, ``agentified_get_messages``, the always-included tools and the
+        tools this session holds, as a :class:`~mindcore.toolspec.Toolset`."""
+        from mindcore.context.types import Tool
+
+        return build_toolset(self, [t for t in self._offered({}).values() if isinstance(t, Tool)])
+
+    def call(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """Run a model's tool call (never raises: problems come back as a tool error)."""
+        return self.tools.call(name, arguments)
+
+    # -- async twins ----------------------------------------------------------------------------
+
+    async def aappend(self, messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+        return await asyncio.to_thread(self.append, messages)
+
+    async def aupdate_conversation(self, messages: Sequence[Mapping[str, Any]]) -> int:
+        return await asyncio.to_thread(self.update_conversation, messages)
+
+    async def aget_messages(
+        self, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None
+    ) -> MessagePage:
+        return await asyncio.to_thread(self.get_messages, limit, after_seq, around_seq)
+
+    async def adiscover(self, query: str, limit: int = 5, **kwargs: Any) -> list[RankedTool]:
+        return await asyncio.to_thread(lambda: self.discover(query, limit, **kwargs))
+
+    async def acall(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.call, name, arguments)

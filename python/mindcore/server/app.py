@@ -1,0 +1,319 @@
+"""`create_app(store)`: an ASGI app speaking the agentified server's HTTP protocol over
+:mod:`mindcore.context`, so agentified's own SDKs (TypeScript and Python, 0.3.0) work against it.
+
+======  =================================  ========================================================
+method  path                               answer
+======  =================================  ========================================================
+GET     /health                            ``{"status": "ok"}``
+POST    /api/v1/datasets/{id}/tools        201 ``{"registered": n}``
+GET     /api/v1/datasets/{id}/tools        ``{"tools": [...]}``
+POST    /api/v1/datasets/{id}/discover     ``{"tools": [ranked tool, ...]}``
+POST    /api/v1/turns                      201 ``{"turn_id": "..."}``
+POST    /api/v1/messages                   ``{"appended", "first_seq", "last_seq"}``
+GET     /api/v1/messages                   ``{"messages", "has_more", "max_seq"}``
+POST    /api/v1/context                    the assembled context (``summary`` and ``summary_range``
+                                           when a ``compacted`` summary was written)
+======  =================================  ========================================================
+
+Errors are ``{"error": "..."}``: 400 for a bad request (malformed JSON included), 401 without the
+bearer token when one is configured, 404 for an unknown turn or route, 413 for a body over the
+size limit, 422 for ``compacted`` without an LLM, 502 when the embedding model fails. Everything
+is kept in the store: a restarted server has every tool, turn and session.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from mindcore.context import Context, Tool
+from mindcore.errors import (
+    EmbeddingError,
+    InvalidInputError,
+    LLMError,
+    MindcoreError,
+    NotFoundError,
+    UnsupportedStrategyError,
+)
+from mindcore.server.http import HttpError, Receive, Request, Scope, Send, read_request, send_json
+from mindcore.store import StoreLike, resolve_store
+from mindcore.validation import check_int, describe
+
+if TYPE_CHECKING:
+    from mindcore.embed import Embedder
+    from mindcore.llm import LLM
+
+__all__ = ["DEFAULT_MAX_BODY", "ContextServer", "create_app"]
+
+log = logging.getLogger("mindcore.server")
+
+#: Largest request body accepted (bytes); larger ones get 413.
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
+COMPACTED_NEEDS_LLM = "Compacted strategy requires LLM configuration"
+
+
+def create_app(
+    store: StoreLike | None = None,
+    *,
+    llm: LLM | None = None,
+    embedder: Embedder | None = None,
+    token: str | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+) -> ContextServer:
+    """The ASGI app over ``store`` (a :class:`~mindcore.store.Store` or a path, created if
+    missing). ``llm`` writes ``compacted`` summaries (without one, ``compacted`` answers 422);
+    ``embedder`` serves semantic and hybrid discovery (default: the store's, else the bundled
+    model); ``token``, when given, is required as ``Authorization: Bearer <token>`` on every
+    ``/api`` request.
+
+    >>> import uvicorn  # doctest: +SKIP
+    >>> uvicorn.run(create_app("./memory"), host="127.0.0.1", port=9119)  # doctest: +SKIP
+    """
+    return ContextServer(store, llm=llm, embedder=embedder, token=token, max_body=max_body)
+
+
+class ContextServer:
+    """The ASGI app (see :func:`create_app`). One :class:`~mindcore.context.Context` per dataset,
+    all on one store; requests run in worker threads."""
+
+    def __init__(
+        self,
+        store: StoreLike | None,
+        *,
+        llm: LLM | None = None,
+        embedder: Embedder | None = None,
+        token: str | None = None,
+        max_body: int = DEFAULT_MAX_BODY,
+    ) -> None:
+        self.max_body = check_int(max_body, "max_body", minimum=1)
+        if token is not None and (not isinstance(token, str) or not token):
+            raise InvalidInputError("token: expected a non-empty string")
+        self._token = token.encode() if token else None
+        self._llm = llm
+        self._embedder = embedder
+        self.store = resolve_store(store)
+        self._owns_store = self.store is not store
+        self._contexts: dict[str, Context] = {}
+        self._lock = threading.Lock()
+
+    def context(self, dataset: str) -> Context:
+        got = self._contexts.get(dataset)
+        if got is None:
+            with self._lock:
+                got = self._contexts.get(dataset)
+                if got is None:
+                    got = Context(self.store, dataset=dataset, llm=self._llm, embedder=self._embedder)
+                    if len(self._contexts) > 10_000:  # many datasets: keep memory bounded
+                        self._contexts.clear()
+                    self._contexts[dataset] = got
+        return got
+
+    def close(self) -> None:
+        if self._owns_store:
+            self.store.close()
+
+    # -- ASGI ------------------------------------------------------------------------------------
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        started = time.perf_counter()
+        try:
+            request = await read_request(scope, receive, self.max_body)
+            self._authorize(request)
+            if _quick(request):
+                status, payload = self.handle(request)
+            else:
+                status, payload = await asyncio.to_thread(self.handle, request)
+        except HttpError as exc:
+            status, payload = exc.status, {"error": exc.message}
+        await send_json(send, status, payload)
+        client = scope.get("client") or ("-", 0)
+        log.info('%s "%s %s" %d %.1fms', client[0], scope["method"], scope["path"], status,
+                 (time.perf_counter() - started) * 1000)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                await asyncio.to_thread(self.close)
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    def _authorize(self, request: Request) -> None:
+        if self._token is None or request.segments[:1] != ["api"]:
+            return
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._token):
+            raise HttpError(401, "missing or wrong bearer token")
+
+    def handle(self, request: Request) -> tuple[int, Any]:
+        """Answer one request: ``(status, JSON payload)`` (blocking)."""
+        try:
+            return self._route(request)
+        except HttpError as exc:
+            return exc.status, {"error": exc.message}
+        except NotFoundError as exc:
+            return 404, {"error": str(exc)}
+        except UnsupportedStrategyError:
+            return 422, {"error": COMPACTED_NEEDS_LLM}
+        except EmbeddingError as exc:
+            return 502, {"error": f"embedding failed: {exc}"}
+        except LLMError as exc:
+            return 502, {"error": f"LLM failed: {exc}"}
+        except (MindcoreError, ValueError, TypeError) as exc:
+            return 400, {"error": str(exc)}
+        except Exception:
+            log.exception("%s /%s failed", request.method, "/".join(request.segments))
+            return 500, {"error": "internal error"}
+
+    # -- routes ---------------------------------------------------------------------------------
+
+    def _route(self, request: Request) -> tuple[int, Any]:
+        seg, method = request.segments, request.method
+        if seg == ["health"]:
+            return _only(method, "GET", lambda: (200, {"status": "ok"}))
+        if seg[:2] == ["api", "v1"]:
+            rest = seg[2:]
+            if len(rest) == 3 and rest[0] == "datasets" and rest[2] == "tools":
+                if method == "GET":
+                    return 200, {"tools": [t.to_wire() for t in self.context(rest[1]).tools()]}
+                return _only(method, "POST", lambda: self._register(rest[1], request.json()))
+            if len(rest) == 3 and rest[0] == "datasets" and rest[2] == "discover":
+                return _only(method, "POST", lambda: self._discover(rest[1], request.json()))
+            if rest == ["turns"]:
+                return _only(method, "POST", lambda: self._turn(request.json()))
+            if rest == ["messages"]:
+                if method == "GET":
+                    return self._get_messages(request.query)
+                return _only(method, "POST", lambda: self._append(request.json()))
+            if rest == ["context"]:
+                return _only(method, "POST", lambda: self._assemble(request.json()))
+        raise HttpError(404, f"not found: {method} /{'/'.join(seg)}")
+
+    def _register(self, dataset: str, body: dict[str, Any]) -> tuple[int, Any]:
+        tools = body.get("tools")
+        if not isinstance(tools, list):
+            raise HttpError(400, f"tools: expected a list of tools, got {describe(tools)}")
+        ctx = self.context(dataset)
+        return 201, {"registered": ctx.register([Tool.from_wire(t) for t in tools])}
+
+    def _discover(self, dataset: str, body: dict[str, Any]) -> tuple[int, Any]:
+        namespace, session = _opt_str(body, "namespace"), _opt_str(body, "session")
+        found = self.context(dataset).discover(
+            _str(body, "query"),
+            5 if body.get("limit") is None else body["limit"],
+            strategy=body.get("strategy"),
+            exclude=body.get("exclude"),
+            turn_id=_opt_str(body, "turn_id"),
+            weights=body.get("embedding_weights"),
+            # Only both name a session (the agentified server ignores one alone).
+            namespace=namespace if session is not None else None,
+            session=session if namespace is not None else None,
+        )
+        return 200, {"tools": [t.to_wire() for t in found]}
+
+    def _turn(self, body: dict[str, Any]) -> tuple[int, Any]:
+        tools = body.get("tools_loaded")
+        if not isinstance(tools, list):
+            raise HttpError(400, f"tools_loaded: expected a list of tool names, got {describe(tools)}")
+        return 201, {"turn_id": self.context("default").turn(tools, _str(body, "message"))}
+
+    def _session(self, fields: dict[str, Any]) -> Any:
+        return self.context(_str(fields, "dataset")).session(_str(fields, "session"), _str(fields, "namespace"))
+
+    def _append(self, body: dict[str, Any]) -> tuple[int, Any]:
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            raise HttpError(400, f"messages: expected a list of messages, got {describe(messages)}")
+        first, last = self._session(body).append(messages)
+        return 200, {"appended": last - first + 1, "first_seq": first, "last_seq": last}
+
+    def _get_messages(self, query: dict[str, str]) -> tuple[int, Any]:
+        page = self._session(query).get_messages(
+            limit=50 if query.get("limit") is None else _query_int(query, "limit"),
+            after_seq=_query_int(query, "after_seq"),
+            around_seq=_query_int(query, "around_seq"),
+        )
+        return 200, page.to_wire()
+
+    def _assemble(self, body: dict[str, Any]) -> tuple[int, Any]:
+        session = self._session(body)
+        options = body.get("messages") or {}
+        if not isinstance(options, dict):
+            raise HttpError(400, f"messages: expected an object, got {describe(options)}")
+        given = {k: options[k] for k in ("strategy", "max_tokens", "keep_first", "prune_threshold")
+                 if options.get(k) is not None}
+        builder = session.context.messages(**given)
+        recall = body.get("recall")
+        if recall is not None:
+            if not isinstance(recall, dict):
+                raise HttpError(400, f"recall: expected an object, got {describe(recall)}")
+            if recall.get("tools") is not None:
+                builder.recall(recall["tools"])
+        if body.get("limit_tokens") is not None:
+            builder.limit_tokens(body["limit_tokens"])
+        return 200, builder.assemble().to_wire()
+
+
+def _quick(request: Request) -> bool:
+    """Whether a request only reads memory (a millisecond or less): it then runs on the event loop
+    instead of hopping to a worker thread, which costs more than the work. Writes, embedding and
+    LLM calls always go to a thread, so they never hold up other requests."""
+    seg = request.segments
+    if request.method == "GET":
+        return seg[:2] != ["api", "v1"] or seg[2:] != ["datasets", *seg[3:4], "tools"]
+    if request.method != "POST" or len(request.body) > 65_536:
+        return False
+    try:
+        body = json.loads(request.body)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return True  # answered with a 400 at once
+    if not isinstance(body, dict):
+        return True
+    if len(seg) == 5 and seg[4] == "discover":  # a session's discovery stores what it found
+        return body.get("strategy") in (None, "bm25") and (body.get("session") is None or body.get("namespace") is None)
+    if seg == ["api", "v1", "context"]:  # recall stores what it found; compacted calls the LLM
+        options = body.get("messages")
+        compacted = isinstance(options, dict) and options.get("strategy") == "compacted"
+        return not compacted and not (isinstance(body.get("recall"), dict) and body["recall"].get("tools"))
+    return False
+
+
+def _only(method: str, allowed: str, answer: Any) -> tuple[int, Any]:
+    if method != allowed:
+        raise HttpError(405, f"method not allowed: {method} (use {allowed})")
+    result: tuple[int, Any] = answer()
+    return result
+
+
+def _str(fields: dict[str, Any], key: str) -> str:
+    value = fields.get(key)
+    if not isinstance(value, str):
+        raise HttpError(400, f"{key}: expected a string, got {describe(value)}")
+    return value
+
+
+def _opt_str(fields: dict[str, Any], key: str) -> str | None:
+    return None if fields.get(key) is None else _str(fields, key)
+
+
+def _query_int(query: dict[str, str], key: str) -> int | None:
+    raw = query.get(key)
+    if raw is None:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise HttpError(400, f"{key}: expected an integer, got {raw!r}") from None

@@ -1,0 +1,90 @@
+"""The HTTP plumbing of the ASGI app: requests read within a size limit, JSON responses, errors as
+``{"error": "..."}`` with a status."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, unquote
+
+__all__ = ["HttpError", "Request", "read_request", "send_json"]
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+
+
+class HttpError(Exception):
+    """Answer with ``status`` and ``{"error": message}``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Request:
+    method: str
+    segments: list[str]  # the path's segments, each percent-decoded on its own
+    query: dict[str, str]
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> dict[str, Any]:
+        """The body as a JSON object (400 for anything else)."""
+        try:
+            value = json.loads(self.body)
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise HttpError(400, f"invalid JSON body: {exc}") from None
+        if not isinstance(value, dict):
+            raise HttpError(400, f"the body must be a JSON object, got {type(value).__name__}")
+        return value
+
+
+async def read_request(scope: Scope, receive: Receive, max_body: int) -> Request:
+    """The request, its body read whole; a body over ``max_body`` bytes is a 413 (checked against
+    Content-Length first, then while reading, so a large body is never held in memory)."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+    declared = headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > max_body:
+        raise HttpError(413, f"request body of {int(declared):,} bytes is over the limit of {max_body:,}")
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            break
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > max_body:
+            raise HttpError(413, f"request body is over the limit of {max_body:,} bytes")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
+    raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
+    path = raw_path.split(b"?", 1)[0]
+    try:
+        segments = [unquote(s.decode("utf-8"), errors="strict") for s in path.split(b"/")[1:]]
+        query = dict(parse_qsl(scope.get("query_string", b"").decode("utf-8"), keep_blank_values=True,
+                               errors="strict"))
+    except UnicodeDecodeError:
+        raise HttpError(400, "the path or query string is not valid UTF-8") from None
+    return Request(scope["method"], segments, query, headers, b"".join(chunks))
+
+
+def encode(payload: Any) -> bytes:
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+async def send_json(send: Send, status: int, payload: Any) -> None:
+    body = encode(payload)
+    await send({
+        "type": "http.response.start",
+        "status": status,
+        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+    })
+    await send({"type": "http.response.body", "body": body})

@@ -1,0 +1,114 @@
+"""The store's append-only message log: contiguous seq per log, paging, appends decided under the
+write lock, logs that never see each other."""
+
+from __future__ import annotations
+
+import pytest
+
+import mindcore
+from mindcore.errors import InvalidInputError
+from mindcore.store.messages import LogView, MessageLog
+
+
+def msgs(*texts: str, role: str = "user") -> list[dict]:
+    return [{"role": role, "content": t} for t in texts]
+
+
+@pytest.fixture
+def log(store: mindcore.Store) -> MessageLog:
+    return MessageLog(store, "test_messages")
+
+
+def test_seq_is_one_based_and_contiguous_per_log(log: MessageLog) -> None:
+    assert log.append("a", msgs("1", "2")) == (1, 2)
+    assert log.append("b", msgs("x")) == (1, 1)
+    assert log.append("a", msgs("3")) == (3, 3)
+    assert log.append("a", []) == (4, 3)
+    assert log.view("a").seq.tolist() == [1, 2, 3]
+    assert log.max_seq("b") == 1 and log.max_seq("never") == 0
+
+
+def test_messages_keep_their_tool_fields(log: MessageLog) -> None:
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    log.append("a", [{"role": "assistant", "content": "", "tool_calls": calls},
+                     {"role": "tool", "content": "42", "tool_call_id": "c1", "ignored": True}])
+    first, second = log.page("a").messages
+    assert first["tool_calls"] == calls and first["tool_call_id"] is None
+    assert second["tool_call_id"] == "c1" and second["tool_calls"] is None
+    assert isinstance(first["id"], str) and first["created_at"] > 0
+
+
+def test_paging(log: MessageLog) -> None:
+    log.append("a", msgs(*[str(i) for i in range(1, 11)]))  # seq 1..10, content = seq
+
+    def page(**kw: int) -> tuple[list[int], bool, int]:
+        p = log.page("a", **kw)
+        return [m["seq"] for m in p.messages], p.has_more, p.max_seq
+
+    assert page() == (list(range(1, 11)), False, 10)
+    assert page(limit=3) == ([8, 9, 10], True, 10)
+    assert page(limit=0) == ([], False, 10)
+    assert page(limit=3, after_seq=2) == ([3, 4, 5], True, 10)
+    assert page(limit=3, after_seq=7) == ([8, 9, 10], False, 10)
+    assert page(limit=4, around_seq=5) == ([3, 4, 5, 6], True, 10)
+    assert page(limit=4, around_seq=1) == ([1, 2, 3, 4], True, 10)
+    assert page(limit=50, around_seq=9) == ([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], False, 10)
+    with pytest.raises(InvalidInputError, match="cannot specify both after_seq and around_seq"):
+        log.page("a", after_seq=1, around_seq=2)
+    with pytest.raises(InvalidInputError, match="limit"):
+        log.page("a", limit=-1)
+
+
+def test_an_append_can_decide_under_the_lock(log: MessageLog) -> None:
+    log.append("a", msgs("1", "2"))
+    seen: list[int] = []
+
+    def only_if_short(view: LogView) -> list[dict]:
+        seen.append(len(view))
+        return msgs("3") if len(view) < 3 else []
+
+    assert log.append("a", only_if_short) == (3, 3)
+    assert log.append("a", only_if_short) == (4, 3)
+    assert seen == [2, 3]
+
+
+def test_a_bad_message_appends_nothing(log: MessageLog) -> None:
+    log.append("a", msgs("1"))
+    with pytest.raises(InvalidInputError):
+        log.append("a", [{"role": "user", "content": "ok"}, {"role": "user", "content": 5}])
+    assert log.max_seq("a") == 1
+
+
+def test_a_second_log_object_sees_every_append(store: mindcore.Store) -> None:
+    one, two = MessageLog(store, "shared"), MessageLog(store, "shared")
+    one.append("a", msgs("1"))
+    assert two.append("a", msgs("2")) == (2, 2)
+    assert [m["content"] for m in one.page("a").messages] == ["1", "2"]
+    one.clear("a")
+    assert two.max_seq("a") == 0
+
+
+def test_a_view_after_an_append_reuses_the_rows_it_shares(log: MessageLog) -> None:
+    log.append("a", msgs("one", "two"))
+    computed: list[tuple[int, int]] = []
+
+    def lengths(view: LogView) -> list[int]:
+        def compute(lo: int, hi: int) -> list[int]:
+            computed.append((lo, hi))
+            return [len(c) for c in view.column("content")[lo:hi]]
+
+        return view.per_row("lengths", compute).tolist()
+
+    assert lengths(log.view("a")) == [3, 3]
+    log.append("a", msgs("three"))
+    view = log.view("a")
+    assert lengths(view) == [3, 3, 5] and view.column("content") == ["one", "two", "three"]
+    assert computed == [(0, 2), (2, 3)]  # only the new row was computed
+    # Another log object of this process shares the store's cache, and so its history.
+    other = MessageLog(log._store, "test_messages")
+    other.append("a", msgs("four"))
+    assert lengths(log.view("a")) == [3, 3, 5, 4] and computed[-1] == (3, 4)
+    # Rows that changed in a way the cache cannot follow are computed again, from the start.
+    log.clear("a")
+    log.append("a", msgs("five!"))
+    assert lengths(log.view("a")) == [5] and computed[-1] == (0, 1)
