@@ -4,7 +4,10 @@ bookkeeping here: the report computes them from every round's time."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 
 def finish(benchmark: Any, impl: str, group: str, items: int | None = None) -> None:
@@ -21,3 +24,17 @@ def size_label(n: int) -> str:
     if n >= 1_000_000:
         return f"{n // 1_000_000}M"
     return f"{n // 1000}k" if n >= 1000 else str(n)
+
+
+class PrecomputedEmbedder:
+    """Another embedder's vectors for a fixed set of texts, computed once in batches: quality
+    benches embed every text of a data set up front, then each retriever under test looks them up."""
+
+    def __init__(self, inner: Any, texts: Sequence[str]) -> None:
+        self.dim = inner.dim
+        self.model_id = inner.model_id
+        unique = list(dict.fromkeys(texts))
+        self._table = dict(zip(unique, inner.embed(unique), strict=True))
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return np.stack([self._table[t] for t in texts])

@@ -30,11 +30,12 @@ import json
 import math
 import os
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
+from _bench import PrecomputedEmbedder
 
 import mindcore
 from mindcore.context import Tool, ToolFields
@@ -43,19 +44,6 @@ from mindcore.eval import data_dir
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 KS = (1, 5, 10)
 STRATEGIES = ("bm25", "semantic", "hybrid")
-
-
-class _Precomputed:
-    """The default embedder's vectors for every text of a set, computed once in batches."""
-
-    def __init__(self, inner: Any, texts: Sequence[str]) -> None:
-        self.dim = inner.dim
-        self.model_id = inner.model_id
-        unique = list(dict.fromkeys(texts))
-        self._table = dict(zip(unique, inner.embed(unique), strict=True))
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._table[t] for t in texts])
 
 
 def _embedder() -> Any:
@@ -137,7 +125,7 @@ def bfcl() -> dict[str, Any]:
     texts = [q["query"] for q in queries]
     for t in schema_tools:
         texts += [x for x in t.embedding_texts() if x is not None]
-    embedder = _Precomputed(_embedder(), texts)
+    embedder = PrecomputedEmbedder(_embedder(), texts)
     return {"queries": queries, "names": {t.name: t.embedding_texts()[0] for t in tools},
             "ctx": _context(tools, embedder), "ctx+schema": _context(schema_tools, embedder)}
 
@@ -146,7 +134,7 @@ def bfcl() -> dict[str, Any]:
 def metatool() -> dict[str, Any]:
     tools, single, pairs = _metatool()
     texts = [q for q, _ in single + pairs] + [x for t in tools for x in t.embedding_texts() if x is not None]
-    return {"single": single, "pairs": pairs, "ctx": _context(tools, _Precomputed(_embedder(), texts))}
+    return {"single": single, "pairs": pairs, "ctx": _context(tools, PrecomputedEmbedder(_embedder(), texts))}
 
 
 @pytest.mark.parametrize("variant", ["", "+schema"])

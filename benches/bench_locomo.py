@@ -32,12 +32,11 @@ mindcore rows). The tables are printed with ``-s``.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
+from _bench import PrecomputedEmbedder
 
 from mindcore.eval import data_dir
 from mindcore.eval.locomo import (
@@ -61,19 +60,6 @@ def _data() -> Path:
     return data_dir() / "locomo" / "locomo10.json"
 
 
-class _Precomputed:
-    """The default embedder's vectors for every turn and question, computed once."""
-
-    def __init__(self, inner: Any, texts: Sequence[str]) -> None:
-        self.dim = inner.dim
-        self.model_id = inner.model_id
-        unique = list(dict.fromkeys(texts))
-        self._table = dict(zip(unique, inner.embed(unique), strict=True))
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self._table[t] for t in texts])
-
-
 @pytest.fixture(scope="module")
 def setup() -> dict[str, Any]:
     try:
@@ -90,7 +76,7 @@ def setup() -> dict[str, Any]:
     conversations = conversations[: 2 if QUICK else None]
     texts = [t.text for c in conversations for t in c.turns] + [q.question for c in conversations for q in c.questions]
     texts += [embedded_text(t.text, t.context) for c in conversations for t in c.turns]
-    return {"conversations": conversations, "embedder": _Precomputed(inner, texts)}
+    return {"conversations": conversations, "embedder": PrecomputedEmbedder(inner, texts)}
 
 
 def _start(benchmark: Any, impl: str) -> None:
