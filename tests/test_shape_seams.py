@@ -247,3 +247,8 @@ def test_a_read_only_store_is_refused_by_writers_and_served_to_readers(tmp_path:
 def test_docstring_examples_run(module: Any) -> None:
     result = doctest.testmod(module)
     assert result.failed == 0
+
+
+def test_a_reader_given_a_memory_uri_opens_it() -> None:
+    wm = WorkingMemory("memory://shape-reader", thread_id="t", read_only=True)
+    assert wm.state == "" and wm.store.read_only is False

@@ -39,7 +39,9 @@ def resolve_store(store: StoreLike | None, *, writes: bool = True, name: str = "
     if isinstance(store, Store):
         resolved = store
     elif store is None or isinstance(store, str | os.PathLike):
-        resolved = open(store, read_only=not writes)
+        # A reader opens folders and object storage read-only; memory:// has no such mode.
+        in_memory = str(store).startswith("memory://")
+        resolved = open(store, read_only=not writes and not in_memory)
     else:
         raise InvalidInputError(f"{name}: expected a Store, a path or a URI, got {type(store).__name__}")
     if writes:

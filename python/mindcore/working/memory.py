@@ -14,7 +14,7 @@ from typing import Any
 from mindcore.blocks import multiline, render_block
 from mindcore.errors import InvalidInputError, InvalidTypeError, ReadOnlyError, WorkingMemoryError
 from mindcore.kernels import estimate_tokens
-from mindcore.store import StoreLike, resolve_store
+from mindcore.store import Store, StoreLike, resolve_store
 from mindcore.toolspec import Toolset, ToolSpec
 from mindcore.validation import check_storable
 from mindcore.working._repo import StateRepo
@@ -107,6 +107,11 @@ class WorkingMemory:
         self._toolset = build_toolset(self)
 
     # -- reading --------------------------------------------------------------------------------
+
+    @property
+    def store(self) -> Store:
+        """The store this working memory lives in."""
+        return self._store
 
     @property
     def state(self) -> State:
