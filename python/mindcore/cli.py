@@ -119,7 +119,64 @@ def _mind(home: Path) -> None:
         print(f"   mind_recall('TSMC capacity') -> {[r.get('type') for r in found['results']]}")
 
 
-DEMO_STEPS: list[Callable[[Path], None]] = [_kernels, _store, _working, _long_term, _mind]
+@_step("context assembly (tool discovery, a session, one turn's context)")
+def _context(home: Path) -> None:
+    from mindcore.context import Context, Tool
+    from mindcore.embed import default_embedder
+
+    ctx = Context(mindcore.open(home / "store"), dataset="demo-agent", embedder=default_embedder())
+    ctx.register([
+        Tool("get_weather", "Current weather and forecast for a city", {"type": "object", "properties": {
+            "city": {"type": "string", "description": "City name"}}}),
+        Tool("book_flight", "Book a flight between two airports on a date", {"type": "object", "properties": {
+            "origin": {"type": "string"}, "destination": {"type": "string"}, "date": {"type": "string"}}}),
+        Tool("send_email", "Send an e-mail to a contact", {"type": "object", "properties": {
+            "to": {"type": "string"}, "body": {"type": "string"}}}),
+    ])
+    found = ctx.discover("book a flight to Paris", limit=2, strategy="hybrid")
+    print(f"   discover('book a flight to Paris') -> {[(t.name, round(t.score, 2)) for t in found]}")
+    session = ctx.session("chat-1")
+    session.append([{"role": "user", "content": f"message {i}: " + "words " * 30} for i in range(40)])
+    turn = session.context.messages(strategy="recent", max_tokens=400).assemble()
+    print(f"   recent context: {turn.included_messages} of {turn.total_messages} messages, "
+          f"~{turn.token_estimate} tokens")
+    _serve_once(home)
+
+
+def _serve_once(home: Path) -> None:
+    """The agentified-compatible HTTP server on 127.0.0.1 (a free port), asked for its health."""
+    try:
+        import uvicorn
+    except ImportError:
+        print("   (mindcore serve needs uvicorn: pip install 'mindcore[server]')")
+        return
+    import json
+    import socket
+    import threading
+    import urllib.request
+
+    from mindcore.server import create_app
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(create_app(home / "server-store"), host="127.0.0.1", port=port,
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        for _ in range(100):
+            if server.started:
+                break
+            time.sleep(0.05)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=10) as reply:
+            print(f"   mindcore serve on 127.0.0.1:{port}: GET /health -> {reply.status} {json.loads(reply.read())}")
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+DEMO_STEPS: list[Callable[[Path], None]] = [_kernels, _store, _working, _long_term, _mind, _context]
 
 
 def demo() -> None:
