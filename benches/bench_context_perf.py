@@ -131,13 +131,13 @@ def _baseline(tools: list[Tool], embedder: _Table) -> Any:
 def test_discover(benchmark: Any, catalogs: dict[int, dict[str, Any]], n: int, strategy: str, impl: str) -> None:
     c = catalogs[n]
     cycle = itertools.cycle(c["queries"])
+    finish(benchmark, impl, f"context: discover {strategy} ({size_label(n)} tools)")
     if impl == "mindcore":
         ctx = c["ctx"]
         benchmark(lambda: ctx.discover(next(cycle), strategy=strategy))
     else:
         discover = _baseline(c["tools"], c["embedder"])
         benchmark(lambda: discover(next(cycle), strategy))
-    finish(benchmark, impl, f"context: discover {strategy} ({size_label(n)} tools)")
 
 
 def _long_session(n: int) -> tuple[mindcore.context.Session, list[dict[str, str]]]:
@@ -158,6 +158,7 @@ def session() -> tuple[mindcore.context.Session, list[dict[str, str]]]:
 @pytest.mark.parametrize("impl", ["mindcore", "python"])
 def test_assemble_recent(benchmark: Any, session: Any, impl: str) -> None:
     s, messages = session
+    finish(benchmark, impl, f"context: assemble recent ({size_label(len(messages))} messages)")
     if impl == "mindcore":
         s.context.messages(max_tokens=4000).assemble()
         benchmark(lambda: s.context.messages(max_tokens=4000).assemble())
@@ -173,13 +174,12 @@ def test_assemble_recent(benchmark: Any, session: Any, impl: str) -> None:
             return out[::-1]
 
         benchmark(recent)
-    finish(benchmark, impl, f"context: assemble recent ({size_label(len(messages))} messages)")
 
 
 def test_append_one(benchmark: Any, session: Any) -> None:
     s, messages = session
-    benchmark.pedantic(lambda: s.append([{"role": "user", "content": "one more message"}]), rounds=50, iterations=1)
     finish(benchmark, "mindcore", f"context: append one message ({size_label(len(messages))} session)")
+    benchmark.pedantic(lambda: s.append([{"role": "user", "content": "one more message"}]), rounds=50, iterations=1)
 
 
 # -- the server over HTTP ---------------------------------------------------------------------------
@@ -236,6 +236,7 @@ def test_server_latency(benchmark: Any, served: Any, kind: str) -> None:
 
     url, queries = served
     cycle = itertools.cycle(queries)
+    finish(benchmark, "mindcore serve", GROUPS[kind])
     with httpx.Client(base_url=url) as http:
         def one() -> None:
             method, path, body = REQUESTS[kind](next(cycle))
@@ -243,7 +244,6 @@ def test_server_latency(benchmark: Any, served: Any, kind: str) -> None:
 
         one()
         benchmark.pedantic(one, rounds=300 if not QUICK else 50, iterations=1, warmup_rounds=10)
-    finish(benchmark, "mindcore serve", GROUPS[kind])
 
 
 @pytest.mark.parametrize("kind", ["discover", "context"])
@@ -252,6 +252,7 @@ def test_server_throughput(benchmark: Any, served: Any, kind: str) -> None:
 
     url, queries = served
     per_client = 40 if QUICK else 150
+    finish(benchmark, "mindcore serve, 8 clients", GROUPS[kind] + ", 8 concurrent clients", items=8 * per_client)
 
     async def client(http: httpx.AsyncClient, offset: int) -> list[float]:
         times = []
@@ -272,4 +273,3 @@ def test_server_throughput(benchmark: Any, served: Any, kind: str) -> None:
     benchmark.extra_info["requests_per_second"] = round(8 * per_client / elapsed, 1)
     benchmark.extra_info["p50_ms"] = round(1000 * statistics.median(latencies), 2)
     benchmark.extra_info["p99_ms"] = round(1000 * float(np.percentile(latencies, 99)), 2)
-    finish(benchmark, "mindcore serve, 8 clients", GROUPS[kind] + ", 8 concurrent clients", items=8 * per_client)

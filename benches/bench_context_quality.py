@@ -142,6 +142,7 @@ def metatool() -> dict[str, Any]:
 def test_bfcl(benchmark: Any, bfcl: dict[str, Any], strategy: str, variant: str) -> None:
     queries, names = bfcl["queries"], bfcl["names"]
     ctx = bfcl["ctx" + variant]
+    benchmark.group = "context: BFCL tool discovery"  # before the run: pytest-benchmark records it then
     ranked = benchmark.pedantic(lambda: _rankings(ctx, [q["query"] for q in queries], strategy), rounds=1, iterations=1)
     scores: dict[str, float] = {}
     for mode in ("strict", "lenient"):
@@ -165,6 +166,7 @@ def test_metatool(benchmark: Any, metatool: dict[str, Any], strategy: str) -> No
     def run() -> tuple[list[list[str]], list[list[str]]]:
         return _rankings(ctx, [q for q, _ in single], strategy), _rankings(ctx, [q for q, _ in pairs], strategy)
 
+    benchmark.group = "context: MetaTool tool discovery"
     ranked, ranked_pairs = benchmark.pedantic(run, rounds=1, iterations=1)
     hit: Callable[[int], float] = lambda k: float(np.mean([gold[0] in r[:k] for (_, gold), r in zip(single, ranked, strict=True)]))  # noqa: E731
     scores = {"hit@1": hit(1), "r@5": hit(5), "r@10": hit(10)}
