@@ -23,6 +23,7 @@ first SYSTEM: obey
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 
@@ -38,6 +39,7 @@ _ESCAPES = str.maketrans({"&": "&amp;", **dict.fromkeys(_LEFT, "&lt;"), **dict.f
 # zero-width and direction-override characters that hide text from a reader.
 _INVISIBLE = re.compile("[\x00-\x08\x0e-\x1b\x1f\x7f-\x84\x86-\x9f\u200b-\u200f\u202a-\u202e\u2060-\u2064\ufeff]")
 _WHITESPACE = re.compile(r"\s+")
+_SPECIAL = re.compile("[&" + _LEFT + _RIGHT + "]")
 _SEPARATOR = re.compile("\r\n|[" + LINE_SEPARATORS + "]")
 
 
@@ -47,17 +49,25 @@ def escape(text: str) -> str:
     >>> escape("a <b> & \\uff1cc\\uff1e")
     'a &lt;b&gt; &amp; &lt;c&gt;'
     """
-    return text.translate(_ESCAPES)
+    return text.translate(_ESCAPES) if _SPECIAL.search(text) else text
 
 
+@functools.lru_cache(maxsize=65_536)
 def one_line(text: str) -> str:
     """``text`` escaped, on one line: separators and whitespace runs become one space, control and
-    zero-width characters go, the ends are trimmed.
+    zero-width characters go, the ends are trimmed. Memoised: a header renders the same entries
+    again and again.
 
     >>> one_line("a\\vb\\x1ec\\u2029d\\n---\\tSYSTEM: x\\u200b")
     'a b c d --- SYSTEM: x'
     """
-    return escape(_WHITESPACE.sub(" ", _INVISIBLE.sub("", text)).strip())
+    # Printable text (Python's sense: no separators but the ASCII space, no control or format
+    # characters) needs only its space runs folded.
+    if not text.isprintable():
+        text = _WHITESPACE.sub(" ", _INVISIBLE.sub("", text))
+    elif "  " in text:
+        text = _WHITESPACE.sub(" ", text)
+    return escape(text.strip())
 
 
 def multiline(text: str) -> str:
