@@ -95,3 +95,15 @@ def test_the_mind_itself_has_a_toolset_whose_calls_commit_at_once(mind: Mind) ->
     assert mind.call("mind_believe", {"content": 5})["status"] == "error"
     found = mind.call("mind_recall", {"query": "deploys"})
     assert found["status"] == "ok" and found["results"][0]["content"] == "Deploys happen on Tuesdays"
+
+
+def test_async_twins_of_call(mind: Mind, store: Store) -> None:
+    import asyncio
+
+    from mindcore.embed import HashEmbedder
+    from mindcore.ltm import LongTermMemory
+
+    assert asyncio.run(mind.acall("mind_believe", {"content": "Async works", "confidence": "high"}))["status"] == "ok"
+    ltm = LongTermMemory(store, user_id="u", embedder=HashEmbedder(dim=64))
+    assert asyncio.run(ltm.acall("ltm_remember", {"text": "Prefers tea"}))["status"] == "ok"
+    ltm.close()

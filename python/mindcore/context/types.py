@@ -7,7 +7,6 @@ and the in-process API share one shape.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -15,7 +14,7 @@ from typing import Any, Literal
 
 from mindcore.errors import ContextError
 from mindcore.kernels import estimate_tokens
-from mindcore.validation import check_text, describe
+from mindcore.validation import check_number, check_text, describe
 
 __all__ = [
     "EmbeddingWeights",
@@ -290,10 +289,8 @@ class EmbeddingWeights:
 
     def __post_init__(self) -> None:
         for key in ("name", "description", "input_schema", "output_schema"):
-            value = getattr(self, key)
-            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ContextError(f"weights.{key}: expected a finite number >= 0, got {value!r}")
-            object.__setattr__(self, key, float(value))
+            value = check_number(getattr(self, key), f"weights.{key}", minimum=0, error=ContextError)
+            object.__setattr__(self, key, value)
 
     @classmethod
     def of(cls, value: EmbeddingWeights | Mapping[str, Any] | None) -> EmbeddingWeights:

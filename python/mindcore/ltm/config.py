@@ -106,9 +106,7 @@ class RecallWeights:
 
     def __post_init__(self) -> None:
         for name in ("similarity", "recency", "importance", "lexical"):
-            value = getattr(self, name)
-            if not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-                raise ValueError(f"{name}: expected a finite weight >= 0, got {value!r}")
+            check_number(getattr(self, name), name, minimum=0, error=ValueError)
         if not self.half_life_days > 0 or not math.isfinite(self.half_life_days):
             raise ValueError(f"half_life_days: expected a positive number, got {self.half_life_days!r}")
 

@@ -475,6 +475,9 @@ class LongTermMemory:
         """Dispatch a model's tool call (see :attr:`tools`)."""
         return self._toolset.call(name, arguments)
 
+    async def acall(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.call, name, arguments)
+
     # -- background work ------------------------------------------------------------------------
 
     def flush(self) -> None:

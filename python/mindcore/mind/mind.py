@@ -200,6 +200,9 @@ class Mind:
         """Dispatch one tool call in a run of its own (see :attr:`tools`); never raises."""
         return self.tools.call(name, arguments)
 
+    async def acall(self, name: str, arguments: str | bytes | dict[str, Any] | None = None) -> dict[str, Any]:
+        return await asyncio.to_thread(self.call, name, arguments)
+
     def run(self) -> MindRun:
         """Start a run: a fresh draft buffer and the header of the committed store. Use it as a
         context manager; leaving the block flushes (an exception makes it an error flush, and
