@@ -330,3 +330,21 @@ def test_only_memory_reads_run_on_the_event_loop(method: str, path: str, body: A
 
     raw = b"" if body is None else json.dumps(body).encode()
     assert _quick(Request(method, path.split("/")[1:], {}, {}, raw)) is inline
+
+
+def test_responses_are_the_same_json_with_or_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson only speeds the answer up: the bytes are what the standard library writes."""
+    import json
+
+    from mindcore.context.types import StoredMessage
+    from mindcore.server import http
+
+    payload = {"messages": [StoredMessage({"role": "user", "content": "héllo ☃ \"q\"\n"}, seq=1, id="m1",
+                                          created_at=0).to_wire()],
+               "nested": {"a": [1, 2.5, None, True], "k": "</x>"}}
+    huge = {"big": 2**70}  # over 64 bits: orjson declines, the standard library writes it
+    fast, fast_huge = http.encode(payload), http.encode(huge)
+    monkeypatch.setattr(http, "orjson", None)
+    assert http.encode(payload) == fast
+    assert http.encode(huge) == fast_huge
+    assert json.loads(fast_huge)["big"] == 2**70

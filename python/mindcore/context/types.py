@@ -10,6 +10,7 @@ import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import lru_cache
 from typing import Any, Literal
 
 from mindcore.errors import ContextError
@@ -363,6 +364,7 @@ class StoredMessage(dict[str, Any]):
         return out
 
 
+@lru_cache(maxsize=65_536)  # a session's messages are answered again and again, timestamps unchanged
 def rfc3339(ms: int) -> str:
     """Unix milliseconds as an RFC 3339 UTC timestamp.
 
