@@ -185,19 +185,37 @@ def test_append_one(benchmark: Any, session: Any) -> None:
 # -- the server over HTTP ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def served(catalogs: dict[int, dict[str, Any]]) -> Any:
-    """``mindcore serve`` in a process of its own (the client's work never competes with it for
-    a GIL), with 1,000 tools and a 2,000-message session."""
+#: The seed's own server (``agentified-server`` of ratel-ai/ratel at e4dbc36, a release build), when
+#: this names its binary: measured in the same run, with the same clients and requests.
+SEED_SERVER = os.environ.get("AGENTIFIED_SERVER_BIN")
+SERVERS = ["mindcore serve", "agentified-server (seed)"]
+
+
+def _start(impl: str, port: int) -> subprocess.Popen[bytes]:
+    folder = tempfile.mkdtemp(prefix="bench-server-")
+    if impl == "mindcore serve":
+        root = os.path.dirname(os.path.dirname(os.path.abspath(mindcore.__file__)))
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+        return subprocess.Popen([sys.executable, "-m", "mindcore", "serve", "--port", str(port),
+                                 "--log-level", "warning", "--store", folder], env=env)
+    if not SEED_SERVER:
+        pytest.skip("set AGENTIFIED_SERVER_BIN to the seed server's binary to measure it")
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}  # BM25 only, as here
+    env.update(AGENTIFIED_PORT=str(port), AGENTIFIED_DB_PATH=os.path.join(folder, "agentified.db"),
+               RUST_LOG="warn")
+    return subprocess.Popen([SEED_SERVER], env=env)
+
+
+@pytest.fixture(scope="module", params=SERVERS)
+def served(request: pytest.FixtureRequest, catalogs: dict[int, dict[str, Any]]) -> Any:
+    """A server in a process of its own (the client's work never competes with it for a GIL),
+    with 1,000 tools and a 2,000-message session."""
     httpx = pytest.importorskip("httpx")
     pytest.importorskip("uvicorn")
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    root = os.path.dirname(os.path.dirname(os.path.abspath(mindcore.__file__)))
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
-    proc = subprocess.Popen([sys.executable, "-m", "mindcore", "serve", "--port", str(port), "--log-level", "warning",
-                             "--store", tempfile.mkdtemp(prefix="bench-server-")], env=env)
+    proc = _start(request.param, port)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while True:
@@ -206,7 +224,7 @@ def served(catalogs: dict[int, dict[str, Any]]) -> Any:
                 break
         except httpx.TransportError:
             pass
-        assert proc.poll() is None and time.monotonic() < deadline, "mindcore serve did not start"
+        assert proc.poll() is None and time.monotonic() < deadline, f"{request.param} did not start"
         time.sleep(0.1)
     tools = [t.to_wire() for t in catalogs[1_000]["tools"]]
     with httpx.Client(base_url=url, timeout=120) as http:
@@ -214,9 +232,10 @@ def served(catalogs: dict[int, dict[str, Any]]) -> Any:
         rng = random.Random(0)
         messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": " ".join(
             rng.choices([f"w{i}" for i in range(3000)], k=40))} for i in range(2_000)]
-        http.post("/api/v1/messages", json={"dataset": "bench", "namespace": "n", "session": "s",
-                                            "messages": messages}).raise_for_status()
-    yield url, catalogs[1_000]["queries"]
+        for at in range(0, len(messages), 500):
+            http.post("/api/v1/messages", json={"dataset": "bench", "namespace": "n", "session": "s",
+                                                "messages": messages[at:at + 500]}).raise_for_status()
+    yield request.param, url, catalogs[1_000]["queries"]
     proc.terminate()
     proc.wait(timeout=60)
 
@@ -230,29 +249,58 @@ GROUPS = {"discover": "server: bm25 discover over HTTP (1k tools)",
           "context": "server: recent context over HTTP (2k messages)"}
 
 
+class _StdlibClient:
+    """One keep-alive connection of the standard library's ``http.client``: little client-side
+    work, so the figure is mostly the server's."""
+
+    def __init__(self, url: str) -> None:
+        import http.client
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(url)
+        self._conn = http.client.HTTPConnection(parts.hostname or "127.0.0.1", parts.port)
+
+    def request(self, method: str, path: str, body: Any) -> None:
+        self._conn.request(method, path, body=json.dumps(body), headers={"content-type": "application/json"})
+        response = self._conn.getresponse()
+        response.read()
+        assert response.status == 200, response.status
+
+    def close(self) -> None:
+        self._conn.close()
+
+
+@pytest.mark.parametrize("client", ["httpx", "http.client"])
 @pytest.mark.parametrize("kind", ["discover", "context"])
-def test_server_latency(benchmark: Any, served: Any, kind: str) -> None:
+def test_server_latency(benchmark: Any, served: Any, kind: str, client: str) -> None:
+    """p50/p99 per request, with httpx (agentified's Python SDK's client) and with ``http.client``."""
     import httpx
 
-    url, queries = served
+    impl, url, queries = served
     cycle = itertools.cycle(queries)
-    finish(benchmark, "mindcore serve", GROUPS[kind])
-    with httpx.Client(base_url=url) as http:
+    finish(benchmark, f"{impl}, {client} client", GROUPS[kind])
+    http: Any = httpx.Client(base_url=url) if client == "httpx" else _StdlibClient(url)
+    try:
         def one() -> None:
             method, path, body = REQUESTS[kind](next(cycle))
-            http.request(method, path, json=body).raise_for_status()
+            if client == "httpx":
+                http.request(method, path, json=body).raise_for_status()
+            else:
+                http.request(method, path, body)
 
         one()
         benchmark.pedantic(one, rounds=300 if not QUICK else 50, iterations=1, warmup_rounds=10)
+    finally:
+        http.close()
 
 
 @pytest.mark.parametrize("kind", ["discover", "context"])
 def test_server_throughput(benchmark: Any, served: Any, kind: str) -> None:
     import httpx
 
-    url, queries = served
+    impl, url, queries = served
     per_client = 40 if QUICK else 150
-    finish(benchmark, "mindcore serve, 8 clients", GROUPS[kind] + ", 8 concurrent clients", items=8 * per_client)
+    finish(benchmark, f"{impl}, 8 clients", GROUPS[kind] + ", 8 concurrent clients", items=8 * per_client)
 
     async def client(http: httpx.AsyncClient, offset: int) -> list[float]:
         times = []
