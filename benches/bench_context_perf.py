@@ -17,10 +17,12 @@ p50 <= 5 ms; one append p50 <= 5 ms; over HTTP on 127.0.0.1, bm25 discover on 1,
 and recent context on a 2,000-message session <= 1.5 ms (the seed's Rust server: 8.6-9.8 ms and
 2.8-3.3 ms on these machines).
 
-Measured (2 cores shared with other work, load ~3; p50): discover bm25 0.10 ms at 1k tools and
-0.78 ms at 10k (rank-bm25+numpy 1.6 and 46 ms), hybrid 0.24 / 0.82 ms (2.0 / 86 ms); recent over
-10k messages 0.33 ms; one append 4.5 ms; over HTTP (``mindcore serve`` in its own process, httpx
-client) bm25 discover 1.4 ms and recent context 1.9 ms, ~375 and ~315 requests/s with 8 clients.
+Measured (Intel Xeon, 2 cores shared with other work; p50): discover bm25 0.09 ms at 1k tools and
+0.77 ms at 10k (rank-bm25+numpy 1.7 and 25 ms), hybrid 0.19 / 0.87 ms (2.0 / 27 ms); recent over
+10k messages 0.32 ms; one append 3.9 ms. Over HTTP, each server in its own process, the seed's
+``agentified-server`` (set ``AGENTIFIED_SERVER_BIN``) measured in the same run with the same clients:
+bm25 discover 0.54 ms with ``http.client`` and 1.14 ms with httpx (seed: 13.5 and 14.2 ms), recent
+context 0.99 and 1.51 ms (seed: 2.44 and 2.91 ms).
 
     pytest benches/bench_context_perf.py --benchmark-only -q
 """
