@@ -18,6 +18,7 @@ __all__ = [
     "EmbeddingError",
     "ExtractionParseError",
     "InvalidInputError",
+    "InvalidMessageError",
     "InvalidTypeError",
     "KernelError",
     "KernelTypeError",
@@ -152,6 +153,11 @@ class MergeError(MindcoreError, ValueError):
 
 class ExtractionParseError(MindcoreError, ValueError):
     """The extraction LLM's reply holds no usable JSON list of memories; nothing is stored."""
+
+
+class InvalidMessageError(InvalidInputError):
+    """A chat message is malformed: an unknown role, a tool call without an id or with arguments
+    that are not a JSON object, a tool result no call asked for. The message names the item."""
 
 
 class ContextError(MindcoreError, ValueError):

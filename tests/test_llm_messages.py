@@ -1,0 +1,80 @@
+"""The one chat-message reader: OpenAI form checked, content parts converted, tool calls and
+their results paired."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from mindcore.errors import ContextError, InvalidInputError, InvalidMessageError
+from mindcore.llm.messages import check_tool_pairs, normalize_messages
+
+CALL = {"id": "c1", "type": "function", "function": {"name": "get_weather", "arguments": '{"city": "Paris"}'}}
+
+
+def test_openai_messages_pass_unchanged() -> None:
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Weather?"},
+                {"role": "assistant", "content": None, "tool_calls": [CALL]},
+                {"role": "tool", "content": "22C", "tool_call_id": "c1"}, {"role": "assistant", "content": "22C."}]
+    out = normalize_messages(messages, max_chars=1000, strict=True)
+    assert out[2] == {"role": "assistant", "content": "", "tool_calls": [CALL]}
+    assert [m["role"] for m in out] == ["system", "user", "assistant", "tool", "assistant"]
+    check_tool_pairs(out)
+
+
+def test_content_parts_convert_losslessly() -> None:
+    out = normalize_messages([
+        {"role": "assistant", "content": [{"type": "text", "text": "Let me look."},
+                                          {"type": "tool-call", "toolCallId": "c1", "toolName": "f",
+                                           "args": {"q": "é", "n": [1, 2]}}]},
+        {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "result": {"ok": True}},
+                                     {"type": "tool-result", "toolCallId": "c1", "result": "plain"}]},
+    ], max_chars=1000, strict=True)
+    assert out[0]["tool_calls"][0]["function"] == {"name": "f", "arguments": '{"q": "é", "n": [1, 2]}'}
+    assert out[1:] == [{"role": "tool", "content": '{"ok": true}', "tool_call_id": "c1"},
+                       {"role": "tool", "content": "plain", "tool_call_id": "c1"}]
+
+
+@pytest.mark.parametrize(("message", "fragment"), [
+    ({"role": "robot", "content": "hi"}, "messages[0].role: 'robot'"),
+    ({"role": "user"}, "messages[0].content: required"),
+    ({"role": "user", "content": "bad \ud800"}, "messages[0].content"),
+    ({"role": "user", "content": [{"type": "image", "url": "x"}]}, "unsupported content part 'image'"),
+    ({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f"}}]}, "tool_calls[0].id"),
+    ({"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{x"}}]},
+     "arguments: not JSON"),
+    ({"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "[1]"}}]},
+     "expected a JSON object"),
+    ({"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "web", "function": {"name": "f"}}]},
+     "only 'function'"),
+])
+def test_malformed_messages_name_the_item(message: dict[str, Any], fragment: str) -> None:
+    with pytest.raises(InvalidMessageError) as info:
+        normalize_messages([message], max_chars=1000, strict=True)
+    assert fragment in str(info.value)
+    assert isinstance(info.value, InvalidInputError)
+
+
+def test_limits_and_the_callers_error_class() -> None:
+    with pytest.raises(ContextError, match="the limit is 1"):
+        normalize_messages([{"role": "user", "content": "a"}] * 2, max_chars=10, max_messages=1, error=ContextError)
+    with pytest.raises(InvalidMessageError, match="limit is 5"):
+        normalize_messages([{"role": "user", "content": "toolong"}], max_chars=5)
+    with pytest.raises(InvalidMessageError, match="expected a list"):
+        normalize_messages({"role": "user", "content": "a"}, max_chars=10)  # type: ignore[arg-type]
+    # Not strict (a session stores what a client sends): tool calls need only be JSON.
+    loose = normalize_messages([{"role": "assistant", "content": "", "tool_calls": [{"anything": 1}]}], max_chars=100)
+    assert loose[0]["tool_calls"] == [{"anything": 1}]
+
+
+def test_tool_results_must_answer_an_earlier_call_once() -> None:
+    call = {"role": "assistant", "content": "", "tool_calls": [CALL]}
+    result = {"role": "tool", "content": "22", "tool_call_id": "c1"}
+    check_tool_pairs([call, result])
+    with pytest.raises(InvalidMessageError, match="messages\\[0\\]: a tool result for call 'c1'"):
+        check_tool_pairs([result, call])
+    with pytest.raises(InvalidMessageError, match="messages\\[2\\]"):
+        check_tool_pairs([call, result, result])
+    with pytest.raises(InvalidMessageError, match="needs tool_call_id"):
+        check_tool_pairs([call, {"role": "tool", "content": "x"}])
