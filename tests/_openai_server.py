@@ -92,7 +92,7 @@ class FakeOpenAI:
         self,
         *,
         dim: int = 8,
-        reply: Callable[[list[dict[str, Any]], bool], str] = echo_reply,
+        reply: Callable[[list[dict[str, Any]], bool], str | dict[str, Any]] = echo_reply,
         reject_max_tokens: bool = False,
         reversed_order: bool = False,
     ) -> None:
@@ -176,11 +176,14 @@ class FakeOpenAI:
             )
             return 400, {"error": {"message": message, "type": "invalid_request_error", "param": "max_tokens"}}
         json_mode = (body.get("response_format") or {}).get("type") == "json_object"
-        content = self.reply(body.get("messages", []), json_mode)
+        answer = self.reply(body.get("messages", []), json_mode)
+        # A reply function may answer with a whole message (tool calls, a null content).
+        message = {"role": "assistant", **answer} if isinstance(answer, dict) else {"role": "assistant", "content": answer}
+        finish = "tool_calls" if message.get("tool_calls") else "stop"
         choices = [] if fault is not None and fault.kind == "empty_choices" else [
-            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+            {"index": 0, "message": message, "finish_reason": finish}
         ]
-        usage = {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}
+        usage = {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13}
         return 200, {
             "id": "chatcmpl-test",
             "object": "chat.completion",

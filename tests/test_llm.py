@@ -126,7 +126,7 @@ def test_scripted_exceptions_simulate_failures() -> None:
 def test_scripted_checks_its_script() -> None:
     with pytest.raises(TypeError, match="got a bare str"):
         ScriptedLLM("reply")  # type: ignore[arg-type]
-    with pytest.raises(TypeError, match=r"replies\[1\]: expected str or an Exception instance, got int"):
+    with pytest.raises(TypeError, match=r"replies\[1\]: expected str, a Reply or an Exception instance, got int"):
         ScriptedLLM(["a", 1])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="expected a sequence of str or a function, got int"):
         ScriptedLLM(3)  # type: ignore[arg-type]

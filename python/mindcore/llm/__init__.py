@@ -1,4 +1,5 @@
-"""Language model clients behind one protocol: `LLM.complete(messages) -> str` and its async twin.
+"""Language model clients: `LLM.complete(messages) -> str` for text, and `ChatLLM.chat(messages,
+tools=...) -> Reply` (text, tool calls, usage) for agents that call tools; each with an async twin.
 
 - :class:`OpenAICompatibleLLM`: any OpenAI-compatible chat endpoint (OpenAI, Azure, Ollama,
   vLLM, llama.cpp server), with timeouts, retries and errors that name the endpoint.
@@ -16,6 +17,19 @@ from __future__ import annotations
 
 from mindcore.llm.base import LLM, LLMError, Message
 from mindcore.llm.openai_compat import OpenAICompatibleLLM
+from mindcore.llm.reply import ChatLLM, Reply, ToolCall, Usage
 from mindcore.llm.scripted import ScriptedCall, ScriptedLLM, ScriptExhaustedError
 
-__all__ = ["LLM", "LLMError", "Message", "OpenAICompatibleLLM", "ScriptExhaustedError", "ScriptedCall", "ScriptedLLM"]
+__all__ = [
+    "LLM",
+    "ChatLLM",
+    "LLMError",
+    "Message",
+    "OpenAICompatibleLLM",
+    "Reply",
+    "ScriptExhaustedError",
+    "ScriptedCall",
+    "ScriptedLLM",
+    "ToolCall",
+    "Usage",
+]

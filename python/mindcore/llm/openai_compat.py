@@ -3,17 +3,39 @@
 from __future__ import annotations
 
 import functools
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mindcore._openai import AsyncClients, Endpoint, explain, request_errors, resolve_endpoint
+from mindcore.errors import InvalidInputError, InvalidMessageError
 from mindcore.llm.base import LLMError, Message, check_max_tokens, check_messages
+from mindcore.llm.messages import normalize_messages
+from mindcore.llm.reply import Reply, ToolCall, ToolChoice, Tools, Usage, openai_tool_choice, openai_tools
+from mindcore.validation import check_bool
 
 if TYPE_CHECKING:
     from openai import OpenAI
 
-__all__ = ["OpenAICompatibleLLM"]
+__all__ = ["MAX_MESSAGE_CHARS", "OpenAICompatibleLLM"]
+
+#: Longest text one message (or one tool call's arguments) may carry to a model.
+MAX_MESSAGE_CHARS = 4_000_000
+
+
+def _wire(message: dict[str, Any]) -> dict[str, Any]:
+    """A checked message as the API takes it: tool-call arguments as JSON text."""
+    if not message.get("tool_calls"):
+        return message
+
+    def call(c: dict[str, Any]) -> dict[str, Any]:
+        function = dict(c["function"])
+        args = function.get("arguments", "{}")
+        function["arguments"] = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+        return {"id": c["id"], "type": "function", "function": function}
+
+    return {**message, "tool_calls": [call(c) for c in message["tool_calls"]]}
 
 
 class OpenAICompatibleLLM:
@@ -157,36 +179,141 @@ class OpenAICompatibleLLM:
         LLMError
             The request failed after the retries, or the answer held no text.
         """
-        params = self._params(messages, max_tokens, json)
-        errors = request_errors()
-        try:
-            response = self._client.chat.completions.create(**params)
-        except errors as exc:
-            if not self._switch_token_param(exc, params):
-                raise self._fail(exc) from exc
-            try:
-                response = self._client.chat.completions.create(**params)
-            except errors as exc2:
-                raise self._fail(exc2) from exc2
-        return self._text(response)
+        return self._text(self._create(self._params(messages, max_tokens, json)))
 
     async def acomplete(
         self, messages: Sequence[Message], *, max_tokens: int | None = None, json: bool = False
     ) -> str:
         """Async twin of :meth:`complete` (``AsyncOpenAI``)."""
-        params = self._params(messages, max_tokens, json)
-        client = self._aclients.get()
+        return self._text(await self._acreate(self._params(messages, max_tokens, json)))
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Tools | None = None,
+        tool_choice: ToolChoice = "auto",
+        max_tokens: int | None = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> Reply:
+        """The model's :class:`~mindcore.llm.Reply` to `messages`, which may call `tools`.
+
+        Parameters
+        ----------
+        messages
+            OpenAI chat messages, including assistant messages with ``tool_calls`` and ``tool``
+            messages (content-part messages convert; see :mod:`mindcore.llm.messages`).
+        tools
+            A :class:`~mindcore.toolspec.Toolset` or OpenAI tool specs.
+        tool_choice
+            ``"auto"``, ``"none"``, ``"required"`` or the name of a tool the model must call.
+        parallel_tool_calls
+            Whether the model may call several tools at once (None: the server's default).
+
+        Raises
+        ------
+        InvalidInputError
+            Malformed messages, tools or arguments (the message names the item).
+        LLMError
+            The request failed after the retries, or the answer is malformed.
+
+        Examples
+        --------
+        >>> llm = OpenAICompatibleLLM("gpt-4.1-mini", api_key="sk-...")
+        >>> reply = llm.chat([{"role": "user", "content": "Weather in Paris?"}], tools=toolset)  # doctest: +SKIP
+        >>> reply.tool_calls[0].name  # doctest: +SKIP
+        'get_weather'
+        """
+        return self._reply(self._create(self._chat_params(messages, tools, tool_choice, max_tokens,
+                                                            parallel_tool_calls)))
+
+    async def achat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Tools | None = None,
+        tool_choice: ToolChoice = "auto",
+        max_tokens: int | None = None,
+        parallel_tool_calls: bool | None = None,
+    ) -> Reply:
+        """Async twin of :meth:`chat`."""
+        return self._reply(await self._acreate(self._chat_params(messages, tools, tool_choice, max_tokens,
+                                                                   parallel_tool_calls)))
+
+    # -- requests -------------------------------------------------------------------------------
+
+    def _create(self, params: dict[str, Any]) -> Any:
         errors = request_errors()
         try:
-            response = await client.chat.completions.create(**params)
+            return self._client.chat.completions.create(**params)
         except errors as exc:
             if not self._switch_token_param(exc, params):
                 raise self._fail(exc) from exc
             try:
-                response = await client.chat.completions.create(**params)
+                return self._client.chat.completions.create(**params)
             except errors as exc2:
                 raise self._fail(exc2) from exc2
-        return self._text(response)
+
+    async def _acreate(self, params: dict[str, Any]) -> Any:
+        client = self._aclients.get()
+        errors = request_errors()
+        try:
+            return await client.chat.completions.create(**params)
+        except errors as exc:
+            if not self._switch_token_param(exc, params):
+                raise self._fail(exc) from exc
+            try:
+                return await client.chat.completions.create(**params)
+            except errors as exc2:
+                raise self._fail(exc2) from exc2
+
+    def _chat_params(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Tools | None,
+        tool_choice: ToolChoice,
+        max_tokens: int | None,
+        parallel_tool_calls: bool | None,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model, "messages": [
+            _wire(m) for m in normalize_messages(messages, max_chars=MAX_MESSAGE_CHARS, strict=True)]}
+        if not params["messages"]:
+            raise InvalidMessageError("messages: at least one message is needed")
+        specs = openai_tools(tools)
+        if specs:
+            params["tools"] = specs
+            params["tool_choice"] = openai_tool_choice(tool_choice, [s["function"]["name"] for s in specs])
+            if parallel_tool_calls is not None:
+                params["parallel_tool_calls"] = check_bool(parallel_tool_calls, "parallel_tool_calls")
+        elif tool_choice not in ("auto", "none"):
+            raise InvalidInputError(f"tool_choice: {tool_choice!r} needs tools")
+        max_tokens = check_max_tokens(max_tokens)
+        if max_tokens is not None:
+            params[self._token_param] = max_tokens
+        if self.temperature is not None:
+            params["temperature"] = self.temperature
+        return params
+
+    def _reply(self, response: Any) -> Reply:
+        try:
+            choice = response.choices[0]
+            message = choice.message
+            calls = tuple(
+                ToolCall(str(c.id), str(c.function.name), c.function.arguments or "{}")
+                for c in (message.tool_calls or ())
+            )
+            usage = response.usage
+            used = Usage(int(getattr(usage, "prompt_tokens", 0) or 0), int(getattr(usage, "completion_tokens", 0) or 0))
+        except (AttributeError, TypeError, IndexError) as exc:
+            raise LLMError(f"{self._where()} failed: malformed response: {exc}") from exc
+        content = message.content
+        if not isinstance(content, str):
+            if not calls:
+                refusal = getattr(message, "refusal", None)
+                detail = f"refusal: {refusal!r}" if refusal else f"finish_reason={choice.finish_reason!r}"
+                raise LLMError(f"{self._where()} returned neither text nor tool calls ({detail})")
+            content = ""
+        return Reply(content, calls, used, getattr(choice, "finish_reason", None))
 
     def __repr__(self) -> str:
         return f"OpenAICompatibleLLM(model={self.model!r}, base_url={self.base_url!r})"

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
 
-from mindcore.errors import ScriptExhaustedError
+from mindcore.errors import InvalidInputError, ScriptExhaustedError
 from mindcore.llm.base import Message, check_max_tokens, check_messages
+from mindcore.llm.messages import normalize_messages
+from mindcore.llm.reply import Reply, ToolChoice, Tools, openai_tool_choice, openai_tools
 
-__all__ = ["ScriptExhaustedError", "ScriptedCall", "ScriptedLLM"]
+__all__ = ["ScriptExhaustedError", "Scripted", "ScriptedCall", "ScriptedLLM"]
 
 
 @dataclass(frozen=True)
@@ -19,14 +22,18 @@ class ScriptedCall:
     messages: list[Message]
     max_tokens: int | None
     json: bool
+    #: The tools offered (OpenAI specs) and ``tool_choice``, for :meth:`ScriptedLLM.chat` calls.
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    tool_choice: str | dict[str, Any] | None = None
 
 
-Reply = str | Exception
+#: One scripted answer: text, a :class:`~mindcore.llm.Reply` (tool calls), or an exception to raise.
+Scripted = str | Reply | Exception
 
 
-def _excerpt(messages: list[Message]) -> str:
+def _excerpt(messages: Sequence[Mapping[str, Any]]) -> str:
     last = messages[-1]
-    text = " ".join(last["content"].split())
+    text = " ".join(str(last.get("content") or "").split())
     return f"{last['role']}: {text[:80]!r}{'...' if len(text) > 80 else ''}"
 
 
@@ -38,6 +45,8 @@ class ScriptedLLM:
     replies
         Either a sequence of replies, one per call (an ``Exception`` instance in it is raised for
         that call, to test failure handling), or a function ``messages -> str`` called each time.
+        :meth:`chat` also takes :class:`~mindcore.llm.Reply` items (scripted tool calls; a
+        function may return one too); :meth:`complete` answers a ``Reply`` item with its text.
 
     Attributes
     ----------
@@ -60,13 +69,20 @@ class ScriptedLLM:
     >>> shout = ScriptedLLM(lambda messages: messages[-1]["content"].upper())
     >>> shout.complete([{"role": "user", "content": "hi"}])
     'HI'
+
+    Tool calls, for an agent's loop:
+
+    >>> from mindcore.llm import Reply, ToolCall
+    >>> agent_llm = ScriptedLLM([Reply(tool_calls=(ToolCall("c1", "get_weather", '{"city": "Paris"}'),)), "22C."])
+    >>> agent_llm.chat([{"role": "user", "content": "Weather in Paris?"}]).tool_calls[0].name
+    'get_weather'
     """
 
     model = "scripted"
 
-    def __init__(self, replies: Sequence[Reply] | Callable[[list[Message]], str]) -> None:
-        self._fn: Callable[[list[Message]], str] | None = None
-        self._replies: list[Reply] = []
+    def __init__(self, replies: Sequence[Scripted] | Callable[[list[Message]], str | Reply]) -> None:
+        self._fn: Callable[[list[Message]], str | Reply] | None = None
+        self._replies: list[Scripted] = []
         if callable(replies):
             self._fn = replies
         elif isinstance(replies, str | bytes):
@@ -79,8 +95,9 @@ class ScriptedLLM:
                     f"replies: expected a sequence of str or a function, got {type(replies).__name__}"
                 ) from None
             for i, reply in enumerate(self._replies):
-                if not isinstance(reply, str | Exception):
-                    raise TypeError(f"replies[{i}]: expected str or an Exception instance, got {type(reply).__name__}")
+                if not isinstance(reply, str | Reply | Exception):
+                    raise TypeError(f"replies[{i}]: expected str, a Reply or an Exception instance, "
+                                    f"got {type(reply).__name__}")
         self.calls: list[ScriptedCall] = []
         self._next = 0
         self._lock = threading.Lock()
@@ -96,8 +113,48 @@ class ScriptedLLM:
         max_tokens = check_max_tokens(max_tokens)
         if not isinstance(json, bool):
             raise TypeError(f"json: expected bool, got {type(json).__name__}")
+        reply = self._answer(ScriptedCall(msgs, max_tokens, json), msgs)
+        return reply.content if isinstance(reply, Reply) else reply
+
+    async def acomplete(
+        self, messages: Sequence[Message], *, max_tokens: int | None = None, json: bool = False
+    ) -> str:
+        """Async twin of :meth:`complete`."""
+        return self.complete(messages, max_tokens=max_tokens, json=json)
+
+    def chat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Tools | None = None,
+        tool_choice: ToolChoice = "auto",
+        max_tokens: int | None = None,
+    ) -> Reply:
+        """The next scripted reply as a :class:`~mindcore.llm.Reply` (checks `messages`, `tools` and
+        `tool_choice` as a real client does; text replies carry no tool calls)."""
+        msgs = normalize_messages(messages, max_chars=4_000_000, strict=True)
+        if not msgs:
+            raise InvalidInputError("messages: at least one message is needed")
+        specs = openai_tools(tools)
+        choice = openai_tool_choice(tool_choice, [s["function"]["name"] for s in specs]) if specs else None
+        max_tokens = check_max_tokens(max_tokens)
+        reply = self._answer(ScriptedCall(msgs, max_tokens, False, specs, choice), msgs)  # type: ignore[arg-type]
+        return reply if isinstance(reply, Reply) else Reply(reply, finish_reason="stop")
+
+    async def achat(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        tools: Tools | None = None,
+        tool_choice: ToolChoice = "auto",
+        max_tokens: int | None = None,
+    ) -> Reply:
+        """Async twin of :meth:`chat`."""
+        return self.chat(messages, tools=tools, tool_choice=tool_choice, max_tokens=max_tokens)
+
+    def _answer(self, call: ScriptedCall, msgs: Sequence[Mapping[str, Any]]) -> str | Reply:
         with self._lock:
-            self.calls.append(ScriptedCall(msgs, max_tokens, json))  # msgs is already a private copy
+            self.calls.append(call)  # the messages are already a private copy
             number = len(self.calls)
             if self._fn is None:
                 if self._next >= len(self._replies):
@@ -108,18 +165,13 @@ class ScriptedLLM:
                 reply = self._replies[self._next]
                 self._next += 1
         if self._fn is not None:
-            reply = self._fn([Message(role=m["role"], content=m["content"]) for m in msgs])
-            if not isinstance(reply, str):
-                raise TypeError(f"ScriptedLLM: the reply function returned {type(reply).__name__}, expected str")
+            reply = self._fn([dict(m) for m in msgs])  # type: ignore[misc]
+            if not isinstance(reply, str | Reply):
+                raise TypeError(f"ScriptedLLM: the reply function returned {type(reply).__name__}, "
+                                "expected str or a Reply")
         if isinstance(reply, Exception):
             raise reply
         return reply
-
-    async def acomplete(
-        self, messages: Sequence[Message], *, max_tokens: int | None = None, json: bool = False
-    ) -> str:
-        """Async twin of :meth:`complete`."""
-        return self.complete(messages, max_tokens=max_tokens, json=json)
 
     def __repr__(self) -> str:
         source = "function" if self._fn is not None else f"{self.remaining} of {len(self._replies)} replies left"
