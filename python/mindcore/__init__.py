@@ -73,6 +73,8 @@ from mindcore.errors import MindcoreError
 from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from mindcore.agent import Agent as Agent
+    from mindcore.agent import AgentResult as AgentResult
     from mindcore.context import Context as Context
     from mindcore.context import ContextConfig as ContextConfig
     from mindcore.context import RankedTool as RankedTool
@@ -116,6 +118,8 @@ _LAZY: dict[str, str] = {
     "RankedTool": "mindcore.context",
     "Toolset": "mindcore.toolspec",
     "ToolSpec": "mindcore.toolspec",
+    "Agent": "mindcore.agent",
+    "AgentResult": "mindcore.agent",
 }
 
 __all__ = ["MindcoreError", "__version__", "looks_like_secret", *sorted(_LAZY)]

@@ -19,15 +19,28 @@ the tools of every capability in one list and dispatch every call through one ob
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import logging
-from collections.abc import Callable, Iterable, Iterator, Mapping
+import types
+import typing
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from mindcore.errors import InvalidInputError, MindcoreError, ToolError, ToolNameClashError
 
-__all__ = ["ToolError", "ToolNameClashError", "ToolSpec", "Toolset", "parse_arguments", "tool_error"]
+__all__ = [
+    "LoopRunning",
+    "ToolError",
+    "ToolNameClashError",
+    "ToolSpec",
+    "Toolset",
+    "function_tool",
+    "parse_arguments",
+    "run_to_completion",
+    "tool_error",
+]
 
 log = logging.getLogger("mindcore.tools")
 
@@ -216,6 +229,12 @@ class Toolset:
     def specs(self) -> list[ToolSpec]:
         return [spec for spec, _ in self._tools.values()]
 
+    def without(self, names: Iterable[str]) -> Toolset:
+        """This toolset less the tools called ``names`` (and the aliases of those)."""
+        gone = set(names)
+        return Toolset([entry for name, entry in self._tools.items() if name not in gone],
+                       aliases={a: t for a, t in self._aliases.items() if t not in gone})
+
     @property
     def names(self) -> list[str]:
         """The tools' names, in order (aliases not included)."""
@@ -245,7 +264,13 @@ class Toolset:
         try:
             args = parse_arguments(arguments)
             spec.validate(args)
-            return handler(args)
+            result = handler(args)
+            if inspect.isawaitable(result):  # an async handler: run it to completion here
+                try:
+                    result = run_to_completion(result)
+                except LoopRunning:
+                    return tool_error(f"tool {spec.name!r} is async: call it with `await toolset.acall(...)`")
+            return result
         except MindcoreError as exc:
             return tool_error(str(exc))
         except Exception as exc:  # a handler's bug must not crash the agent loop; the model reads it
@@ -255,3 +280,107 @@ class Toolset:
     async def acall(self, name: str, arguments: str | bytes | Mapping[str, Any] | None = None) -> ToolResult:
         """:meth:`call` off the event loop (handlers may do I/O)."""
         return await asyncio.to_thread(self.call, name, arguments)
+
+
+class LoopRunning(Exception):
+    """The calling thread runs an event loop: a coroutine cannot be run to completion from it (it
+    was closed); the caller should use the async twin of its call."""
+
+
+def run_to_completion(awaitable: Any) -> Any:
+    """The result of ``awaitable``, run on a fresh event loop: what a blocking call does with an
+    async callback (a tool handler, a compaction function). :class:`LoopRunning` when this thread
+    already runs a loop."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        async def wait() -> Any:
+            return await awaitable
+
+        return asyncio.run(wait())
+    if inspect.iscoroutine(awaitable):
+        awaitable.close()
+    raise LoopRunning
+
+
+_JSON_TYPES: dict[Any, dict[str, Any]] = {
+    str: {"type": "string"}, int: {"type": "integer"}, float: {"type": "number"}, bool: {"type": "boolean"},
+    dict: {"type": "object"}, list: {"type": "array"},
+}
+
+
+def _schema_of(annotation: Any) -> dict[str, Any]:
+    """The JSON schema of a parameter's type hint (``{}``, any value, for what has no simple one)."""
+    if annotation in _JSON_TYPES:
+        return dict(_JSON_TYPES[annotation])
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Literal and args and all(isinstance(a, str | int | bool) for a in args):
+        return {"enum": list(args)}
+    if origin in (list, tuple, set, frozenset, Iterable) or origin is getattr(typing, "Sequence", None):
+        return {"type": "array", "items": _schema_of(args[0])} if args else {"type": "array"}
+    if origin in (dict, Mapping):
+        return {"type": "object"}
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        if len(options) == 1:
+            return _schema_of(options[0])
+        return {"anyOf": [_schema_of(a) for a in options]}
+    return {}
+
+
+def function_tool(fn: Callable[..., Any], *, name: str | None = None,
+                  description: str | None = None) -> tuple[ToolSpec, Handler]:
+    """A Python function (sync or async) as a tool: its name, its docstring's first paragraph as
+    the description, and a JSON schema from its type hints (parameters without a default are
+    required). The handler calls it with the model's arguments as keywords; a returned dict with
+    a ``status`` is passed through, anything else comes back as ``{"status": "ok", "result": ...}``.
+
+    >>> from typing import Literal
+    >>> def get_weather(city: str, unit: Literal["C", "F"] = "C") -> str:
+    ...     '''The weather in a city.'''
+    ...     return f"20{unit} in {city}"
+    >>> spec, handler = function_tool(get_weather)
+    >>> spec.name, spec.description, spec.parameters["required"]
+    ('get_weather', 'The weather in a city.', ['city'])
+    >>> Toolset([(spec, handler)]).call("get_weather", {"city": "Oslo"})
+    {'status': 'ok', 'result': '20C in Oslo'}
+    """
+    if not callable(fn):
+        raise InvalidInputError(f"tool: expected a function, got {type(fn).__name__}")
+    tool_name: str = name or str(getattr(fn, "__name__", ""))
+    doc = inspect.getdoc(fn) or ""
+    try:
+        hints = typing.get_type_hints(fn)
+    except Exception:  # unresolvable annotations: describe the parameters without types
+        hints = {}
+    properties: dict[str, Any] = {}
+    required: list[str] = []
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        properties[param.name] = _schema_of(hints.get(param.name, Any))
+        if param.default is param.empty:
+            required.append(param.name)
+    parameters: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        parameters["required"] = required
+    summary: str = description or doc.split("\n\n")[0].strip() or tool_name
+    spec = ToolSpec(tool_name, summary, parameters)
+
+    def handler(args: dict[str, Any]) -> Any:
+        result = fn(**args)
+        if inspect.isawaitable(result):
+            return _finish(result)
+        return _as_result(result)
+
+    return spec, handler
+
+
+async def _finish(awaitable: Awaitable[Any]) -> ToolResult:
+    return _as_result(await awaitable)
+
+
+def _as_result(value: Any) -> ToolResult:
+    if isinstance(value, Mapping) and "status" in value:
+        return dict(value)
+    return {"status": "ok", "result": value}

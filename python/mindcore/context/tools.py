@@ -12,7 +12,7 @@ import inspect
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from mindcore.context._blocking import LoopRunning, run_to_completion
@@ -88,6 +88,12 @@ def build_toolset(session: Session, tools: Iterable[Tool]) -> Toolset:
             continue
         entries.append((tool_spec(tool), _handler(tool)))
     return Toolset(entries)
+
+
+def tools_toolset(tools: Sequence[Tool]) -> Toolset:
+    """Registered tools with handlers as a :class:`~mindcore.toolspec.Toolset` (a call runs the
+    handler in this process and answers ``{"status": "ok", "result": ...}``)."""
+    return Toolset([(tool_spec(t), _handler(t)) for t in tools])
 
 
 def _handler(tool: Tool) -> Any:

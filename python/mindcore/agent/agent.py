@@ -1,0 +1,439 @@
+"""`Agent`: the loop that ties a model to Mind, working memory, long-term memory and context.
+
+Each turn builds the prompt from the capabilities (each renders its own block), fits it to the
+token budget, offers the capabilities' tools and the user's, and calls the model until it answers
+or ``max_steps`` model calls are spent, running every tool call it makes. After the turn the Mind
+run flushes (an error flush if the turn did not end in an answer), long-term memory extracts from
+the exchange in the background, and the exchange joins the thread's history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from typing import Any
+
+from mindcore.agent.events import (
+    AgentEvent,
+    AgentResult,
+    Final,
+    ModelCall,
+    StopReason,
+    ToolCallEvent,
+    ToolResultEvent,
+    ToolRun,
+)
+from mindcore.agent.prompt import Prompt, PromptParts, build_prompt
+from mindcore.context.tools import tools_toolset
+from mindcore.context.types import Tool
+from mindcore.errors import InvalidInputError, InvalidTypeError, LLMError
+from mindcore.llm.reply import ChatLLM, Reply, ToolCall, Usage
+from mindcore.store import StoreLike, resolve_store
+from mindcore.toolspec import Toolset, ToolSpec, function_tool
+from mindcore.validation import check_int, check_text, describe
+
+__all__ = ["Agent"]
+
+#: Longest user message a turn accepts.
+MAX_MESSAGE_CHARS = 200_000
+#: Memories recalled per turn.
+RECALL_K = 5
+
+
+class Agent:
+    """An LLM agent with memory: ``agent.run("...")`` answers one message, calling tools as needed.
+
+    Parameters
+    ----------
+    store
+        A :class:`~mindcore.store.Store` or anything :func:`mindcore.open` takes; every capability
+        the agent makes keeps its data there.
+    llm
+        A chat model that can call tools (:class:`~mindcore.llm.ChatLLM`:
+        :class:`~mindcore.llm.OpenAICompatibleLLM`, :class:`~mindcore.llm.ScriptedLLM`, ...).
+    name
+        The agent's name: its Mind (goals, beliefs, reflections) is ``Mind(store, agent=name)``.
+    user_id
+        Whose long-term memories to recall and extract (``"default"`` when not given).
+    thread_id
+        The conversation: its working memory and, with ``context=``, its session.
+    instructions
+        The system prompt's first part, never cut by the budget.
+    tools
+        The user's tools: Python functions (sync or async; schema from type hints), ``(ToolSpec,
+        handler)`` pairs, :class:`~mindcore.context.Tool` objects with handlers, or Toolsets.
+    mind, working_memory, long_term_memory
+        ``True`` to make the capability on ``store``, an instance to use it, ``False`` for none.
+    context
+        A :class:`~mindcore.context.Context`: the thread's history lives in its session (assembled
+        newest first within the budget), tools are discovered per turn, and the session's tools
+        (``agentified_discover``, ...) are offered.
+    max_steps
+        Model calls per turn at most; a model still calling tools then ends the turn with
+        ``stop_reason="max_steps"``.
+    prompt_budget
+        Tokens (o200k) for the system prompt, the history and the message; tool specs not counted.
+
+    Examples
+    --------
+    >>> import mindcore
+    >>> from mindcore.embed import HashEmbedder
+    >>> from mindcore.llm import Reply, ScriptedLLM, ToolCall
+    >>> llm = ScriptedLLM([Reply(tool_calls=(ToolCall("c1", "mind_believe",
+    ...     '{"content": "The user prefers tea", "confidence": "high"}'),)), "Noted: tea it is."])
+    >>> agent = mindcore.Agent("memory://agent-doc", llm, name="helper", embedder=HashEmbedder(),
+    ...                        long_term_memory=False)
+    >>> result = agent.run("I prefer tea over coffee.")
+    >>> result.text, [t.name for t in result.tool_calls], result.stop_reason
+    ('Noted: tea it is.', ['mind_believe'], 'final')
+    >>> "The user prefers tea" in agent.mind.header()
+    True
+    """
+
+    def __init__(
+        self,
+        store: StoreLike,
+        llm: ChatLLM,
+        *,
+        name: str = "agent",
+        user_id: str | None = None,
+        thread_id: str | None = None,
+        instructions: str = "",
+        tools: Iterable[Any] | Toolset | None = None,
+        mind: Any = True,
+        working_memory: Any = True,
+        long_term_memory: Any = True,
+        context: Any = None,
+        max_steps: int = 8,
+        prompt_budget: int = 8000,
+        embedder: Any = None,
+    ) -> None:
+        if not callable(getattr(llm, "chat", None)):
+            raise InvalidTypeError(f"llm: expected a chat model with chat(messages, tools=...), got {describe(llm)}")
+        check_text(name, "name", max_chars=200)
+        for label, value in (("user_id", user_id), ("thread_id", thread_id)):
+            if value is not None:
+                check_text(value, label, max_chars=1000)
+        check_text(instructions, "instructions", max_chars=MAX_MESSAGE_CHARS, allow_blank=True)
+        self.max_steps = check_int(max_steps, "max_steps", minimum=1)
+        self.prompt_budget = check_int(prompt_budget, "prompt_budget", minimum=1)
+        self.llm = llm
+        self.name = name
+        self.user_id = user_id or "default"
+        self.thread_id = thread_id or "default"
+        self.instructions = instructions
+        self._user_tools = _user_toolset(tools)
+        self.store = resolve_store(store)
+        self._owns_store = self.store is not store
+        self._made: list[Any] = []  # capabilities this agent made (and closes)
+        if embedder is None and (mind is True or long_term_memory is True):
+            from mindcore.embed import default_embedder
+
+            embedder = self.store.embedder or default_embedder()
+        self.mind = self._capability(mind, "mind", lambda: _mind(self.store, name, embedder))
+        self.working_memory = self._capability(working_memory, "working_memory",
+                                               lambda: _working(self.store, self.thread_id))
+        self.long_term_memory = self._capability(long_term_memory, "long_term_memory",
+                                                 lambda: _ltm(self.store, self.user_id, name, embedder, llm))
+        self.context = context
+        self.session = context.session(self.thread_id, namespace=self.user_id) if context is not None else None
+        self._history: list[dict[str, Any]] = []  # the thread's messages when there is no context
+        self._lock = threading.Lock()
+        self._check_tool_names()
+
+    def __repr__(self) -> str:
+        parts = [n for n in ("mind", "working_memory", "long_term_memory", "context") if getattr(self, n) is not None]
+        return f"Agent(name={self.name!r}, user_id={self.user_id!r}, thread_id={self.thread_id!r}, with={parts})"
+
+    # -- public ---------------------------------------------------------------------------------
+
+    def run(self, message: str) -> AgentResult:
+        """Answer ``message``: one turn, tool calls included (see :class:`AgentResult`)."""
+        result: AgentResult | None = None
+        for event in self.stream(message):
+            if isinstance(event, Final):
+                result = event.result
+        assert result is not None
+        return result
+
+    def stream(self, message: str) -> Iterator[AgentEvent]:
+        """The turn's step events as they happen: :class:`ModelCall`, :class:`ToolCallEvent`,
+        :class:`ToolResultEvent`, and last :class:`Final` with the result."""
+        check_text(message, "message", max_chars=MAX_MESSAGE_CHARS)
+        with self._lock:  # one turn of a thread at a time: its history is a sequence
+            turn = _Turn(self, message)
+            try:
+                while True:
+                    step = turn.next_step()
+                    if step is None:
+                        break
+                    yield step
+                    try:
+                        reply = self.llm.chat(turn.messages, tools=turn.toolset)
+                    except LLMError as exc:
+                        turn.failed(exc)
+                        break
+                    for call in turn.on_reply(reply):
+                        yield ToolCallEvent(turn.steps, call.id, call.name, call.arguments)
+                        ran = turn.on_result(call, turn.toolset.call(call.name, call.arguments))
+                        yield ToolResultEvent(turn.steps, ran)
+            except BaseException:
+                turn.abort()
+                raise
+            yield Final(turn.finish())
+
+    async def arun(self, message: str) -> AgentResult:
+        """Async twin of :meth:`run`."""
+        result: AgentResult | None = None
+        async for event in self.astream(message):
+            if isinstance(event, Final):
+                result = event.result
+        assert result is not None
+        return result
+
+    async def astream(self, message: str) -> AsyncIterator[AgentEvent]:
+        """Async twin of :meth:`stream`: the model through ``achat``, tools off the event loop."""
+        check_text(message, "message", max_chars=MAX_MESSAGE_CHARS)
+        await asyncio.to_thread(self._lock.acquire)
+        try:
+            turn = await asyncio.to_thread(_Turn, self, message)
+            try:
+                while True:
+                    step = turn.next_step()
+                    if step is None:
+                        break
+                    yield step
+                    try:
+                        reply = await self.llm.achat(turn.messages, tools=turn.toolset)
+                    except LLMError as exc:
+                        turn.failed(exc)
+                        break
+                    for call in turn.on_reply(reply):
+                        yield ToolCallEvent(turn.steps, call.id, call.name, call.arguments)
+                        result = await turn.toolset.acall(call.name, call.arguments)
+                        yield ToolResultEvent(turn.steps, turn.on_result(call, result))
+            except BaseException:
+                await asyncio.to_thread(turn.abort)
+                raise
+            yield Final(await asyncio.to_thread(turn.finish))
+        finally:
+            self._lock.release()
+
+    @property
+    def history(self) -> list[dict[str, Any]]:
+        """The thread's messages so far (from the context's session when there is one)."""
+        if self.session is not None:
+            page = self.session.get_messages(limit=0)
+            return [dict(m) for m in page.messages]
+        return [dict(m) for m in self._history]
+
+    def close(self) -> None:
+        """Wait for background extraction, then close what the agent made (and the store it opened)."""
+        for capability in reversed(self._made):
+            capability.close()
+        self._made.clear()
+        if self._owns_store:
+            self.store.close()
+
+    def __enter__(self) -> Agent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- parts ----------------------------------------------------------------------------------
+
+    def _capability(self, value: Any, label: str, make: Callable[[], Any]) -> Any:
+        if value is True:
+            made = make()
+            self._made.append(made)
+            return made
+        if value is False or value is None:
+            return None
+        if not callable(getattr(value, "close", None)):
+            raise InvalidTypeError(f"{label}: expected True, False or an instance, got {describe(value)}")
+        return value
+
+    def _check_tool_names(self) -> None:
+        ours: list[str] = []
+        for capability in (self.mind, self.working_memory, self.long_term_memory):
+            if capability is not None:
+                ours += capability.tools.names
+        clash = sorted(set(ours) & set(self._user_tools.names))
+        if clash:
+            raise InvalidInputError(f"tools: {', '.join(clash)} would shadow the agent's own tool of that name")
+
+    def _prompt(self, message: str, mind_header: str) -> Prompt:
+        memories: list[Any] = []
+        render: Callable[[Sequence[Any]], str] | None = None
+        if self.long_term_memory is not None:
+            memories = self.long_term_memory.recall(message, k=RECALL_K)
+            render = self.long_term_memory.render
+        history: list[dict[str, Any]] = list(self._history)
+        if self.session is not None:
+            assembled = self.session.context.messages(strategy="recent", max_tokens=self.prompt_budget).assemble()
+            history = [_plain(m) for m in assembled.messages]
+        parts = PromptParts(
+            instructions=self.instructions,
+            message=message,
+            mind_header=mind_header,
+            working_memory=self.working_memory.render() if self.working_memory is not None else "",
+            memories=memories,
+            memory_lines=[render([m]) for m in memories] if render else [],
+            render_memories=render,
+            history=history,
+        )
+        return build_prompt(parts, self.prompt_budget)
+
+
+class _Turn:
+    """One turn's state, driven by :meth:`Agent.stream` or :meth:`Agent.astream` (the same steps,
+    sync or async): the Mind run, the messages, the tools, the usage."""
+
+    def __init__(self, agent: Agent, message: str) -> None:
+        self.agent = agent
+        self.message = message
+        self.run = agent.mind.run() if agent.mind is not None else None
+        try:
+            prompt = agent._prompt(message, self.run.header if self.run is not None else "")
+            toolsets = [agent._user_tools]
+            if self.run is not None:
+                toolsets.append(self.run.tools)
+            for capability in (agent.working_memory, agent.long_term_memory):
+                if capability is not None:
+                    toolsets.append(capability.tools)
+            if agent.session is not None:
+                agent.session.discover(message)  # the session holds what it finds; its tools offer them
+                toolsets.append(agent.session.tools.without(agent._user_tools.names))
+            self.toolset = Toolset.merge(*toolsets)
+        except BaseException:
+            self.abort()
+            raise
+        self.messages: list[dict[str, Any]] = prompt.messages
+        self.prompt_tokens = prompt.tokens
+        self.dropped = prompt.dropped
+        self.new: list[dict[str, Any]] = [{"role": "user", "content": message}]
+        self.tool_runs: list[ToolRun] = []
+        self.usage = Usage()
+        self.steps = 0
+        self.text = ""
+        self.stop: StopReason | None = None
+        self.error: str | None = None
+        self.pending_calls: list[ToolCall] = []
+
+    def next_step(self) -> ModelCall | None:
+        """The next model call, or None when the turn is over."""
+        if self.stop is not None:
+            return None
+        if self.steps >= self.agent.max_steps:
+            self.stop = "max_steps"
+            self.error = f"the model was still calling tools after {self.agent.max_steps} model calls (max_steps)"
+            return None
+        self.steps += 1
+        return ModelCall(self.steps, self.prompt_tokens)
+
+    def on_reply(self, reply: Reply) -> list[ToolCall]:
+        """Take the model's reply; the tool calls to run now (none: the turn is answered)."""
+        self.usage = self.usage + reply.usage
+        message = reply.message()
+        self.messages.append(message)
+        self.new.append(message)
+        if not reply.tool_calls:
+            self.text = reply.content
+            self.stop = "final"
+        return list(reply.tool_calls)
+
+    def on_result(self, call: ToolCall, result: dict[str, Any]) -> ToolRun:
+        ran = ToolRun(call.id, call.name, call.arguments, result)
+        self.tool_runs.append(ran)
+        message = {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result, ensure_ascii=False,
+                                                                                   default=str)}
+        self.messages.append(message)
+        self.new.append(message)
+        return ran
+
+    def failed(self, exc: LLMError) -> None:
+        self.stop = "llm_error"
+        self.error = str(exc)
+
+    def abort(self) -> None:
+        """The turn broke off (an exception): the Mind run's drafts are error-flushed."""
+        if self.run is not None and not self.run.closed:
+            self.run.flush(error=True)
+
+    def finish(self) -> AgentResult:
+        """Flush the Mind run and, for an answered turn, keep the exchange (history, session) and
+        hand it to long-term memory's background extraction."""
+        assert self.stop is not None
+        ok = self.stop == "final"
+        agent = self.agent
+        if self.run is not None:
+            self.run.flush(error=not ok)
+        if ok:
+            if agent.session is not None:
+                agent.session.append(self.new)
+            else:
+                agent._history += self.new
+            ltm = agent.long_term_memory
+            if ltm is not None and ltm.extractor is not None:
+                ltm.remember_conversation_in_background([self.new[0], self.new[-1]])
+        return AgentResult(self.text, self.new, self.tool_runs, self.usage, self.steps, self.stop, self.error,
+                           self.prompt_tokens, self.dropped)
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+
+def _mind(store: Any, name: str, embedder: Any) -> Any:
+    from mindcore.mind import Mind
+
+    return Mind(store, agent=name, embedder=embedder)
+
+
+def _working(store: Any, thread_id: str) -> Any:
+    from mindcore.working import WorkingMemory
+
+    return WorkingMemory(store, thread_id=thread_id)
+
+
+def _ltm(store: Any, user_id: str, name: str, embedder: Any, llm: Any) -> Any:
+    from mindcore.ltm import LongTermMemory
+
+    extractor = llm if callable(getattr(llm, "complete", None)) else None
+    return LongTermMemory(store, user_id=user_id, namespace=name, embedder=embedder, extractor=extractor)
+
+
+def _plain(message: Mapping[str, Any]) -> dict[str, Any]:
+    out = {"role": message["role"], "content": message.get("content") or ""}
+    for key in ("tool_calls", "tool_call_id"):
+        if message.get(key) is not None:
+            out[key] = message[key]
+    return out
+
+
+def _user_toolset(tools: Iterable[Any] | Toolset | None) -> Toolset:
+    """The user's tools as one Toolset (a duplicate name is an error)."""
+    if tools is None:
+        return Toolset()
+    if isinstance(tools, Toolset):
+        return tools
+    if isinstance(tools, str | bytes | Mapping) or not isinstance(tools, Iterable):
+        raise InvalidTypeError(f"tools: expected a list of tools, got {describe(tools)}")
+    parts: list[Toolset] = []
+    for i, tool in enumerate(tools):
+        if isinstance(tool, Toolset):
+            parts.append(tool)
+        elif isinstance(tool, tuple) and len(tool) == 2 and isinstance(tool[0], ToolSpec):
+            parts.append(Toolset([tool]))
+        elif isinstance(tool, Tool):
+            if tool.handler is None:
+                raise InvalidInputError(f"tools[{i}]: tool {tool.name!r} has no handler")
+            parts.append(tools_toolset([tool]))
+        elif callable(tool):
+            parts.append(Toolset([function_tool(tool)]))
+        else:
+            raise InvalidTypeError(f"tools[{i}]: expected a function, a (ToolSpec, handler) pair, a Tool with a "
+                                   f"handler or a Toolset, got {describe(tool)}")
+    return Toolset.merge(*parts) if parts else Toolset()
