@@ -225,8 +225,13 @@ class Agent:
     def history(self) -> list[dict[str, Any]]:
         """The thread's messages so far (from the context's session when there is one)."""
         if self.session is not None:
-            page = self.session.get_messages(limit=0)
-            return [dict(m) for m in page.messages]
+            messages, after = [], 0
+            while True:  # page forward through the whole session
+                page = self.session.get_messages(limit=1000, after_seq=after)
+                messages += [_plain(m) for m in page.messages]
+                if not page.has_more or not page.messages:
+                    return messages
+                after = page.messages[-1].seq
         return [dict(m) for m in self._history]
 
     def close(self) -> None:

@@ -46,6 +46,7 @@ def normalize_messages(
     max_chars: int,
     max_messages: int | None = None,
     strict: bool = False,
+    json_arguments: bool = True,
     error: ErrorType = InvalidMessageError,
 ) -> list[dict[str, Any]]:
     """``messages`` as OpenAI chat dicts, or ``error`` naming the first bad one (``messages[i]...``).
@@ -53,7 +54,8 @@ def normalize_messages(
     ``max_chars`` caps each text (and each JSON value, as text); ``max_messages`` the list.
     ``strict`` also checks each tool call's shape, as a model API would: ``id``, ``type``
     ``"function"``, ``function.name`` and ``function.arguments`` (JSON text of an object, or an
-    object, kept as given).
+    object, kept as given; with ``json_arguments=False`` any text, as a model may have written
+    malformed arguments that the conversation must still carry).
     """
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise error(f"messages: expected a list of messages, got {describe(messages)}")
@@ -66,7 +68,7 @@ def normalize_messages(
         if strict:
             for m in converted:
                 for j, call in enumerate(m.get("tool_calls") or ()):
-                    _check_call(call, f"{where}.tool_calls[{j}]", error)
+                    _check_call(call, f"{where}.tool_calls[{j}]", error, json_arguments)
         out += converted
     return out
 
@@ -168,7 +170,7 @@ def _json(value: Any, where: str, max_chars: int, error: ErrorType) -> Any:
     return json.loads(text)
 
 
-def _check_call(call: Any, where: str, error: ErrorType) -> None:
+def _check_call(call: Any, where: str, error: ErrorType, json_arguments: bool) -> None:
     if not isinstance(call, Mapping):
         raise error(f"{where}: expected an object with id and function, got {describe(call)}")
     if not isinstance(call.get("id"), str) or not call["id"]:
@@ -179,6 +181,8 @@ def _check_call(call: Any, where: str, error: ErrorType) -> None:
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
         raise error(f"{where}.function: expected an object with a name and arguments, got {describe(function)}")
     arguments = function.get("arguments", "{}")
+    if isinstance(arguments, str) and not json_arguments:
+        return
     if isinstance(arguments, str):
         try:
             arguments = json.loads(arguments) if arguments.strip() else {}

@@ -276,7 +276,8 @@ class OpenAICompatibleLLM:
         parallel_tool_calls: bool | None,
     ) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.model, "messages": [
-            _wire(m) for m in normalize_messages(messages, max_chars=MAX_MESSAGE_CHARS, strict=True)]}
+            _wire(m) for m in normalize_messages(messages, max_chars=MAX_MESSAGE_CHARS, strict=True,
+                                                     json_arguments=False)]}
         if not params["messages"]:
             raise InvalidMessageError("messages: at least one message is needed")
         specs = openai_tools(tools)

@@ -132,7 +132,7 @@ class ScriptedLLM:
     ) -> Reply:
         """The next scripted reply as a :class:`~mindcore.llm.Reply` (checks `messages`, `tools` and
         `tool_choice` as a real client does; text replies carry no tool calls)."""
-        msgs = normalize_messages(messages, max_chars=4_000_000, strict=True)
+        msgs = normalize_messages(messages, max_chars=4_000_000, strict=True, json_arguments=False)
         if not msgs:
             raise InvalidInputError("messages: at least one message is needed")
         specs = openai_tools(tools)
