@@ -104,7 +104,7 @@ def test_bad_input_is_refused_before_any_request() -> None:
         llm = client(server)
         with pytest.raises(InvalidMessageError, match="not one of"):
             llm.chat([{"role": "robot", "content": "x"}])
-        with pytest.raises(InvalidMessageError, match="tool_calls\\[0\\].id"):
+        with pytest.raises(InvalidMessageError, match=r"tool_calls\[0\]\.id"):
             llm.chat([{"role": "assistant", "content": "", "tool_calls": [
                 {"type": "function", "function": {"name": "f", "arguments": "{}"}}]}])
         with pytest.raises(InvalidInputError, match="not one of the offered tools"):

@@ -15,6 +15,7 @@ Examples
 
 from __future__ import annotations
 
+from mindcore.llm.anthropic import AnthropicLLM
 from mindcore.llm.base import LLM, LLMError, Message
 from mindcore.llm.openai_compat import OpenAICompatibleLLM
 from mindcore.llm.reply import ChatLLM, Reply, ToolCall, Usage
@@ -22,6 +23,7 @@ from mindcore.llm.scripted import ScriptedCall, ScriptedLLM, ScriptExhaustedErro
 
 __all__ = [
     "LLM",
+    "AnthropicLLM",
     "ChatLLM",
     "LLMError",
     "Message",
