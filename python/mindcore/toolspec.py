@@ -22,8 +22,10 @@ import asyncio
 import inspect
 import json
 import logging
+import threading
 import types
 import typing
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -140,12 +142,29 @@ class ToolSpec:
 
 
 def _build_validator(schema: Mapping[str, Any]) -> Any:
+    """A validator for ``schema``, checked once per distinct schema (capabilities rebuild their
+    specs per run or per call; checking a schema is the costly part)."""
+    key = json.dumps(schema, sort_keys=True, default=repr)
+    with _VALIDATORS_LOCK:
+        cached = _VALIDATORS.get(key)
+        if cached is not None:
+            _VALIDATORS.move_to_end(key)
+            return cached
     import jsonschema  # imported on first tool definition: keeps `import mindcore` light
 
     as_dict = dict(schema)
     cls = jsonschema.validators.validator_for(as_dict, default=jsonschema.Draft202012Validator)
     cls.check_schema(as_dict)
-    return cls(as_dict)
+    validator = cls(as_dict)
+    with _VALIDATORS_LOCK:
+        _VALIDATORS[key] = validator
+        while len(_VALIDATORS) > 4096:
+            _VALIDATORS.popitem(last=False)
+    return validator
+
+
+_VALIDATORS: OrderedDict[str, Any] = OrderedDict()
+_VALIDATORS_LOCK = threading.Lock()
 
 
 class Toolset:

@@ -40,6 +40,9 @@ __all__ = ["Agent"]
 MAX_MESSAGE_CHARS = 200_000
 #: Memories recalled per turn.
 RECALL_K = 5
+#: Tools discovered per turn (with ``context=``), and the longest query discovery is given.
+DISCOVER_LIMIT = 5
+MAX_QUERY_CHARS = 2_000
 
 
 class Agent:
@@ -68,8 +71,9 @@ class Agent:
         ``True`` to make the capability on ``store``, an instance to use it, ``False`` for none.
     context
         A :class:`~mindcore.context.Context`: the thread's history lives in its session (assembled
-        newest first within the budget), tools are discovered per turn, and the session's tools
-        (``agentified_discover``, ...) are offered.
+        newest first within the budget); the session's tools (``agentified_discover``,
+        ``agentified_get_messages``, the tools it holds, the always-included ones) are offered, and
+        the registered tools that best match each message (those with a handler here) for that turn.
     max_steps
         Model calls per turn at most; a model still calling tools then ends the turn with
         ``stop_reason="max_steps"``.
@@ -310,8 +314,14 @@ class _Turn:
                 if capability is not None:
                     toolsets.append(capability.tools)
             if agent.session is not None:
-                agent.session.discover(message)  # the session holds what it finds; its tools offer them
-                toolsets.append(agent.session.tools.without(agent._user_tools.names))
+                # The session's tools (agentified_discover, the tools it holds, the always-included
+                # ones), then this turn's best matches: offered for the turn, not held (what the
+                # model finds with agentified_discover is what the session keeps).
+                session_tools = agent.session.tools.without(agent._user_tools.names)
+                taken = {*session_tools.names, *agent._user_tools.names}
+                found = [t.tool for t in agent.context.discover(message[:MAX_QUERY_CHARS], DISCOVER_LIMIT)
+                         if t.name not in taken and t.tool.handler is not None]
+                toolsets += [session_tools, tools_toolset(found)]
             self.toolset = Toolset.merge(*toolsets)
         except BaseException:
             self.abort()

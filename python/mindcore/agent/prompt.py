@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from mindcore.kernels import count_tokens, pack_budget
+from mindcore.kernels import count_tokens, estimate_tokens, pack_budget
 
 __all__ = ["MESSAGE_OVERHEAD", "Prompt", "PromptParts", "build_prompt", "message_tokens"]
 
@@ -42,20 +42,26 @@ class Prompt:
     dropped: dict[str, int] = field(default_factory=dict)
 
 
-def message_tokens(message: dict[str, Any]) -> int:
-    """o200k tokens of a message's text and tool calls, plus the per-message overhead."""
-    text = str(message.get("content") or "")
-    for call in message.get("tool_calls") or ():
-        function = call.get("function") or {}
-        text += str(function.get("name", "")) + str(function.get("arguments", ""))
-    return count_tokens(text) + MESSAGE_OVERHEAD
+def message_tokens(messages: Sequence[dict[str, Any]]) -> list[int]:
+    """Each message's estimated tokens: its text and tool calls at a token per 4 UTF-8 bytes (the
+    rule context assembly budgets history with; no tokenizer pass over a long history on every
+    turn), plus the per-message overhead."""
+    texts = []
+    for message in messages:
+        text = str(message.get("content") or "")
+        for call in message.get("tool_calls") or ():
+            function = call.get("function") or {}
+            text += str(function.get("name", "")) + str(function.get("arguments", ""))
+        texts.append(text)
+    return [n + MESSAGE_OVERHEAD for n in estimate_tokens(texts, rule="bytes")] if texts else []
 
 
 def build_prompt(parts: PromptParts, budget: int) -> Prompt:
     """The prompt for ``parts`` within ``budget`` tokens. The instructions and the message are
     never cut (a budget smaller than they are is exceeded by them alone); the rest is packed in
     priority order (Mind header, working memory, memories by rank, then history newest first,
-    without gaps), each block whole or not at all."""
+    without gaps), each block whole or not at all. The system prompt's parts are counted exactly
+    (o200k); history messages are estimated (see :func:`message_tokens`)."""
     fixed = count_tokens(parts.instructions) + count_tokens(parts.message) + 2 * MESSAGE_OVERHEAD
     blocks = [parts.mind_header, parts.working_memory]
     costs = [count_tokens(b) if b else 0 for b in blocks]
@@ -64,7 +70,7 @@ def build_prompt(parts: PromptParts, budget: int) -> Prompt:
     sections += [2] * len(parts.memory_lines)
     history = list(parts.history)
     newest_first = history[::-1]
-    costs += [message_tokens(m) for m in newest_first]
+    costs += message_tokens(newest_first)
     sections += [3] * len(newest_first)
     room = max(0, budget - fixed)
     kept = set(pack_budget(costs, budget=room, sections=sections, mode="first_fit_stop"))
