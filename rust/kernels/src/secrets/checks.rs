@@ -199,6 +199,12 @@ fn token_ends_at(text: &str, i: usize) -> bool {
     }
 }
 
+/// Hex digits only, in any case: a hash or an id, not a key. (`0x…` keeps its `x`, so a
+/// secp256k1 private key written `0x` + 64 hex is still checked.)
+fn is_hex(value: &str) -> bool {
+    !value.is_empty() && value.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
 /// Every letter and digit is `x` (`hf_xxxx…`, `ghp_xxxx…`): the universal redaction mark.
 fn x_filled(part: &str) -> bool {
     part.chars()
@@ -375,7 +381,7 @@ fn accept_match(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usiz
                 let b = value.as_bytes();
                 let has = |f: fn(&u8) -> bool| b.iter().any(f);
                 if !(has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase) && has(u8::is_ascii_digit))
-                    || b.iter().all(u8::is_ascii_hexdigit)
+                    || is_hex(value)
                     || VENDOR_PREFIXES.iter().any(|p| value.starts_with(p))
                     || !bare_context_ok(text, span)
                     || wrong_length_for_name(assigned_name(text, span.0), value)
@@ -1040,6 +1046,21 @@ mod tests {
         assert!(is_dotted_path("self.config.token"));
         assert!(!is_dotted_path("Summer.2024"));
         assert!(!is_dotted_path("abc"));
+    }
+
+    #[test]
+    fn vendor_format_helpers() {
+        assert!(x_filled("xxxxXXXX-xxxx"));
+        assert!(!x_filled("xxxxAAAA"));
+        assert!(near_miss_placeholder("Zq8Lw2abcdefghPn5"));
+        assert!(near_miss_placeholder("Zq8Lw2Pn5Rt7test"));
+        assert!(!near_miss_placeholder("12345_eyJhbGciOiJSUzI1NiIsInR5cCI6"));
+        assert!(token_ends_at("ab", 2) && token_ends_at("ab. c", 2) && token_ends_at("ab'", 2));
+        assert!(!token_ends_at("ab.c", 2) && !token_ends_at("ab_", 2) && !token_ends_at("ab=", 2));
+        assert!(is_template_slot("${NPM_TOKEN}") && is_template_slot("$TOKEN") && !is_template_slot("aB3$x"));
+        assert!(is_hex("5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed") && !is_hex("0x5aAeb6053F") && !is_hex("5aAeb6053G"));
+        assert!(database_scheme("mysql://a:b@h") && !database_scheme("https://a:b@h"));
+        assert!(wrong_length_for_name("AWS_SECRET_ACCESS_KEY", "short") && !wrong_length_for_name("API_KEY", "short"));
     }
 
     #[test]
