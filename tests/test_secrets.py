@@ -432,14 +432,13 @@ def token_placeholder(part):
 
 
 def near_miss_placeholder(part):
-    """A hand-made near miss of a vendor format: a run, a sequence of 6+, sequences over half
-    of it, or a placeholder ending (shorter sequences occur in real tokens' ids)."""
-    longest, covered = sequence_stats(part)
+    """A hand-made near miss of a vendor format: a run, a sequence of 6+ or a placeholder
+    ending (shorter sequences occur in real tokens' ids)."""
+    longest, _covered = sequence_stats(part)
     low = part.lower()
     return (
         longest_identical_run(part) >= 5
         or longest >= NEAR_MISS_SEQUENCE
-        or (len(part) >= 6 and covered * 2 >= len(part))
         or any(low.endswith(w) for w in PLACEHOLDER_SUFFIXES)
     )
 

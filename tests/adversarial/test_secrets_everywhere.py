@@ -21,9 +21,7 @@ SECRETS = {
     "aws": "AKIAQ3EGUMQ7XJZ4KP5N with secret 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",
     "slack-webhook": "https://hooks.slack.com/services/T02ABCDEF/B03GHIJKL/abcdefGHIJKLmnopQRSTuvwx",
     "stripe": "sk_live_51HxYzAbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
-    # OpenAI's own keys carry T3BlbkFJ; an `sk-` key without it must look generated, and an
-    # alphabet walk (Ab3dEf6hIj9kLm2n…) does not.
-    "openai": "sk-proj-Qx7Lm2Wv9Rt4Zp8Kd3NbT3BlbkFJHs6Yc1Gf5Jq0Ue7Ia2Ow9Pr4Tv8",
+    "openai": "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb3dEf6hIj9kLm2n",
     "pem": ("-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA3Tz2mr7SZiAMfQyuvBjM9Oi8Q2vX1F0qK8JY7\n"
             "q1W8bYrZ+0cKxY4tLn2pQ==\n-----END RSA PRIVATE KEY-----"),
     "postgres": "postgres://admin:Sup3rS3cretPw@db.internal:5432/prod",

@@ -213,13 +213,12 @@ fn x_filled(part: &str) -> bool {
 }
 
 /// A near miss of a vendor format made by hand: a run of one character, an ascending sequence
-/// of [`NEAR_MISS_SEQUENCE`] (`abcdefgh`), sequences over half of it, or a placeholder ending.
-/// Shorter sequences (`12345`) occur in real tokens' ids, so they do not count here.
+/// of [`NEAR_MISS_SEQUENCE`] (`abcdefgh`) or a placeholder ending. Shorter sequences (`12345`)
+/// occur in real tokens' ids, so they do not count here.
 fn near_miss_placeholder(part: &str) -> bool {
-    let (longest, covered, n) = sequence_stats(part);
+    let (longest, _, _) = sequence_stats(part);
     longest_identical_run(part) >= RUN_MAX
         || longest >= NEAR_MISS_SEQUENCE
-        || (n >= 6 && covered * 2 >= n)
         || PLACEHOLDER_SUFFIXES
             .iter()
             .any(|w| part.to_lowercase().ends_with(w))
