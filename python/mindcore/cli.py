@@ -31,7 +31,7 @@ def _step(title: str) -> Callable[[Callable[[Path], None]], Callable[[Path], Non
 
 @_step("kernels (Rust)")
 def _kernels(home: Path) -> None:
-    text = "Deploy with OPENAI_API_KEY=sk-proj-abcdefghijklmnopqrstuvwxyz0123456789ABCD tomorrow."
+    text = "Deploy with OPENAI_API_KEY=sk-proj-Qx7Lm2Wv9Rt4Zp8Kd3NbT3BlbkFJHs6Yc1Gf5Jq0Ue7Ia2 tomorrow."
     print(f"   o200k tokens in {text[:30]!r}...: {kernels.count_tokens(text)}")
     print(f"   secret found: {kernels.looks_like_secret(text)}; redacted: {kernels.redact_secrets(text)!r}")
     docs = ["the cat sat on the mat", "dogs chase cats", "stock prices fell sharply today"]

@@ -156,11 +156,17 @@ class SecretScanner:
     US social security numbers and IBANs (checksums verified) are on by default; phone numbers
     and e-mail addresses are off (see :func:`builtin_rules`).
 
-    Look-alikes are dropped after matching: placeholders (``AKIAIOSFODNN7EXAMPLE``, ``xxxx``,
-    ``<your-key>``, ``${VAR}``, ``changeme``), code that reads a secret
-    (``os.environ["API_KEY"]``), and for the shape-only rules UUIDs, hex hashes, names and
-    words, runs and sequences (``abcdef``, ``123456``), base64 blocks and data URIs. A missed
-    key is worse than a false alarm, so the rules lean towards reporting.
+    A vendor token in the vendor's exact format (its own prefix, the body's full length and
+    alphabet: ``sk_live_`` + 24 characters, ``tskey-api-…``, an OpenAI key with its
+    ``T3BlbkFJ`` marker) is reported whatever its body looks like, unless it is all ``x`` or a
+    template slot. Other look-alikes are dropped after matching: placeholders (``xxxx``,
+    ``<your-key>``, ``${VAR}``, ``changeme``), keys their vendors published as documentation
+    examples (``AKIAIOSFODNN7EXAMPLE``, the Kubernetes docs' Secret, Firebase's SDK keys), code
+    that reads a secret (``os.environ["API_KEY"]``), near misses of a vendor format made by hand
+    (runs, long sequences, ``…test`` endings), and for the shape-only rules UUIDs, hex hashes,
+    base64 of plain text, names and words, runs and sequences (``abcdef``, ``123456``), base64
+    blocks and data URIs. A missed key is worse than a false alarm, so the rules lean towards
+    reporting.
 
     Compile once and reuse: construction costs milliseconds, a scan of clean text is one pass.
     Batch methods run in parallel with the GIL released.

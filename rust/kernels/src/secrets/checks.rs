@@ -39,10 +39,10 @@ pub const PLACEHOLDER_SUBSTRINGS: &[&str] = &[
 pub const PLACEHOLDER_MAX_CHARS: usize = 100;
 
 /// Whole values (lower-cased) that are never a real password or key in an assignment or URL.
+/// (`pass` is not one: `https://user:pass@host` is a real, if weak, credential.)
 pub const PLACEHOLDER_VALUES: &[&str] = &[
     "password",
     "passwd",
-    "pass",
     "pwd",
     "secret",
     "token",
@@ -60,6 +60,114 @@ pub const PLACEHOLDER_VALUES: &[&str] = &[
     "required",
     "optional",
 ];
+
+/// Credentials their owners published as examples in documentation or SDK sources: the text
+/// reveals nothing, so it is never reported (compared with the whole reported span).
+pub const PUBLISHED_EXAMPLES: &[&str] = &[
+    // AWS IAM user guide, "Manage access keys for IAM users"
+    // (https://docs.aws.amazon.com/IAM/latest/UserGuide/id_credentials_access-keys.html).
+    "AKIAIOSFODNN7EXAMPLE",
+    "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+    // Kubernetes docs, "Managing Secrets using Configuration File"
+    // (https://kubernetes.io/docs/tasks/configmap-secret/managing-secret-using-config-file/).
+    "MWYyZDFlMmU2N2Rm",
+    // Google API keys published in https://github.com/firebase/firebase-android-sdk (tests and
+    // samples), as allow-listed by gitleaks (cmd/generate/config/rules/gcp.go).
+    "AIzaSyabcdefghijklmnopqrstuvwxyz1234567",
+    "AIzaSyAnLA7NfeLquW1tJFpx_eQCxoX-oo6YyIs",
+    "AIzaSyCkEhVjf3pduRDt6d1yKOMitrUEke8agEM",
+    "AIzaSyDMAScliyLx7F0NPDEJi1QmyCgHIAODrlU",
+    "AIzaSyD3asb-2pEZVqMkmL6M9N6nHZRR_znhrh0",
+    "AIzayDNSXIbFmlXbIE6mCzDLQAqITYefhixbX4A",
+    "AIzaSyAdOS2zB6NCsk1pCdZ4-P6GBdi_UUPwX7c",
+    "AIzaSyASWm6HmTMdYWpgMnjRBjxcQ9CKctWmLd4",
+    "AIzaSyANUvH9H9BsUccjsu2pCmEkOPjjaXeDQgY",
+    "AIzaSyA5_iVawFQ8ABuTZNUdcwERLJv_a_p4wtM",
+    "AIzaSyA4UrcGxgwQFTfaI3no3t7Lt1sjmdnP5sQ",
+    "AIzaSyDSb51JiIcB6OJpwwMicseKRhhrOq1cS7g",
+    "AIzaSyBF2RrAIm4a0mO64EShQfqfd2AFnzAvvuU",
+    "AIzaSyBcE-OOIbhjyR83gm4r2MFCu4MJmprNXsw",
+    "AIzaSyB8qGxt4ec15vitgn44duC5ucxaOi4FmqE",
+    "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
+];
+
+/// Prefixes the vendor rules own: a token that starts with one is judged by its vendor's format
+/// alone, so the shape-only `Bare` check does not report a look-alike the vendor rule rejected
+/// (`sgp_local_` with a non-hex body, an `ops_` token cut short, `AIza` of the wrong length).
+pub const VENDOR_PREFIXES: &[&str] = &[
+    "sk-",
+    "sk_",
+    "rk_",
+    "pk_",
+    "ghp_",
+    "gho_",
+    "ghu_",
+    "ghs_",
+    "ghr_",
+    "github_pat_",
+    "glpat-",
+    "whsec_",
+    "AIza",
+    "GOCSPX-",
+    "npm_",
+    "pypi-",
+    "ops_",
+    "AGE-SECRET-KEY-",
+    "ATATT3",
+    "cfat_",
+    "cfut_",
+    "cfk_",
+    "dapi",
+    "dop_v1_",
+    "doo_v1_",
+    "dor_v1_",
+    "dckr_pat_",
+    "figd_",
+    "fo1_",
+    "glc_",
+    "glsa_",
+    "gsk_",
+    "hf_",
+    "api_org_",
+    "lin_api_",
+    "lin_oauth_",
+    "NRAK-",
+    "ntn_",
+    "pplx-",
+    "PMAK-",
+    "pul-",
+    "r8_",
+    "sntrys_",
+    "sntryu_",
+    "shpss_",
+    "shpat_",
+    "shpca_",
+    "shppa_",
+    "sgp_",
+    "tskey-",
+    "vcp_",
+    "vci_",
+    "vca_",
+    "vcr_",
+    "vck_",
+    "xai-",
+    "CLOJARS_",
+    "AKCp",
+    "ABSK",
+    "bedrock-api-key-",
+    "xox",
+    "xapp-",
+    "EAA",
+];
+
+/// The exact format of a vendor rule (its `exact` group) is reported as it is unless the value
+/// is a template slot: `${NPM_TOKEN}`, `{{token}}`, `<token>`, `$TOKEN`.
+fn is_template_slot(value: &str) -> bool {
+    is_variable(value)
+        || ["${", "{{", "$(", "<", ">"]
+            .iter()
+            .any(|p| value.contains(p))
+}
 
 /// `(first, last)` characters that wrap a template slot: `{name}`, `[PASSWORD]`, `%TOKEN%`
 /// (a slot name has no digits; `{ZqL5kVrX1n8tA2}` is a value in braces).
@@ -80,6 +188,42 @@ fn continues_token(ch: char) -> bool {
     ch.is_ascii_alphanumeric() || "_~.+/-".contains(ch)
 }
 
+/// No token continues at byte `i`: the text ends, or a character that cannot continue a token
+/// follows (a `.` only when it ends a sentence, not when it joins two parts).
+fn token_ends_at(text: &str, i: usize) -> bool {
+    let mut rest = text[i..].chars();
+    match rest.next() {
+        None => true,
+        Some('.') => !rest.next().is_some_and(|ch| ch.is_ascii_alphanumeric()),
+        Some(ch) => !continues_token(ch) && ch != '=',
+    }
+}
+
+/// Hex digits only, in any case: a hash or an id, not a key. (`0x…` keeps its `x`, so a
+/// secp256k1 private key written `0x` + 64 hex is still checked.)
+fn is_hex(value: &str) -> bool {
+    !value.is_empty() && value.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// Every letter and digit is `x` (`hf_xxxx…`, `ghp_xxxx…`): the universal redaction mark.
+fn x_filled(part: &str) -> bool {
+    part.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .all(|ch| ch.eq_ignore_ascii_case(&'x'))
+}
+
+/// A near miss of a vendor format made by hand: a run of one character, an ascending sequence
+/// of [`NEAR_MISS_SEQUENCE`] (`abcdefgh`) or a placeholder ending. Shorter sequences (`12345`)
+/// occur in real tokens' ids, so they do not count here.
+fn near_miss_placeholder(part: &str) -> bool {
+    let (longest, _, _) = sequence_stats(part);
+    longest_identical_run(part) >= RUN_MAX
+        || longest >= NEAR_MISS_SEQUENCE
+        || PLACEHOLDER_SUFFIXES
+            .iter()
+            .any(|w| part.to_lowercase().ends_with(w))
+}
+
 /// The spans of one regex match the checks need, as byte ranges of the text.
 pub struct MatchParts {
     pub whole: (usize, usize),
@@ -87,14 +231,36 @@ pub struct MatchParts {
     pub body: Option<(usize, usize)>,
     pub user: Option<(usize, usize)>,
     pub key: Option<(usize, usize)>,
+    /// The vendor's exact format (the rule's `exact` group), when it took part in the match.
+    pub exact: Option<(usize, usize)>,
+    /// The rule has an `exact` group: a match outside it is a near miss of a known format.
+    pub has_exact: bool,
 }
 
 fn slice(text: &str, span: (usize, usize)) -> &str {
     &text[span.0..span.1]
 }
 
-/// The span to report (byte range), or `None` when the match is a placeholder or look-alike.
+/// The span to report (byte range), or `None` when the match is a placeholder, a look-alike or
+/// a published example.
 pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)> {
+    let span = accept_match(check, text, m)?;
+    if check.kind != Kind::User && PUBLISHED_EXAMPLES.contains(&slice(text, span)) {
+        return None;
+    }
+    Some(span)
+}
+
+fn accept_match(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)> {
+    if let Some(exact) = m.exact {
+        // The vendor's own format (prefix, length, alphabet) is evidence enough, whatever the
+        // body's entropy, when the token ends there; a longer token is judged as a look-alike.
+        let span = m.secret.unwrap_or(m.whole);
+        if token_ends_at(text, exact.1) {
+            let ok = !is_template_slot(slice(text, span)) && !x_filled(slice(text, exact));
+            return ok.then_some(span);
+        }
+    }
     let mut span = m.secret.unwrap_or(m.whole);
     let mut part_span = m.body.unwrap_or(span);
     match check.kind {
@@ -128,7 +294,10 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
                 return None;
             }
         }
-        Kind::Credentials => {
+        Kind::Credentials | Kind::UrlCredentials => {
+            if check.kind == Kind::UrlCredentials && database_scheme(slice(text, m.whole)) {
+                return None;
+            }
             let secret = slice(text, span);
             let user = m.user.map_or("", |u| slice(text, u));
             if secret.eq_ignore_ascii_case("x-oauth-basic") || (secret.is_empty() && m.user.is_some()) {
@@ -142,7 +311,11 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
             } else if secret == user {
                 return None;
             }
-            if is_placeholder_value(slice(text, part_span)) || is_variable(slice(text, part_span)) {
+            let part = slice(text, part_span);
+            if part.chars().count() < CREDENTIAL_MIN_CHARS
+                || is_placeholder_value(part)
+                || is_variable(part)
+            {
                 return None;
             }
         }
@@ -164,7 +337,10 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
                 return None;
             }
             if let Some(key) = m.key {
-                if key_says_public(text, key) || token_glued(text, key) {
+                if key_says_public(text, key)
+                    || token_glued(text, key)
+                    || wrong_length_for_name(key_name(text, key), value)
+                {
                     return None;
                 }
                 if !human_key(slice(text, key)) && token_placeholder(value) {
@@ -189,18 +365,25 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
                 return None;
             }
             if let Some(key) = m.key {
-                if key_says_public(text, key) || !names_a_secret(key_name(text, key)) {
+                let name = key_name(text, key);
+                if key_says_public(text, key)
+                    || !names_a_secret(name)
+                    || wrong_length_for_name(name, value)
+                {
                     return None;
                 }
             }
-            if is_slug(value) {
+            if is_slug(value) || decodes_to_text(value.trim_end_matches('=')) {
                 return None;
             }
             if check.kind == Kind::Bare {
                 let b = value.as_bytes();
                 let has = |f: fn(&u8) -> bool| b.iter().any(f);
                 if !(has(u8::is_ascii_uppercase) && has(u8::is_ascii_lowercase) && has(u8::is_ascii_digit))
+                    || is_hex(value)
+                    || VENDOR_PREFIXES.iter().any(|p| value.starts_with(p))
                     || !bare_context_ok(text, span)
+                    || wrong_length_for_name(assigned_name(text, span.0), value)
                 {
                     return None;
                 }
@@ -216,6 +399,11 @@ pub fn accept(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usize)
         if (masked(span.1) && masked(span.1 + 1))
             || (part.chars().count() <= PLACEHOLDER_MAX_CHARS && wordy(part))
         {
+            return None;
+        }
+        // A near miss of the vendor's exact format must at least look generated (no run, long
+        // sequence or placeholder ending: `sk-ant-api03-abc123xyz-…klMnopqrstuvwx…BB`).
+        if m.has_exact && near_miss_placeholder(part) {
             return None;
         }
     }
@@ -308,6 +496,43 @@ fn is_dotted_path(value: &str) -> bool {
         })
 }
 
+/// URL schemes the `connection-string` rule judges (with its own, stricter, checks).
+pub const DATABASE_SCHEMES: &[&str] = &[
+    "postgres",
+    "postgresql",
+    "mysql",
+    "mariadb",
+    "mongodb",
+    "mongodb+srv",
+    "redis",
+    "rediss",
+    "amqp",
+    "amqps",
+    "mssql",
+    "sqlserver",
+    "oracle",
+    "cockroachdb",
+    "clickhouse",
+    "couchdb",
+    "neo4j",
+    "neo4j+s",
+    "bolt",
+    "nats",
+    "kafka",
+    "memcached",
+    "cassandra",
+    "influxdb",
+    "elasticsearch",
+];
+
+fn database_scheme(url: &str) -> bool {
+    url.split_once("://").is_some_and(|(scheme, _)| {
+        DATABASE_SCHEMES
+            .iter()
+            .any(|s| scheme.eq_ignore_ascii_case(s))
+    })
+}
+
 /// `curl -u token:` reports the user as the credential only when it is this long.
 const LONE_USER_MIN_CHARS: usize = 8;
 
@@ -344,11 +569,16 @@ const WORD_MIN_CHARS: usize = 5;
 const UPPER_WORD_MIN_CHARS: usize = 8;
 /// A run of identical characters, or an ascending one (`abcde`, `12345`), this long.
 const RUN_MAX: usize = 5;
+const NEAR_MISS_SEQUENCE: usize = 6;
+/// A password in a URL or on a command line has at least this many characters.
+const CREDENTIAL_MIN_CHARS: usize = 4;
 /// Adjacent lines of at least this many base64 characters make a block (a certificate).
 const BLOCK_LINE_MIN: usize = 20;
 const NAME_LOOK_CHARS: usize = 40;
 const ASSIGNED_LOOK_CHARS: usize = 48;
 const GLUED_LOOK_CHARS: usize = 20;
+/// How far back on its line a `value="…"` attribute looks for the attribute that names it.
+const ATTRIBUTE_LOOK_CHARS: usize = 96;
 
 fn is_ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
@@ -594,6 +824,22 @@ fn names_a_secret(name: &str) -> bool {
     })
 }
 
+/// Names of credentials whose value has one fixed length (AWS secret access keys are 40
+/// characters): under such a name a value of another length is something else (an encrypted
+/// blob, a reference), and the vendor rule reports the real ones.
+pub const FIXED_LENGTH_NAMES: &[(&str, usize)] = &[("secretaccesskey", 40)];
+
+fn wrong_length_for_name(name: &str, value: &str) -> bool {
+    let squashed: String = name
+        .chars()
+        .filter(|ch| ch.is_ascii_alphanumeric())
+        .map(|ch| ch.to_ascii_lowercase())
+        .collect();
+    FIXED_LENGTH_NAMES
+        .iter()
+        .any(|&(n, len)| squashed.ends_with(n) && value.len() != len)
+}
+
 /// A piece of a name: one case throughout (with digits), or letters then digits.
 fn word_piece(p: &str) -> bool {
     let b = p.as_bytes();
@@ -676,7 +922,21 @@ fn bare_context_ok(text: &str, span: (usize, usize)) -> bool {
             return false;
         }
     }
-    !in_base64_block(text, span) && !says_public(assigned_name(text, s))
+    if in_base64_block(text, span) {
+        return false;
+    }
+    let name = assigned_name(text, s);
+    if name.eq_ignore_ascii_case("value") {
+        // `<input name="authenticity_token" value="…">`: the attributes before name the value.
+        let mut lo = s.saturating_sub(ATTRIBUTE_LOOK_CHARS);
+        while !text.is_char_boundary(lo) {
+            lo += 1;
+        }
+        let before = &text[lo..s];
+        let line = before.rfind('\n').map_or(before, |i| &before[i + 1..]);
+        return !says_public(line);
+    }
+    !says_public(name)
 }
 
 /// "my wifi password is …": the value as reported (quotes dropped), when it reads as a password
@@ -785,6 +1045,21 @@ mod tests {
         assert!(is_dotted_path("self.config.token"));
         assert!(!is_dotted_path("Summer.2024"));
         assert!(!is_dotted_path("abc"));
+    }
+
+    #[test]
+    fn vendor_format_helpers() {
+        assert!(x_filled("xxxxXXXX-xxxx"));
+        assert!(!x_filled("xxxxAAAA"));
+        assert!(near_miss_placeholder("Zq8Lw2abcdefghPn5"));
+        assert!(near_miss_placeholder("Zq8Lw2Pn5Rt7test"));
+        assert!(!near_miss_placeholder("12345_eyJhbGciOiJSUzI1NiIsInR5cCI6"));
+        assert!(token_ends_at("ab", 2) && token_ends_at("ab. c", 2) && token_ends_at("ab'", 2));
+        assert!(!token_ends_at("ab.c", 2) && !token_ends_at("ab_", 2) && !token_ends_at("ab=", 2));
+        assert!(is_template_slot("${NPM_TOKEN}") && is_template_slot("$TOKEN") && !is_template_slot("aB3$x"));
+        assert!(is_hex("5aAeb6053F3E94C9b9A09f33669435E7Ef1BeAed") && !is_hex("0x5aAeb6053F") && !is_hex("5aAeb6053G"));
+        assert!(database_scheme("mysql://a:b@h") && !database_scheme("https://a:b@h"));
+        assert!(wrong_length_for_name("AWS_SECRET_ACCESS_KEY", "short") && !wrong_length_for_name("API_KEY", "short"));
     }
 
     #[test]

@@ -10,7 +10,8 @@
 //! so a scan is linear in the text. A `RegexSet` pass first tells which rules can match at
 //! all; only those rules then search for spans (each with its own literal prefilter), so
 //! clean text costs one pass. Each match then goes through the checks in `checks.rs`, which
-//! drop look-alike placeholders.
+//! drop look-alike placeholders and published documentation examples. A vendor token in the
+//! vendor's exact format (a rule's `exact` group) is reported whatever its body looks like.
 
 mod checks;
 pub mod normalize;
@@ -60,6 +61,7 @@ struct CompiledRule {
     body: Option<usize>,
     user: Option<usize>,
     key: Option<usize>,
+    exact: Option<usize>,
 }
 
 impl CompiledRule {
@@ -72,13 +74,14 @@ impl CompiledRule {
             body: group("body"),
             user: group("user"),
             key: group("key"),
+            exact: group("exact"),
             regex,
             check,
         })
     }
 
     fn needs_captures(&self) -> bool {
-        self.secret.is_some() || self.body.is_some() || self.user.is_some() || self.key.is_some()
+        self.secret.is_some() || self.body.is_some() || self.user.is_some() || self.key.is_some() || self.exact.is_some()
     }
 
     /// Calls `f` with each accepted span (bytes) until `f` returns `false`.
@@ -99,6 +102,8 @@ impl CompiledRule {
                     body: span(&caps, self.body),
                     user: span(&caps, self.user),
                     key: span(&caps, self.key),
+                    exact: span(&caps, self.exact),
+                    has_exact: self.exact.is_some(),
                 };
                 // A rule whose `secret` group did not take part reports nothing for this match.
                 if self.secret.is_some() && parts.secret.is_none() {
@@ -116,6 +121,8 @@ impl CompiledRule {
                     body: None,
                     user: None,
                     key: None,
+                    exact: None,
+                    has_exact: false,
                 }) {
                     return;
                 }

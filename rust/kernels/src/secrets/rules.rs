@@ -7,7 +7,11 @@
 //!
 //! Named groups: `secret` is the span reported and redacted (the whole match without it);
 //! `body` is the random part the checks look at (the secret without it); `user` is the user
-//! name in `scheme://user:password@host` shapes.
+//! name in `scheme://user:password@host` shapes; `exact`, when it takes part, is the vendor's
+//! own format (a prefix only that vendor uses, the body's length and alphabet): such a match is
+//! reported whatever its body looks like (`sk_live_AAAA…` in a vendor's docs is still a live
+//! key's shape), unless it is a published example or a template slot. A rule may offer a looser
+//! alternative after it (`body`), which must also look generated.
 //!
 //! Every repetition that can run on ends in a class the match simply stops at, and optional
 //! tails after it are short, so a search never scans far past the match it reports: the scan
@@ -25,6 +29,8 @@ pub enum Kind {
     /// `user:password` in a URL or a command line: the password must not be a placeholder or
     /// equal the user; `user:x-oauth-basic` (or `token:` with no password) reports the user.
     Credentials,
+    /// Like `Credentials`, for any scheme but the databases' (`connection-string` judges those).
+    UrlCredentials,
     /// `name = value` with a credential-like name: the value must look like a secret, not code
     /// (a variable, a dotted path, a URL, a boolean), and the name must not say it is public.
     Assignment,
@@ -61,6 +67,7 @@ impl Kind {
             Kind::NotAnthropic => "not_anthropic",
             Kind::PrivateKey => "private_key",
             Kind::Credentials => "credentials",
+            Kind::UrlCredentials => "url_credentials",
             Kind::Assignment => "assignment",
             Kind::Guarded => "guarded",
             Kind::Entropy => "entropy",
@@ -150,21 +157,21 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "anthropic-api-key",
         description: "Anthropic API key (sk-ant-…)",
-        pattern: r#"(?-u:\b)sk-ant-(?P<body>[A-Za-z0-9_-]{20,})"#,
+        pattern: r#"(?-u:\b)sk-ant-(?:(?P<exact>(?:api03|admin01)-[A-Za-z0-9_-]{93}AA)(?-u:\b)|(?P<body>[A-Za-z0-9_-]{20,}))"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "openai-api-key",
-        description: "OpenAI-style secret key (sk-…, sk-proj-…, sk-svcacct-…, sk-admin-…)",
-        pattern: r#"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?(?P<body>[A-Za-z0-9_-]{20,})"#,
+        description: "OpenAI-style secret key (sk-…, sk-proj-…, sk-svcacct-…, sk-admin-…; OpenAI's own carry T3BlbkFJ)",
+        pattern: r#"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?(?:(?P<exact>[A-Za-z0-9_-]*T3BlbkFJ[A-Za-z0-9_-]+)|(?P<body>[A-Za-z0-9_-]{20,}))"#,
         check: c(Kind::NotAnthropic, 2, 5),
         ..SECRET
     },
     BuiltinRule {
         id: "github-token",
         description: "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_)",
-        pattern: r#"(?-u:\b)gh[pousr]_(?P<body>[A-Za-z0-9_]{30,})(?:\.[A-Za-z0-9_-]{8,}){0,2}"#,
+        pattern: r#"(?-u:\b)gh[pousr]_(?:(?P<exact>[A-Za-z0-9]{36})(?-u:\b)|(?P<body>[A-Za-z0-9_]{30,}))(?:\.[A-Za-z0-9_-]{8,}){0,2}"#,
         check: TOKEN,
         ..SECRET
     },
@@ -184,8 +191,8 @@ pub const BUILTIN: &[BuiltinRule] = &[
     },
     BuiltinRule {
         id: "stripe-key",
-        description: "Stripe secret, restricted or live publishable key (sk_live_, rk_live_, sk_test_, rk_test_, pk_live_)",
-        pattern: r#"(?-u:\b)(?:(?:sk|rk)_(?:live|test)|pk_live)_(?P<body>[A-Za-z0-9]{16,})"#,
+        description: "Stripe secret, restricted or live publishable key (sk_live_, rk_live_, sk_test_, rk_test_, sk_prod_, pk_live_)",
+        pattern: r#"(?-u:\b)(?:(?:sk|rk)_(?:live|test|prod)_(?P<exact>[A-Za-z0-9]{24,99})(?-u:\b)|(?:(?:sk|rk)_(?:live|test)|pk_live)_(?P<body>[A-Za-z0-9]{16,}))"#,
         check: TOKEN,
         ..SECRET
     },
@@ -269,7 +276,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "npm-token",
         description: "npm access token (npm_…)",
-        pattern: r#"(?-u:\b)npm_(?P<body>[A-Za-z0-9]{36})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)npm_(?P<exact>[A-Za-z0-9]{36})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
@@ -325,7 +332,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "age-secret-key",
         description: "age encryption secret key",
-        pattern: r#"AGE-SECRET-KEY-1(?P<body>[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})"#,
+        pattern: r#"AGE-SECRET-KEY-1(?P<exact>[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})"#,
         check: c(Kind::Token, 1, 10),
         ..SECRET
     },
@@ -360,7 +367,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "docker-pat",
         description: "Docker Hub personal access token (dckr_pat_…)",
-        pattern: r#"(?-u:\b)dckr_pat_(?P<body>[A-Za-z0-9_-]{27,})"#,
+        pattern: r#"(?-u:\b)dckr_pat_(?P<exact>[A-Za-z0-9_-]{27,})"#,
         check: TOKEN,
         ..SECRET
     },
@@ -423,14 +430,14 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "huggingface-token",
         description: "Hugging Face access token (hf_…, api_org_…)",
-        pattern: r#"(?-u:\b)(?:hf|api_org)_(?P<body>[A-Za-z]{34})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)(?:hf|api_org)_(?P<exact>[A-Za-z]{34})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "linear-api-key",
         description: "Linear API key (lin_api_…)",
-        pattern: r#"(?-u:\b)lin_(?:api|oauth)_(?P<body>[A-Za-z0-9]{40})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)lin_(?:api|oauth)_(?P<exact>[A-Za-z0-9]{40,})"#,
         check: TOKEN,
         ..SECRET
     },
@@ -519,6 +526,12 @@ pub const BUILTIN: &[BuiltinRule] = &[
         ..SECRET
     },
     BuiltinRule {
+        id: "sourcegraph-token-assignment",
+        description: "Sourcegraph access token (40 hex) given to a Sourcegraph-named setting (sourcegraph: …)",
+        pattern: r#"(?i-u:sourcegraph)[A-Za-z0-9_.-]{0,20}["']?[ \t]{0,4}(?:=|:)[ \t]{0,4}["']?(?P<secret>[A-Fa-f0-9]{40})(?-u:\b)"#,
+        ..SECRET
+    },
+    BuiltinRule {
         id: "square-token",
         description: "Square access token or OAuth secret (EAAA…, sq0atp-, sq0csp-)",
         pattern: r#"(?-u:\b)(?:EAAA|sq0atp-|sq0csp-)(?P<body>[A-Za-z0-9_-]{22,60})"#,
@@ -528,7 +541,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "tailscale-key",
         description: "Tailscale API or auth key (tskey-…)",
-        pattern: r#"(?-u:\b)tskey-[a-z]{2,12}-(?P<body>[A-Za-z0-9]{6,}-[A-Za-z0-9]{10,})"#,
+        pattern: r#"(?:(?m:^)|[^A-Za-z])(?P<secret>tskey-[a-z]{2,12}-(?P<exact>[A-Za-z0-9]{6,}-[A-Za-z0-9]{10,}))"#,
         check: TOKEN,
         ..SECRET
     },
@@ -575,7 +588,8 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "aws-bedrock-api-key",
         description: "Amazon Bedrock API key (long-lived ABSK…, short-lived bedrock-api-key-…)",
-        pattern: r#"(?-u:\b)(?:ABSKQmVkcm9ja0FQSUtleS[A-Za-z0-9+/]{100,}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=]*)"#,
+        pattern: r#"(?-u:\b)(?P<exact>ABSKQmVkcm9ja0FQSUtleS[A-Za-z0-9+/]{91,251}={0,2}|bedrock-api-key-YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=]*)"#,
+        check: c(Kind::Guarded, 2, 5),
         ..SECRET
     },
     BuiltinRule {
@@ -603,6 +617,26 @@ pub const BUILTIN: &[BuiltinRule] = &[
         ..SECRET
     },
     BuiltinRule {
+        id: "npmrc-auth-token",
+        description: "npm registry credential in an .npmrc line (//registry/:_authToken=…, :_auth=, :_password=)",
+        pattern: r#"/:_(?i-u:authtoken|auth|password)[ \t]{0,4}=[ \t]{0,4}["']?(?P<secret>(?P<exact>[^ \t\r\n"']{8,}))"#,
+        ..SECRET
+    },
+    BuiltinRule {
+        id: "azure-identity",
+        description: "Azure AD (Entra ID) tenant or client id given to an Azure-named setting (AZURE_CLIENT_ID=…, ad_tenant_id: …)",
+        pattern: r#"(?P<key>(?i-u:azure|(?-u:\b)a?ad|entra)[_-]?(?i-u:tenant|client)[_-]?(?i-u:id))["']?[ \t]{0,4}(?:=|:)[ \t]{0,4}["']?(?P<secret>[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12})(?-u:\b)"#,
+        check: c(Kind::Token, 1, 5),
+        ..SECRET
+    },
+    BuiltinRule {
+        id: "gcp-service-account",
+        description: "Google Cloud service account key file (\"type\": \"service_account\")",
+        pattern: r#""type"[ \t]{0,4}:[ \t]{0,4}"service_account""#,
+        check: c(Kind::Literal, 0, 0),
+        ..SECRET
+    },
+    BuiltinRule {
         id: "connection-string",
         description: "Database or broker URL with an embedded password (postgres, mysql, mongodb+srv, redis, amqp, …)",
         pattern: r#"(?-u:\b)(?i-u:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|cockroachdb|clickhouse|couchdb|neo4j(?:\+s)?|bolt|nats|kafka|memcached|cassandra|influxdb|elasticsearch)://(?P<user>[^:@/ \t\r\n"'<>]{0,128}):(?P<secret>[^ \t\r\n"'/<>]{1,256})@[^ \t\r\n"'<>@/]"#,
@@ -613,7 +647,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
         id: "url-credentials",
         description: "URL with user:password before the host (any scheme: http, ftp, ssh, git, ldap, smtp, …)",
         pattern: r#"(?-u:\b)[A-Za-z][A-Za-z0-9+.-]{1,30}://(?P<user>[^:@/ \t\r\n"'<>]{0,128}):(?P<secret>[^ \t\r\n"'/<>]{1,256})@[^ \t\r\n"'<>@/]"#,
-        check: c(Kind::Credentials, 1, 4),
+        check: c(Kind::UrlCredentials, 1, 3),
         ..SECRET
     },
     BuiltinRule {
