@@ -79,6 +79,10 @@ def build_prompt(parts: PromptParts, budget: int) -> Prompt:
     working = parts.working_memory if 1 in kept and parts.working_memory else ""
     memories = [m for i, m in enumerate(parts.memories) if 2 + i in kept]
     kept_history = [m for i, m in enumerate(newest_first) if 2 + n_mem + i in kept][::-1]
+    while kept_history and kept_history[0].get("role") == "tool":
+        # A tool result whose call was cut: a model API refuses it, and it means nothing alone.
+        kept.discard(2 + n_mem + len(kept_history) - 1)
+        kept_history.pop(0)
     memory_block = parts.render_memories(memories) if memories and parts.render_memories else ""
     system = "\n\n".join(p for p in (parts.instructions, mind_header, working, memory_block) if p)
     messages = [{"role": "system", "content": system}, *kept_history, {"role": "user", "content": parts.message}]
