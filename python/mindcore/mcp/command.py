@@ -84,17 +84,18 @@ def run(args: argparse.Namespace) -> int:
     except MindcoreError as exc:
         print(f"mindcore mcp: {exc}", file=sys.stderr)
         return 2
+    _stop_on_sigterm()
     try:
         server = create_server(service)
-        if args.http:
-            log.info("serving store %s on http://%s:%d/mcp", service.store.uri, args.host, args.port)
-            serve_http(server, host=args.host, port=args.port, log_level=args.log_level)
-        else:
-            import anyio
+        # SIGINT or SIGTERM is a normal stop (uvicorn shuts down, then passes the signal on).
+        with contextlib.suppress(KeyboardInterrupt):
+            if args.http:
+                log.info("serving store %s on http://%s:%d/mcp", service.store.uri, args.host, args.port)
+                serve_http(server, host=args.host, port=args.port, log_level=args.log_level)
+            else:
+                import anyio
 
-            _stop_on_sigterm()
-            log.info("serving store %s on stdio", service.store.uri)
-            with contextlib.suppress(KeyboardInterrupt):  # SIGINT or SIGTERM: a normal stop
+                log.info("serving store %s on stdio", service.store.uri)
                 anyio.run(serve_stdio, server)
     finally:
         service.close()
