@@ -4,6 +4,7 @@ client: every tool, every resource, tool errors a model can read, and a clean sh
 from __future__ import annotations
 
 import asyncio
+import json
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -220,3 +221,36 @@ def test_help_shows_an_example() -> None:
                           text=True, timeout=60)
     assert done.returncode == 0
     assert "mindcore mcp --store" in done.stdout and "--http" in done.stdout and "for testing" in done.stdout
+
+
+def test_raw_json_rpc_arguments_missing_or_not_an_object(tmp_path: Path) -> None:
+    """On the wire: missing arguments reach the tool (a tool error naming the required field);
+    arguments that are not an object break the protocol itself (JSON-RPC invalid params)."""
+    proc = subprocess.Popen(command(tmp_path / "store"), env=server_env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def ask(message: dict[str, Any]) -> dict[str, Any]:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+        if "id" not in message:
+            return {}
+        answer: dict[str, Any] = json.loads(proc.stdout.readline())
+        assert answer["id"] == message["id"]
+        return answer
+
+    try:
+        hello = ask({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        assert hello["result"]["serverInfo"]["name"] == "mindcore"
+        ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        missing = ask({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "mind_believe"}})
+        assert missing["result"]["isError"] is True
+        assert "'content' is a required property" in json.loads(missing["result"]["content"][0]["text"])["error"]
+        listed = ask({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                      "params": {"name": "mind_believe", "arguments": ["not", "an", "object"]}})
+        assert listed["error"]["code"] == -32602
+    finally:
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0

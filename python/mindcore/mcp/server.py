@@ -3,8 +3,10 @@ two transports (stdio and streamable HTTP), on the official ``mcp`` package's lo
 
 Tool results are JSON text content (and the same object as structured content); a result whose
 ``status`` reports a failure (bad arguments, an unknown tool, a refused secret) is an MCP tool
-error (``isError: true``) the model reads and can act on. Capability calls run in worker
-threads, so a slow recall never stalls the protocol.
+error (``isError: true``) the model reads and can act on; missing arguments are such an error
+too (naming the required field), while ``arguments`` that are not a JSON object never reach a
+tool: the protocol layer answers them with JSON-RPC's invalid-params error. Capability calls run
+in worker threads, so a slow recall never stalls the protocol.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ def create_server(service: MemoryService, *, name: str = "mindcore") -> Server[A
     from mcp.server import Server
     from mcp.shared.exceptions import MCPError
 
-    tools = [types.Tool.model_validate(entry) for entry in service.tools.mcp()]
+    entries = service.tools.mcp()
+    tools = [types.Tool.model_validate(entry) for entry in entries]
     resources = [types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=MIME_TYPE)
                  for r in service.resources()]
     templates = [types.ResourceTemplate(uri_template=t.uri, name=t.name, description=t.description,
@@ -98,8 +101,11 @@ def create_server(service: MemoryService, *, name: str = "mindcore") -> Server[A
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=params.uri, mime_type=MIME_TYPE, text=text)])
 
-    return Server(name, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
-                  on_call_tool=call_tool, on_list_resources=list_resources,
+    schemas = {entry["name"]: entry["inputSchema"] for entry in entries}
+    # get_tool_input_schema: the 2026 HTTP transport checks a call's Mcp-Param headers against the
+    # tool's schema; a lookup spares it a tools/list round per call.
+    return Server(name, version=__version__, instructions=INSTRUCTIONS, get_tool_input_schema=schemas.get,
+                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
                   on_list_resource_templates=list_templates, on_read_resource=read_resource)
 
 
