@@ -17,7 +17,7 @@ pytest.importorskip("mcp.client.stdio")
 
 from _mcp_helpers import command, payload, server_env
 from mcp import Client
-from mcp.client.stdio import StdioServerParameters
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.shared.exceptions import MCPError
 
 import mindcore
@@ -35,7 +35,7 @@ def with_client(store: Path, scenario: Callable[[Client], Awaitable[Any]], *, mo
     params = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env())
 
     async def main() -> Any:
-        async with Client(params, mode=mode) as client:  # type: ignore[arg-type]
+        async with Client(stdio_client(params), mode=mode) as client:  # type: ignore[arg-type]
             return await scenario(client)
 
     return asyncio.run(main())

@@ -101,11 +101,8 @@ def create_server(service: MemoryService, *, name: str = "mindcore") -> Server[A
         return types.ReadResourceResult(
             contents=[types.TextResourceContents(uri=params.uri, mime_type=MIME_TYPE, text=text)])
 
-    schemas = {entry["name"]: entry["inputSchema"] for entry in entries}
-    # get_tool_input_schema: the 2026 HTTP transport checks a call's Mcp-Param headers against the
-    # tool's schema; a lookup spares it a tools/list round per call.
-    return Server(name, version=__version__, instructions=INSTRUCTIONS, get_tool_input_schema=schemas.get,
-                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+    return Server(name, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                  on_call_tool=call_tool, on_list_resources=list_resources,
                   on_list_resource_templates=list_templates, on_read_resource=read_resource)
 
 
