@@ -3,6 +3,10 @@
 The store is opened once, when the server starts, and closed when it stops: on stdio when the
 client closes the server's stdin (or on SIGINT / SIGTERM), on HTTP on SIGINT / SIGTERM. Logs go
 to stderr; on stdio, stdout carries the protocol and nothing else.
+
+The ``mindcore`` command wires it as a subcommand: ``sub = subparsers.add_parser("mcp",
+description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)``,
+``add_arguments(sub)``, then ``run(args)`` is the exit status.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "add_arguments", "main", "run"]
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DESCRIPTION", "EPILOG", "add_arguments", "main", "run"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
