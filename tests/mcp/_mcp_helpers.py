@@ -12,8 +12,6 @@ from typing import Any
 import mindcore
 
 PACKAGE_ROOT = Path(mindcore.__file__).resolve().parents[1]
-# The hashing embedder keeps the server's start fast; the bundled model is tested elsewhere.
-FAST = ["--embedder", "hash"]
 
 
 def server_env() -> dict[str, str]:
@@ -21,8 +19,10 @@ def server_env() -> dict[str, str]:
     return {"PYTHONPATH": os.pathsep.join(p for p in [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")] if p)}
 
 
-def command(store: Path, *options: str) -> list[str]:
-    return [sys.executable, "-m", "mindcore.mcp", "--store", str(store), *FAST, *options]
+def command(store: Path, *options: str, embedder: str = "hash") -> list[str]:
+    """``python -m mindcore.mcp`` on ``store``; the hashing embedder unless told (it halves the
+    tests' time; the HTTP test runs the bundled model)."""
+    return [sys.executable, "-m", "mindcore.mcp", "--store", str(store), "--embedder", embedder, *options]
 
 
 def free_port() -> int:

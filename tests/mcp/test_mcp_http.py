@@ -17,6 +17,10 @@ pytest.importorskip("uvicorn")
 from _mcp_helpers import command, free_port, payload, server_env
 from mcp import Client
 
+import mindcore
+from mindcore.embed import HashEmbedder
+from mindcore.errors import EmbedderMismatchError
+
 
 def wait_for_port(proc: subprocess.Popen[str], port: int) -> None:
     deadline = time.monotonic() + 120
@@ -31,10 +35,11 @@ def wait_for_port(proc: subprocess.Popen[str], port: int) -> None:
 
 
 def test_streamable_http_lists_and_calls_tools(tmp_path: Path) -> None:
+    """On the bundled offline embedder, as users run it."""
     port = free_port()
     store = tmp_path / "store"
-    proc = subprocess.Popen(command(store, "--agent", "web", "--http", "--port", str(port), "--log-level", "info"),
-                            env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+    options = ("--agent", "web", "--http", "--port", str(port), "--log-level", "info")
+    proc = subprocess.Popen(command(store, *options, embedder="default"), env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     try:
         wait_for_port(proc, port)
@@ -58,3 +63,5 @@ def test_streamable_http_lists_and_calls_tools(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert f"serving store {store} on http://127.0.0.1:{port}/mcp" in err
     assert f"closed store {store}" in err
+    with mindcore.open(store) as reopened, pytest.raises(EmbedderMismatchError, match="MiniLM"):
+        mindcore.Mind(reopened, agent="web", embedder=HashEmbedder())  # the store holds the bundled model's vectors
