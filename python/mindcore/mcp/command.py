@@ -32,6 +32,7 @@ examples:
 
 A desktop client launches the stdio form; for example, in its MCP servers settings:
   {"command": "mindcore", "args": ["mcp", "--store", "/home/me/.mindcore", "--agent", "support"]}
+`python -m mindcore.mcp` takes the same options.
 """
 
 
@@ -51,7 +52,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", default="default", choices=["default", "hash"],
                         help="'default': the bundled offline model; 'hash': the hashing embedder, no model "
                              "(for testing only: its recall is far weaker)")
-    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+                        help="stderr logging (default warning; info says when the store opens and closes)")
 
 
 def _embedder(name: str) -> Any:
