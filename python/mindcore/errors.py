@@ -36,6 +36,7 @@ __all__ = [
     "StoreNotWritableError",
     "ToolError",
     "ToolNameClashError",
+    "UnknownResourceError",
     "UnsupportedStrategyError",
     "WorkingMemoryError",
 ]
@@ -172,3 +173,11 @@ class NotFoundError(ContextError, LookupError):
 class UnsupportedStrategyError(ContextError):
     """A strategy the context cannot run as configured: ``compacted`` needs an LLM or a
     compaction callable."""
+
+
+# --- servers ---
+
+
+class UnknownResourceError(InvalidInputError, LookupError):
+    """A server was asked for a resource it does not serve (an unknown ``mindcore://`` URI). The
+    message names the URI and lists the ones it serves."""

@@ -1,0 +1,117 @@
+"""``mindcore mcp``: serve a store's memory over MCP, on stdio (the default) or streamable HTTP.
+
+The store is opened once, when the server starts, and closed when it stops: on stdio when the
+client closes the server's stdin (or on SIGINT / SIGTERM), on HTTP on SIGINT / SIGTERM. Logs go
+to stderr; on stdio, stdout carries the protocol and nothing else.
+
+The ``mindcore`` command wires it as a subcommand: ``sub = subparsers.add_parser("mcp",
+description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)``,
+``add_arguments(sub)``, then ``run(args)`` is the exit status.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+__all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DESCRIPTION", "EPILOG", "add_arguments", "main", "run"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+
+DESCRIPTION = "Serve a store's memory tools and prompt blocks over the Model Context Protocol (stdio or HTTP)."
+EPILOG = """\
+examples:
+  mindcore mcp --store ~/.mindcore --agent support --user-id user-7 --thread-id t-1
+  mindcore mcp --store ~/.mindcore --agent support --http --port 8765   # http://127.0.0.1:8765/mcp
+
+A desktop client launches the stdio form; for example, in its MCP servers settings:
+  {"command": "mindcore", "args": ["mcp", "--store", "/home/me/.mindcore", "--agent", "support"]}
+`python -m mindcore.mcp` takes the same options.
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options of ``mindcore mcp`` (the CLI adds them to its subcommand)."""
+    parser.add_argument("--store", default=None,
+                        help="store folder or URI (created if missing; default $MINDCORE_HOME or ./.mindcore)")
+    parser.add_argument("--user-id", default="default", help="whose long-term memories to serve (default: default)")
+    parser.add_argument("--agent", default="agent",
+                        help="the agent whose Mind to serve; also the long-term memory namespace (default: agent)")
+    parser.add_argument("--thread-id", default="default",
+                        help="the thread of the working memory and context session (default: default)")
+    parser.add_argument("--dataset", default="default", help="the context dataset tools are discovered in")
+    parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
+    parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind with --http (default {DEFAULT_HOST})")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port with --http (default {DEFAULT_PORT})")
+    parser.add_argument("--embedder", default="default", choices=["default", "hash"],
+                        help="'default': the bundled offline model; 'hash': the hashing embedder, no model "
+                             "(for testing only: its recall is far weaker)")
+    parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
+                        help="stderr logging (default warning; info says when the store opens and closes)")
+
+
+def _embedder(name: str) -> Any:
+    if name == "hash":
+        from mindcore.embed import HashEmbedder
+
+        return HashEmbedder()
+    return None  # the store's, else the bundled model
+
+
+def _stop_on_sigterm() -> None:
+    """SIGTERM ends the process as SIGINT does, so the store is closed on the way out."""
+    def stop(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Serve until the client or a signal stops the server; the exit status."""
+    from mindcore.errors import MindcoreError
+    from mindcore.mcp.server import create_server, mcp_installed, serve_http, serve_stdio
+    from mindcore.mcp.service import MemoryService
+
+    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    log = logging.getLogger("mindcore.mcp")
+    if not mcp_installed():  # an optional extra
+        print("mindcore mcp needs the mcp package: pip install 'mindcore[mcp]'", file=sys.stderr)
+        return 2
+    try:
+        service = MemoryService(args.store, agent=args.agent, user_id=args.user_id, thread_id=args.thread_id,
+                                dataset=args.dataset, embedder=_embedder(args.embedder))
+    except MindcoreError as exc:
+        print(f"mindcore mcp: {exc}", file=sys.stderr)
+        return 2
+    _stop_on_sigterm()
+    try:
+        server = create_server(service)
+        # SIGINT or SIGTERM is a normal stop (uvicorn shuts down, then passes the signal on).
+        with contextlib.suppress(KeyboardInterrupt):
+            if args.http:
+                log.info("serving store %s on http://%s:%d/mcp", service.store.uri, args.host, args.port)
+                serve_http(server, host=args.host, port=args.port, log_level=args.log_level)
+            else:
+                import anyio
+
+                log.info("serving store %s on stdio", service.store.uri)
+                anyio.run(serve_stdio, server)
+    finally:
+        service.close()
+        log.info("closed store %s", service.store.uri)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m mindcore.mcp``: the same command as ``mindcore mcp``."""
+    parser = argparse.ArgumentParser(prog="mindcore mcp", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_arguments(parser)
+    return run(parser.parse_args(argv))

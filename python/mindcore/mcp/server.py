@@ -1,0 +1,126 @@
+"""The MCP protocol around a :class:`~mindcore.mcp.MemoryService`: tools, resources and the
+two transports (stdio and streamable HTTP), on the official ``mcp`` package's low-level server.
+
+Tool results are JSON text content (and the same object as structured content); a result whose
+``status`` reports a failure (bad arguments, an unknown tool, a refused secret) is an MCP tool
+error (``isError: true``) the model reads and can act on; missing arguments are such an error
+too (naming the required field), while ``arguments`` that are not a JSON object never reach a
+tool: the protocol layer answers them with JSON-RPC's invalid-params error. Capability calls run
+in worker threads, so a slow recall never stalls the protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+from typing import TYPE_CHECKING, Any
+
+from mindcore._core import __version__
+from mindcore.errors import MindcoreError, UnknownResourceError
+from mindcore.mcp.service import MemoryService, failed
+
+if TYPE_CHECKING:
+    import mcp_types as types
+    from mcp.server import Server, ServerRequestContext
+
+__all__ = ["RESOURCE_NOT_FOUND", "create_server", "mcp_installed", "serve_http", "serve_stdio"]
+
+#: The JSON-RPC error code MCP gives a read of an unknown resource.
+RESOURCE_NOT_FOUND = -32002
+MIME_TYPE = "text/plain"
+INSTRUCTIONS = (
+    "Memory for this agent: mind_* tools keep goals, beliefs and reflections across runs; "
+    "working_memory_update keeps the thread's scratchpad; ltm_recall / ltm_remember keep durable facts "
+    "about the user (never secrets); agentified_discover finds more tools and agentified_get_messages "
+    "reads earlier messages. The resources are the prompt blocks these make."
+)
+
+
+def mcp_installed() -> bool:
+    """Whether the ``mcp`` package (2.x, with its low-level server) can be imported."""
+    try:
+        return importlib.util.find_spec("mcp.server.lowlevel") is not None
+    except ImportError:  # no `mcp` at all (or a folder of that name that is not the package)
+        return False
+
+
+def _require_mcp() -> None:
+    if not mcp_installed():
+        raise ImportError("mindcore mcp needs the mcp package: pip install 'mindcore[mcp]'")
+
+
+def create_server(service: MemoryService, *, name: str = "mindcore") -> Server[Any]:
+    """An MCP server (``mcp.server.Server``) with ``service``'s tools and resources.
+
+    >>> from mindcore.embed import HashEmbedder
+    >>> service = MemoryService("memory://mcp-server-doc", embedder=HashEmbedder())
+    >>> server = create_server(service)
+    >>> server.name, server.get_capabilities().tools is not None
+    ('mindcore', True)
+    >>> service.close()
+    """
+    _require_mcp()
+    import mcp_types as types
+    from mcp.server import Server
+    from mcp.shared.exceptions import MCPError
+
+    entries = service.tools.mcp()
+    tools = [types.Tool.model_validate(entry) for entry in entries]
+    resources = [types.Resource(uri=r.uri, name=r.name, description=r.description, mime_type=MIME_TYPE)
+                 for r in service.resources()]
+    templates = [types.ResourceTemplate(uri_template=t.uri, name=t.name, description=t.description,
+                                        mime_type=MIME_TYPE) for t in service.resource_templates()]
+
+    async def list_tools(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                         ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        result = await asyncio.to_thread(service.call, params.name, params.arguments)
+        text = json.dumps(result, ensure_ascii=False, default=str)
+        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=json.loads(text),
+                                    is_error=failed(result))
+
+    async def list_resources(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=resources)
+
+    async def list_templates(ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+                             ) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=templates)
+
+    async def read_resource(ctx: ServerRequestContext[Any], params: types.ReadResourceRequestParams
+                            ) -> types.ReadResourceResult:
+        try:
+            text = await asyncio.to_thread(service.read, params.uri)
+        except UnknownResourceError as exc:
+            raise MCPError(RESOURCE_NOT_FOUND, str(exc), {"uri": params.uri}) from None
+        except MindcoreError as exc:
+            raise MCPError(types.INVALID_PARAMS, str(exc)) from None
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=params.uri, mime_type=MIME_TYPE, text=text)])
+
+    return Server(name, version=__version__, instructions=INSTRUCTIONS, on_list_tools=list_tools,
+                  on_call_tool=call_tool, on_list_resources=list_resources,
+                  on_list_resource_templates=list_templates, on_read_resource=read_resource)
+
+
+async def serve_stdio(server: Server[Any]) -> None:
+    """Serve one client on this process's stdin and stdout until the client closes stdin."""
+    from mcp.server.stdio import stdio_server
+
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
+def serve_http(server: Server[Any], *, host: str, port: int, log_level: str = "warning") -> None:
+    """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (SIGINT or SIGTERM).
+    On a loopback ``host`` only requests naming a loopback host are accepted (DNS rebinding)."""
+    try:
+        import uvicorn
+    except ImportError:
+        raise ImportError("mindcore mcp --http needs uvicorn: pip install 'mindcore[mcp]'") from None
+
+    app = server.streamable_http_app(host=host)
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="on")

@@ -1,0 +1,67 @@
+"""``python -m mindcore.mcp --http`` as a real subprocess on a free 127.0.0.1 port, driven by the
+``mcp`` package's streamable HTTP client."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mcp.client.streamable_http")
+pytest.importorskip("uvicorn")
+
+from _mcp_helpers import command, free_port, payload, server_env
+from mcp import Client
+
+import mindcore
+from mindcore.embed import HashEmbedder
+from mindcore.errors import EmbedderMismatchError
+
+
+def wait_for_port(proc: subprocess.Popen[str], port: int) -> None:
+    deadline = time.monotonic() + 120
+    while True:
+        assert proc.poll() is None, proc.communicate()[1]
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=1):
+                return
+        except OSError:
+            assert time.monotonic() < deadline, "mindcore mcp --http did not start"
+            time.sleep(0.1)
+
+
+def test_streamable_http_lists_and_calls_tools(tmp_path: Path) -> None:
+    """On the bundled offline embedder, as users run it."""
+    port = free_port()
+    store = tmp_path / "store"
+    options = ("--agent", "web", "--http", "--port", str(port), "--log-level", "info")
+    proc = subprocess.Popen(command(store, *options, embedder="default"), env=server_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(proc, port)
+
+        async def scenario() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert "mind_believe" in names and "ltm_recall" in names
+                believed = await client.call_tool("mind_believe", {"content": "HTTP clients work too",
+                                                                       "confidence": "high"})
+                assert believed.is_error is False and payload(believed)["action"] == "created"
+                header = (await client.read_resource("mindcore://mind/header")).contents[0]
+                assert "HTTP clients work too" in header.text  # type: ignore[union-attr]
+                bad = await client.call_tool("ltm_recall", {"query": 42})
+                assert bad.is_error is True and "not of type 'string'" in payload(bad)["error"]
+
+        asyncio.run(scenario())
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    assert f"serving store {store} on http://127.0.0.1:{port}/mcp" in err
+    assert f"closed store {store}" in err
+    with mindcore.open(store) as reopened, pytest.raises(EmbedderMismatchError, match="MiniLM"):
+        mindcore.Mind(reopened, agent="web", embedder=HashEmbedder())  # the store holds the bundled model's vectors
