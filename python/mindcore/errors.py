@@ -17,6 +17,7 @@ __all__ = [
     "EmbedderMismatchError",
     "EmbeddingError",
     "ExtractionParseError",
+    "InboxError",
     "InvalidInputError",
     "InvalidTypeError",
     "KernelError",
@@ -152,6 +153,11 @@ class MergeError(MindcoreError, ValueError):
 
 class ExtractionParseError(MindcoreError, ValueError):
     """The extraction LLM's reply holds no usable JSON list of memories; nothing is stored."""
+
+
+class InboxError(InvalidInputError):
+    """An inbox refused an event or an argument (no ``kind``, not JSON, too big, a bad agent name
+    or event id); the message names the field and the fix. Nothing was stored."""
 
 
 class ContextError(MindcoreError, ValueError):

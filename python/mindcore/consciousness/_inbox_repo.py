@@ -1,0 +1,97 @@
+"""The inbox's only door to storage: the ``consciousness_inbox`` table, one namespace per agent.
+
+A row is one event not acked yet: ``event`` (its id), ``seq`` (push order), ``payload`` (JSON
+text), ``attempts`` (deliveries so far) and ``lease_until`` (unix ms; the event is available
+once it has passed, 0 for never leased). ``created_at`` is the push time.
+
+Pushes only append rows (the cheapest commit, under the table's write lock). Everything that
+reads rows and writes them back (taking leases, releasing them, acking) holds the agent's own
+inbox lock, so a lease is never taken twice and an acked event is never written back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from mindcore.consciousness.inbox import lock_name
+from mindcore.store import Store, col, new_id, now_ms
+
+__all__ = ["COLUMNS", "TABLE", "InboxRepo", "LeasedRow"]
+
+TABLE = "consciousness_inbox"
+COLUMNS: dict[str, pa.DataType] = {
+    "event": pa.string(),
+    "seq": pa.int64(),
+    "payload": pa.string(),
+    "attempts": pa.int64(),
+    "lease_until": pa.int64(),
+}
+# seq = (table version the push read under the write lock) * _BATCH + position in the push: versions
+# only grow and every push commits a newer one, so seq follows commit order across processes.
+_BATCH = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class LeasedRow:
+    id: str
+    payload: str
+    attempts: int
+    pushed_ms: int
+
+
+class InboxRepo:
+    def __init__(self, store: Store, agent: str) -> None:
+        self.store = store
+        self.namespace = agent
+        self.table = store.table(TABLE, COLUMNS)
+        self._lock = store.lock(lock_name("consciousness-inbox", agent))
+
+    def push(self, payloads: Sequence[str]) -> list[str]:
+        if len(payloads) >= _BATCH:
+            raise ValueError(f"push at most {_BATCH - 1} events at once")
+        ids = [new_id() for _ in payloads]
+        table = self.table
+
+        def rows() -> list[dict[str, Any]]:
+            base = (table.version + 1) * _BATCH  # called under the write lock, at the latest version
+            return [
+                {"event": i, "seq": base + n, "payload": p, "attempts": 0, "lease_until": 0}
+                for n, (i, p) in enumerate(zip(ids, payloads, strict=True))
+            ]
+
+        table.append(self.namespace, rows)
+        return ids
+
+    def lease(self, max_events: int, lease_ms: int) -> list[LeasedRow]:
+        with self._lock.hold():
+            now = now_ms()
+            due = self.table.scan_arrow(
+                self.namespace, col("lease_until").le(now), columns=["id", "seq"], order_by="seq", limit=max_events
+            )
+            if due.num_rows == 0:
+                return []
+            rows = self.table.get(self.namespace, [str(v) for v in due.column("id").to_pylist()])
+            until = now + lease_ms
+            for r in rows:
+                r["attempts"] = int(r["attempts"] or 0) + 1
+                r["lease_until"] = until
+            self.table.upsert(self.namespace, rows)
+        return [LeasedRow(r["event"], r["payload"], r["attempts"], int(r["created_at"])) for r in rows]
+
+    def ack(self, events: Sequence[str]) -> None:
+        with self._lock.hold():
+            self.table.delete(self.namespace, where=col("event").is_in(list(events)))
+
+    def release(self, events: Sequence[str]) -> None:
+        with self._lock.hold():
+            held = self.table.scan(self.namespace, col("event").is_in(list(events)) & col("lease_until").gt(0),
+                                   columns=["id"])
+            if held:
+                self.table.update(self.namespace, [r["id"] for r in held], {"lease_until": 0})
+
+    def count(self) -> int:
+        return self.table.count(self.namespace)
