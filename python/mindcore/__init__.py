@@ -73,6 +73,9 @@ from mindcore.errors import MindcoreError
 from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from mindcore.consciousness import Consciousness as Consciousness
+    from mindcore.consciousness import ConsciousnessConfig as ConsciousnessConfig
+    from mindcore.consciousness import Inbox as Inbox
     from mindcore.context import Context as Context
     from mindcore.context import ContextConfig as ContextConfig
     from mindcore.context import RankedTool as RankedTool
@@ -115,6 +118,9 @@ _LAZY: dict[str, str] = {
     "Tool": "mindcore.context",
     "RankedTool": "mindcore.context",
     "Toolset": "mindcore.toolspec",
+    "Consciousness": "mindcore.consciousness",
+    "ConsciousnessConfig": "mindcore.consciousness",
+    "Inbox": "mindcore.consciousness",
     "ToolSpec": "mindcore.toolspec",
 }
 
