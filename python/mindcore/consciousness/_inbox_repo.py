@@ -1,8 +1,9 @@
 """The inbox's only door to storage: the ``consciousness_inbox`` table, one namespace per agent.
 
 A row is one event not acked yet: ``event`` (its id), ``seq`` (push order), ``payload`` (JSON
-text), ``attempts`` (deliveries so far) and ``lease_until`` (unix ms; the event is available
-once it has passed, 0 for never leased). ``created_at`` is the push time.
+text), ``attempts`` (deliveries so far), ``lease_until`` (unix ms; the event is available once
+it has passed, 0 for never leased) and ``lease_owner`` (the inbox object that took the lease, so
+a release frees only its own leases). ``created_at`` is the push time.
 
 Pushes only append rows (the cheapest commit, under the table's write lock). Everything that
 reads rows and writes them back (taking leases, releasing them, acking) holds the agent's own
@@ -29,6 +30,7 @@ COLUMNS: dict[str, pa.DataType] = {
     "payload": pa.string(),
     "attempts": pa.int64(),
     "lease_until": pa.int64(),
+    "lease_owner": pa.string(),
 }
 # seq = (table version the push read under the write lock) * _BATCH + position in the push: versions
 # only grow and every push commits a newer one, so seq follows commit order across processes.
@@ -46,6 +48,7 @@ class LeasedRow:
 class InboxRepo:
     def __init__(self, store: Store, agent: str) -> None:
         self.store = store
+        self.owner = new_id()
         self.namespace = agent
         self.table = store.table(TABLE, COLUMNS)
         self._lock = store.lock(lock_name("consciousness-inbox", agent))
@@ -79,6 +82,7 @@ class InboxRepo:
             for r in rows:
                 r["attempts"] = int(r["attempts"] or 0) + 1
                 r["lease_until"] = until
+                r["lease_owner"] = self.owner
             self.table.upsert(self.namespace, rows)
         return [LeasedRow(r["event"], r["payload"], r["attempts"], int(r["created_at"])) for r in rows]
 
@@ -88,8 +92,8 @@ class InboxRepo:
 
     def release(self, events: Sequence[str]) -> None:
         with self._lock.hold():
-            held = self.table.scan(self.namespace, col("event").is_in(list(events)) & col("lease_until").gt(0),
-                                   columns=["id"])
+            mine = col("event").is_in(list(events)) & col("lease_owner").eq(self.owner) & col("lease_until").gt(0)
+            held = self.table.scan(self.namespace, mine, columns=["id"])
             if held:
                 self.table.update(self.namespace, [r["id"] for r in held], {"lease_until": 0})
 

@@ -230,7 +230,9 @@ class BaseInbox(ABC):
 
     @abstractmethod
     def nack(self, ids: Iterable[str]) -> None:
-        """Release these events: they are delivered again at once (acked or unknown ids are ignored)."""
+        """Release these events, received through this inbox object and still leased to it: they
+        are delivered again at once. Other ids (acked, unknown, or taken over by another consumer
+        after this lease ran out) are ignored."""
 
     @abstractmethod
     def pending(self) -> int:
