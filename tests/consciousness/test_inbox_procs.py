@@ -55,12 +55,14 @@ def _run(ctx: Any, target: Any, *args: Any) -> Any:
     return got
 
 
-def test_a_push_from_another_process_is_there_when_it_returns(ctx: Any, kind: str, where: str) -> None:
-    ids = _run(ctx, push, kind, where, AGENT, [msg(i) for i in range(5)])
+def test_a_push_from_another_process_is_there_when_it_returns_in_push_order(ctx: Any, kind: str, where: str) -> None:
     with open_inbox(kind, where, AGENT) as inbox:
+        before = inbox.push(msg(0, "parent"))
+        ids = _run(ctx, push, kind, where, AGENT, [msg(i, "child") for i in range(5)])
+        after = inbox.push(msg(1, "parent"))
         events = inbox.receive(10)
-        assert [e.id for e in events] == ids
-        assert [e.payload for e in events] == [msg(i) for i in range(5)]
+        assert [e.id for e in events] == [before, *ids, after]
+        assert [e.payload for e in events[1:-1]] == [msg(i, "child") for i in range(5)]
 
 
 def test_a_killed_consumers_events_come_back_after_the_lease(ctx: Any, kind: str, where: str) -> None:
