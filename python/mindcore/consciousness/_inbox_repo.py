@@ -72,12 +72,11 @@ class InboxRepo:
     def lease(self, max_events: int, lease_ms: int) -> list[LeasedRow]:
         with self._lock.hold():
             now = now_ms()
-            due = self.table.scan_arrow(
-                self.namespace, col("lease_until").le(now), columns=["id", "seq"], order_by="seq", limit=max_events
-            )
-            if due.num_rows == 0:
+            # One scan of whole rows: a LanceDB query costs ~2 ms before it reads anything, more
+            # than reading the payloads of a usual backlog along with the ids.
+            rows = self.table.scan(self.namespace, col("lease_until").le(now), order_by="seq", limit=max_events)
+            if not rows:
                 return []
-            rows = self.table.get(self.namespace, [str(v) for v in due.column("id").to_pylist()])
             until = now + lease_ms
             for r in rows:
                 r["attempts"] = int(r["attempts"] or 0) + 1
