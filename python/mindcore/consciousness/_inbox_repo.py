@@ -71,6 +71,7 @@ class InboxRepo:
 
     def lease(self, max_events: int, lease_ms: int) -> list[LeasedRow]:
         with self._lock.hold():
+            self.table.refresh()  # the latest leases, also where reads may lag (object storage)
             now = now_ms()
             # One scan of whole rows: a LanceDB query costs ~2 ms before it reads anything, more
             # than reading the payloads of a usual backlog along with the ids.
@@ -91,6 +92,7 @@ class InboxRepo:
 
     def release(self, events: Sequence[str]) -> None:
         with self._lock.hold():
+            self.table.refresh()
             mine = col("event").is_in(list(events)) & col("lease_owner").eq(self.owner) & col("lease_until").gt(0)
             held = self.table.scan(self.namespace, mine, columns=["id"])
             if held:
