@@ -3,8 +3,8 @@
 Implementations, measured in the same run:
 
 * ``mindcore`` (:class:`~mindcore.consciousness.Inbox` on a store folder): a push is one LanceDB
-  append under the table's write lock; a receive takes leases under the agent's inbox lock; an
-  ack deletes.
+  append under the table's write lock (pushes made at once by threads of a process share one); a
+  receive takes leases under the agent's inbox lock; an ack deletes.
 * ``mindcore-redis`` (:class:`~mindcore.consciousness.RedisInbox`): XADD; XAUTOCLAIM + XREADGROUP;
   XACK + XDEL, on a real Redis server on 127.0.0.1 (no persistence configured).
 * ``redis-list`` (the seed's inbox): LPUSH, and RPOP of up to 20 as the receive. There is no
@@ -26,6 +26,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,23 @@ def test_push_one(benchmark: Any, impl: str, where: str) -> None:
         _push(target, 3)  # create the table / group
         finish(benchmark, impl, "inbox: push one event (1 process)", items=1)
         benchmark.pedantic(target.push, args=(EVENT,), rounds=30 if QUICK else 200, warmup_rounds=3)
+    finally:
+        target.close()
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_push_from_threads(benchmark: Any, impl: str, where: str) -> None:
+    target = _open(impl, where, "bench")
+    threads, each = 8, 5
+    try:
+        _push(target, 3)
+        with ThreadPoolExecutor(threads) as pool:
+            def round_() -> None:
+                list(pool.map(lambda _: _push(target, each), range(threads)))
+
+            finish(benchmark, impl, f"inbox: push {each} events from each of {threads} threads (1 process)",
+                   items=threads * each)
+            benchmark.pedantic(round_, rounds=5 if QUICK else 20, warmup_rounds=1)
     finally:
         target.close()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -391,6 +392,50 @@ def test_inbox_takes_a_store_or_a_path_and_closes_only_what_it_opened(tmp_path: 
         assert by_path.store is not store and len(by_path) == 1
     with pytest.raises(InvalidInputError, match="store: expected a Store"):
         Inbox(42, agent="a")  # type: ignore[arg-type]
+
+
+def test_concurrent_pushes_of_one_process_share_commits(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path / "s", agent="a")
+    inbox.push(msg("first"))
+    table = inbox._repo.table
+    commits = []
+    append = table.append
+
+    def counting(*args: Any, **kwargs: Any) -> Any:
+        commits.append(1)
+        return append(*args, **kwargs)
+
+    table.append = counting  # type: ignore[method-assign]
+    per_thread, threads = 15, 8
+
+    def pusher(t: int) -> list[str]:
+        return [inbox.push({"kind": "x", "thread": t, "i": i}) for i in range(per_thread)]
+
+    with ThreadPoolExecutor(threads) as pool:
+        ids = [i for chunk in pool.map(pusher, range(threads)) for i in chunk]
+    assert len(set(ids)) == per_thread * threads
+    assert len(commits) < per_thread * threads  # some pushes rode along with another's commit
+    events = inbox.receive(1000)[1:]
+    assert sorted(e.id for e in events) == sorted(ids)
+    for t in range(threads):  # each thread's pushes come out in the order it made them
+        assert [e.payload["i"] for e in events if e.payload["thread"] == t] == list(range(per_thread))
+
+
+def test_a_failed_commit_fails_its_pushes_and_stores_nothing(tmp_path: Path) -> None:
+    inbox = Inbox(tmp_path / "s", agent="a")
+    table = inbox._repo.table
+    append = table.append
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        table.append = append  # type: ignore[method-assign]
+        raise OSError("disk full")
+
+    table.append = broken  # type: ignore[method-assign]
+    with pytest.raises(OSError, match="disk full"):
+        inbox.push(msg("lost"))
+    assert len(inbox) == 0
+    inbox.push(msg("kept"))
+    assert texts(inbox.receive()) == ["kept"]
 
 
 def test_inbox_repr_names_the_agent(tmp_path: Path) -> None:

@@ -5,13 +5,15 @@ text), ``attempts`` (deliveries so far), ``lease_until`` (unix ms; the event is 
 it has passed, 0 for never leased) and ``lease_owner`` (the inbox object that took the lease, so
 a release frees only its own leases). ``created_at`` is the push time.
 
-Pushes only append rows (the cheapest commit, under the table's write lock). Everything that
+Pushes only append rows (the cheapest commit, under the table's write lock; concurrent pushes of
+one process share a commit). Everything that
 reads rows and writes them back (taking leases, releasing them, acking) holds the agent's own
 inbox lock, so a lease is never taken twice and an acked event is never written back.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -45,6 +47,16 @@ class LeasedRow:
     pushed_ms: int
 
 
+@dataclass(slots=True)
+class _Ticket:
+    """One push waiting for the commit that stores it."""
+
+    payloads: list[str]
+    ids: list[str]
+    done: bool = False
+    error: BaseException | None = None
+
+
 class InboxRepo:
     def __init__(self, store: Store, agent: str) -> None:
         self.store = store
@@ -52,22 +64,52 @@ class InboxRepo:
         self.namespace = agent
         self.table = store.table(TABLE, COLUMNS)
         self._lock = store.lock(lock_name("consciousness-inbox", agent))
+        self._queue: list[_Ticket] = []
+        self._queue_lock = threading.Lock()
+        self._committer = threading.Lock()
 
     def push(self, payloads: Sequence[str]) -> list[str]:
+        """Append the events and return their ids once committed. Pushes made at the same time by
+        threads of this process share one commit (group commit): each still returns only once its
+        own events are stored, but concurrent pushers pay for about one commit, not one each."""
         if len(payloads) >= _BATCH:
             raise ValueError(f"push at most {_BATCH - 1} events at once")
-        ids = [new_id() for _ in payloads]
+        ticket = _Ticket(list(payloads), [new_id() for _ in payloads])
+        with self._queue_lock:
+            self._queue.append(ticket)
+        with self._committer:
+            while not ticket.done:  # a commit takes the oldest pushes first: ours comes
+                self._commit_queued()
+        if ticket.error is not None:
+            raise ticket.error
+        return ticket.ids
+
+    def _commit_queued(self) -> None:
+        """Commit the pushes queued so far (up to one seq block), holding the committer lock."""
+        with self._queue_lock:
+            batch: list[_Ticket] = []
+            size = 0
+            while self._queue and size + len(self._queue[0].payloads) < _BATCH:
+                size += len(self._queue[0].payloads)
+                batch.append(self._queue.pop(0))
         table = self.table
 
         def rows() -> list[dict[str, Any]]:
             base = (table.version + 1) * _BATCH  # called under the write lock, at the latest version
+            events = [(i, p) for t in batch for i, p in zip(t.ids, t.payloads, strict=True)]
             return [
                 {"event": i, "seq": base + n, "payload": p, "attempts": 0, "lease_until": 0}
-                for n, (i, p) in enumerate(zip(ids, payloads, strict=True))
+                for n, (i, p) in enumerate(events)
             ]
 
-        table.append(self.namespace, rows)
-        return ids
+        try:
+            table.append(self.namespace, rows)
+        except BaseException as e:
+            for t in batch:
+                t.error = e
+        finally:
+            for t in batch:
+                t.done = True
 
     def lease(self, max_events: int, lease_ms: int) -> list[LeasedRow]:
         with self._lock.hold():
