@@ -221,6 +221,17 @@ def test_events_outlive_the_inbox_object(make: MakeInbox) -> None:
     assert [e.id for e in second.receive()] == ids
 
 
+def test_a_closed_inbox_refuses_to_be_used(make: MakeInbox) -> None:
+    inbox = make()
+    event_id = inbox.push(msg("a"))
+    inbox.close()
+    for call in (lambda: inbox.push(msg("b")), inbox.receive, lambda: inbox.ack([event_id]),
+                 lambda: inbox.nack([event_id]), inbox.pending):
+        with pytest.raises(InboxError, match="the inbox of agent 'assistant' is closed"):
+            call()
+    assert len(make()) == 1
+
+
 def test_a_closed_consumers_leases_still_run_out(make: MakeInbox) -> None:
     one = make(visibility_timeout=SHORT)
     event_id = one.push(msg("a"))
@@ -351,6 +362,28 @@ def test_bad_arguments_name_themselves(make: MakeInbox, call: Callable[[BaseInbo
 def test_bad_options_are_refused(make: MakeInbox, kwargs: dict[str, Any], needle: str) -> None:
     with pytest.raises(InvalidInputError, match=needle):
         make(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "needle"),
+    [
+        ({"max_event_bytes": 63}, InboxError, "max_event_bytes: must be at least 64"),
+        ({"max_event_bytes": 1.5}, InboxError, "max_event_bytes: expected an integer"),
+        ({"max_receive": 0}, InboxError, "max_receive: must be at least 1"),
+        ({"secrets": "refuse"}, InvalidInputError, "secrets: expected a SecretPolicy"),
+    ],
+)
+def test_bad_config_values_name_themselves(kwargs: dict[str, Any], error: type[Exception], needle: str) -> None:
+    with pytest.raises(error, match=needle):
+        InboxConfig(**kwargs)
+
+
+def test_max_receive_caps_one_receive(make: MakeInbox) -> None:
+    inbox = make(config=InboxConfig(max_receive=2))
+    with pytest.raises(InboxError, match="max_events: must be at most 2"):
+        inbox.receive(3)
+    inbox.push_many([msg("a"), msg("b"), msg("c")])
+    assert texts(inbox.receive(2)) == ["a", "b"]
 
 
 def test_inbox_errors_are_mindcore_value_errors() -> None:

@@ -10,10 +10,10 @@ import os
 import re
 import socket
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from mindcore.consciousness.inbox import BaseInbox, Event, InboxConfig, check_event_ids, ms_to_datetime
+from mindcore.consciousness.inbox import BaseInbox, Event, InboxConfig, ms_to_datetime
 from mindcore.errors import InboxError, InvalidTypeError
 from mindcore.validation import check_text
 
@@ -109,7 +109,6 @@ class RedisInbox(BaseInbox):
         self.key = f"{prefix}:{self.agent}"
         self.group = group
         self.consumer = consumer
-        self._closed = False
         self._release = self._client.register_script(_RELEASE)
         try:
             self._client.xgroup_create(self.key, group, id="0", mkstream=True)
@@ -125,17 +124,13 @@ class RedisInbox(BaseInbox):
         """The Redis client this inbox talks through."""
         return self._client
 
-    def push_many(self, payloads: Iterable[Mapping[str, Any]]) -> list[str]:
-        texts = self._encode_all(payloads)
-        if not texts:
-            return []
+    def _push(self, payloads: list[str]) -> list[str]:
         pipe = self._client.pipeline(transaction=True)
-        for t in texts:
+        for t in payloads:
             pipe.xadd(self.key, {_FIELD: t.encode()})
         return [_text(i) for i in pipe.execute()]
 
-    def receive(self, max_events: int = 20) -> list[Event]:
-        n = self._check_max(max_events)
+    def _receive(self, n: int) -> list[Event]:
         events = self._take_over(n)
         if len(events) < n:
             got: Any = self._client.xreadgroup(self.group, self.consumer, {self.key: ">"}, count=n - len(events))
@@ -181,11 +176,12 @@ class RedisInbox(BaseInbox):
         payload = json.loads(_text(raw)) if raw is not None else {}
         return Event(event_id, payload, attempts, ms_to_datetime(_order(event_id)[0]))
 
-    def _ours(self, ids: Iterable[str]) -> list[str]:
+    @staticmethod
+    def _ours(ids: list[str]) -> list[str]:
         # Anything that is not a stream entry id cannot be one of this inbox's events: ignore it.
-        return [i for i in check_event_ids(ids) if _STREAM_ID.match(i)]
+        return [i for i in ids if _STREAM_ID.match(i)]
 
-    def ack(self, ids: Iterable[str]) -> None:
+    def _ack(self, ids: list[str]) -> None:
         want = self._ours(ids)
         if want:
             pipe = self._client.pipeline(transaction=True)
@@ -193,18 +189,15 @@ class RedisInbox(BaseInbox):
             pipe.xdel(self.key, *want)
             pipe.execute()
 
-    def nack(self, ids: Iterable[str]) -> None:
+    def _nack(self, ids: list[str]) -> None:
         want = self._ours(ids)
         if want:
             self._release(keys=[self.key], args=[self.group, self.consumer, *want])
 
-    def pending(self) -> int:
+    def _pending(self) -> int:
         return int(self._client.xlen(self.key))
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _close(self) -> None:
         try:
             # Leave no empty consumer behind; one still holding events stays, so they come back.
             for c in self._client.xinfo_consumers(self.key, self.group):
