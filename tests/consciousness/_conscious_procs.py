@@ -1,0 +1,54 @@
+"""Child-process body for tests/consciousness/test_consciousness_procs.py: an agent running think
+cycles as fast as it can, until it is killed.
+
+It runs in a process forked from the inbox tests' fork server (LanceDB and mindcore preloaded), so
+a child starts in milliseconds.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from multiprocessing.connection import Connection
+from typing import Any
+
+import mindcore
+from mindcore.consciousness import Consciousness, Inbox
+from mindcore.store import StoreConfig
+
+AGENT = "crash-agent"
+VISIBILITY = 0.4  # seconds: a killed child's leased events come back within a trial or two
+MAX_TOKENS = 30_000  # compaction every ~20 cycles, so kills land in snapshots and prunes too
+PAD = 1_000
+
+
+def open_store(path: str) -> mindcore.Store:
+    # Compact the store's table every few writes, inline: kills land inside LanceDB compaction too.
+    return mindcore.open(path, config=StoreConfig(compact_every=6, compact_in_background=False,
+                                                  cleanup_grace=timedelta(0)))
+
+
+def open_agent(store: mindcore.Store) -> tuple[Consciousness, Inbox]:
+    return (Consciousness(store, agent=AGENT, max_tokens=MAX_TOKENS, min_recent_cycles=2),
+            Inbox(store, agent=AGENT, visibility_timeout=VISIBILITY))
+
+
+def reply(number: int, tags: list[str]) -> list[dict[str, Any]]:
+    """The model's messages for a cycle: a tool call, its result, and a final text naming the
+    events handled (which survives compaction as the cycle's self-summary)."""
+    call = f"tc-{number}"
+    return [
+        {"role": "assistant", "content": "", "tool_calls": [
+            {"id": call, "type": "function", "function": {"name": "send_message", "arguments": '{"text": "ok"}'}}]},
+        {"role": "tool", "content": "r" * PAD, "tool_call_id": call},
+        {"role": "assistant", "content": f"Cycle {number} handled: {' '.join(tags) or 'nothing'}."},
+    ]
+
+
+def cycle_forever(path: str, conn: Connection) -> None:
+    """Run cycles until killed; report ``("ready", cycle_count)`` then ``("saved", n)`` after each."""
+    c, inbox = open_agent(open_store(path))
+    conn.send(("ready", c.cycle_count))
+    while True:
+        with c.cycle(system_prompt="You are the crash-test agent.", inbox=inbox, max_events=2) as cycle:
+            cycle.append(reply(cycle.number, [str(e.payload["text"]) for e in cycle.events]))
+        conn.send(("saved", cycle.number))
