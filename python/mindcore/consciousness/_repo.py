@@ -19,7 +19,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mindcore.consciousness.messages import compact_json
+from mindcore.consciousness.tokens import message_text
 from mindcore.errors import ConsciousnessError
+from mindcore.kernels import estimate_message_tokens
 from mindcore.store.messages import LogView, MessageLog
 
 if TYPE_CHECKING:
@@ -35,21 +37,39 @@ _SNAPSHOT = "@snapshot"
 @dataclass(frozen=True)
 class Saved:
     """A history as saved: ``messages`` (the system prompt first, if any), the number of cycles
-    saved, the event ids recorded (oldest first), the log's last ``seq`` and the ``seq`` of the
-    latest snapshot marker (0: none)."""
+    saved, the event ids recorded (oldest first), the log's last ``seq``, the ``seq`` of the
+    latest snapshot marker (0: none), and the text the token estimate counts of each message
+    (kept beside them so a save estimates the history without walking it again)."""
 
     messages: list[dict[str, Any]]
     cycle_count: int
     events: list[str]
     max_seq: int
     snapshot_seq: int
+    texts: list[str]
+
+    @property
+    def tokens(self) -> int:
+        """The seed's estimate of ``messages``."""
+        return estimate_message_tokens(self.texts)
 
     @property
     def system_prompt(self) -> str | None:
         return self.messages[0]["content"] if self.messages and self.messages[0]["role"] == "system" else None
 
 
-EMPTY = Saved([], 0, [], 0, 0)
+EMPTY = Saved([], 0, [], 0, 0, [])
+
+
+def with_system(messages: list[Any], texts: list[str], system: str | None,
+                current: str | None) -> tuple[list[Any], list[str]]:
+    """``messages`` and their ``texts`` with the system prompt replaced (or put first when there
+    is none; ``system=None`` keeps them as they are)."""
+    if system is None:
+        return list(messages), list(texts)
+    head = 1 if current is not None else 0
+    return [{"role": "system", "content": system}, *messages[head:]], [system, *texts[head:]]
+
 
 
 class HistoryRepo:
@@ -79,10 +99,9 @@ class HistoryRepo:
         rows += messages
         rows.append({"role": _CYCLE, "content": compact_json({"cycle": cycle, "events": list(events), "at": at_ms})})
         _, last = self._append(expected, rows)
-        history = list(expected.messages)
-        if system is not None:
-            history[:1 if expected.system_prompt is not None else 0] = [{"role": "system", "content": system}]
-        saved = Saved(history + list(messages), cycle, [*expected.events, *events], last, expected.snapshot_seq)
+        history, texts = with_system(expected.messages, expected.texts, system, expected.system_prompt)
+        saved = Saved(history + list(messages), cycle, [*expected.events, *events], last, expected.snapshot_seq,
+                      texts + [message_text(m) for m in messages])
         self._saved = saved
         return saved
 
@@ -93,7 +112,7 @@ class HistoryRepo:
         kept = _last([*expected.events, *events], remember)
         marker = {"role": _SNAPSHOT, "content": compact_json({"cycle": cycle, "events": kept, "at": at_ms})}
         first, last = self._append(expected, [marker, *messages])
-        saved = Saved(list(messages), cycle, kept, last, first)
+        saved = Saved(list(messages), cycle, kept, last, first, [message_text(m) for m in messages])
         self._saved = saved
         return saved
 
@@ -153,5 +172,6 @@ def _read(view: LogView) -> Saved:
         if call_ids[i] is not None:
             message["tool_call_id"] = call_ids[i]
         body.append(message)
-    return Saved(([system] if system else []) + body, cycle, events, view.max_seq, snapshot_seq)
+    history = ([system] if system else []) + body
+    return Saved(history, cycle, events, view.max_seq, snapshot_seq, [message_text(m) for m in history])
 

@@ -12,15 +12,16 @@ from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from mindcore.consciousness._repo import HistoryRepo, Saved
+from mindcore.consciousness._repo import HistoryRepo, Saved, with_system
 from mindcore.consciousness.compact import Compactor, Strategy, compact, split_cycles
 from mindcore.consciousness.config import ConsciousnessConfig, strategy_name
 from mindcore.consciousness.inbox import BaseInbox, Event, check_agent
 from mindcore.consciousness.messages import check_sequence, compact_json, is_cycle_start, normalize, screen
 from mindcore.consciousness.render import event_line, inbox_message
-from mindcore.consciousness.tokens import estimate_tokens
+from mindcore.consciousness.tokens import message_text
 from mindcore.embed.base import Embedder, check_embedder
 from mindcore.errors import ConsciousnessError, InboxError, InvalidTypeError
+from mindcore.kernels import estimate_message_tokens
 from mindcore.store import Store, StoreLike, resolve_store
 from mindcore.validation import check_callable, check_int, check_text, describe
 
@@ -130,7 +131,7 @@ class Consciousness:
     @property
     def token_estimate(self) -> int:
         """The seed's token estimate of the saved history."""
-        return estimate_tokens(self._repo.load().messages)
+        return self._repo.load().tokens
 
     def cycles(self) -> list[list[dict[str, Any]]]:
         """The saved history cut into cycles, oldest first, each beginning with its INBOX
@@ -195,14 +196,14 @@ class Consciousness:
 
     # -- saving ---------------------------------------------------------------------------------
 
-    def _save(self, base: Saved, history: list[dict[str, Any]], fresh: Sequence[dict[str, Any]],
+    def _save(self, base: Saved, system: str | None, history: list[dict[str, Any]], fresh: Sequence[dict[str, Any]],
               number: int, events: list[str]) -> Saved | None:
         """Save the cycle: its new messages, or a snapshot when the history is over budget (then
         returned, so the rows it replaced can be pruned once the events are acked)."""
         cfg = self.config
         at = int(self._clock())
-        if estimate_tokens(history) <= cfg.max_tokens:
-            system = history[0]["content"] if history and history[0]["role"] == "system" else None
+        _, texts = with_system([], base.texts, system, base.system_prompt)
+        if estimate_message_tokens(texts + [message_text(m) for m in fresh]) <= cfg.max_tokens:
             self._repo.save_cycle(base, system, fresh, number, events, at)
             return None
         n_cycles = len(split_cycles(history).cycles)
@@ -220,10 +221,11 @@ class Cycle:
     its cycle number (1 for an agent's first).
     """
 
-    def __init__(self, owner: Consciousness, base: Saved, head: list[dict[str, Any]],
+    def __init__(self, owner: Consciousness, base: Saved, system: str | None, head: list[dict[str, Any]],
                  inbox: BaseInbox | None, events: list[Event], number: int) -> None:
         self._owner = owner
         self._base = base
+        self._system = system
         self._head = head  # the history with the system prompt refreshed, then the INBOX message
         self._inbox = inbox
         self.events = events
@@ -255,11 +257,8 @@ class Cycle:
             now = datetime.fromtimestamp(int(owner._clock()) / 1000, tz=UTC)
             message = inbox_message([_cut(e.payload) for e in fresh], now)
             message["content"] = cfg.event_policy.screen(message["content"], "inbox message")
-            history = list(base.messages)
-            if system_prompt is not None:
-                refreshed = {"role": "system", "content": system_prompt}
-                history[:1 if base.system_prompt is not None else 0] = [refreshed]
-            return cls(owner, base, [*history, message], inbox, fresh, base.cycle_count + 1)
+            history, _ = with_system(base.messages, [], system_prompt, base.system_prompt)
+            return cls(owner, base, system_prompt, [*history, message], inbox, fresh, base.cycle_count + 1)
         except BaseException:
             if inbox is not None:
                 inbox.nack([e.id for e in events if e.id not in set(base.events)])
@@ -301,7 +300,7 @@ class Cycle:
         ids = [e.id for e in self.events]
         try:
             check_sequence(self._new, where=f"cycle {self.number} message")
-            snapshot = self._owner._save(self._base, self.messages, self._new, self.number, ids)
+            snapshot = self._owner._save(self._base, self._system, self.messages, self._new, self.number, ids)
         except BaseException:
             self._release(ids)
             raise
