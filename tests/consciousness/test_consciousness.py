@@ -316,3 +316,68 @@ def test_agents_do_not_share_histories(store: Store, clock: Any) -> None:
     with a.cycle(system_prompt="A") as cycle:
         cycle.append(reply(1))
     assert b.messages == [] and b.cycle_count == 0
+
+
+def test_messages_are_copies_and_exact_counts(c: Consciousness) -> None:
+    with c.cycle(system_prompt="sys") as cycle:
+        cycle.append(reply(1))
+        cycle.messages[-1]["content"] = "changed"
+        cycle.messages[-3]["tool_calls"][0]["function"]["name"] = "changed"
+    c.messages[2]["tool_calls"][0]["function"]["arguments"] = "{}"
+    c.cycles()[0][0]["content"] = "changed"
+    assert "changed" not in str(c.messages) and '{"text":"Hi 1"}' in str(c.messages)
+    assert c.count_tokens() == estimate_tokens(c.messages, exact=True) > 0
+
+
+@pytest.fixture(params=["store", "redis"])
+def any_inbox(request: pytest.FixtureRequest, store: Store) -> Iterable[Any]:
+    """A factory of inboxes of agent ``assistant``: on the store, or on a real Redis server."""
+    opened: list[Any] = []
+    if request.param == "redis":
+        redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
+        server = request.getfixturevalue("redis_server")
+        with redis.Redis.from_url(server.url) as client:
+            client.flushdb()
+        from mindcore.consciousness import RedisInbox
+
+        def make(cls: type = RedisInbox, visibility_timeout: float = 30.0) -> Any:
+            opened.append(cls(server.url, agent="assistant", visibility_timeout=visibility_timeout))
+            return opened[-1]
+    else:
+        def make(cls: type = Inbox, visibility_timeout: float = 30.0) -> Any:
+            opened.append(cls(store, agent="assistant", visibility_timeout=visibility_timeout))
+            return opened[-1]
+    make.kind = request.param  # type: ignore[attr-defined]
+    yield make
+    for inbox in opened:
+        inbox.close()
+
+
+def test_cycles_with_either_inbox(any_inbox: Any, store: Store, clock: Any) -> None:
+    c = Consciousness(store, agent="assistant", clock=clock)
+    inbox = any_inbox()
+    inbox.push(hello("one"))
+    with pytest.raises(RuntimeError), c.cycle(system_prompt="sys", inbox=inbox):
+        raise RuntimeError("model down")
+    with c.cycle(system_prompt="sys", inbox=inbox) as cycle:  # given back at once
+        assert [(e.payload["text"], e.attempts) for e in cycle.events] == [("one", 2)]
+        cycle.append(reply(1))
+    assert len(inbox) == 0
+    # A crash between the save and the ack: the event comes back after its lease, and is
+    # acknowledged without being handled again.
+    base = type(inbox)
+
+    class AckFails(base):  # type: ignore[valid-type,misc]
+        def ack(self, ids: Iterable[str]) -> None:
+            raise OSError("crashed before the ack")
+
+    flaky = any_inbox(AckFails, visibility_timeout=0.3)
+    flaky.push(hello("two"))
+    with pytest.raises(OSError), c.cycle(inbox=flaky) as cycle:
+        cycle.append(reply(2))
+    time.sleep(0.5)
+    with c.cycle(inbox=any_inbox(visibility_timeout=0.3)) as cycle:
+        assert cycle.events == []
+    assert len(inbox) == 0 and c.cycle_count == 3
+    assert [m["content"] for m in c.messages if m["role"] == "assistant" and m["content"]] == [
+        "Replied in cycle 1.", "Replied in cycle 2."]

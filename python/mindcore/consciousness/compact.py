@@ -118,6 +118,10 @@ def compact(
     ``messages`` unchanged when they fit already or hold fewer than two cycles. A pure function:
     nothing is stored and ``messages`` is not modified.
 
+    ``min_recent_cycles`` is the rule the seed documents and its code lacks: at least that many of
+    the newest cycles stay in full whenever they fit ``max_tokens`` (never beyond it). The seed's
+    quirk of dropping a newest cycle that alone is over budget is fixed: it is kept.
+
     ``embedder`` (semantic only; default the bundled model) turns texts into unit vectors.
     ``first_cycle`` is the number of the first cycle in ``messages`` (for the grouped lines of
     the layered strategy). A callable strategy gets ``(messages, max_tokens)``; its result is

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import copy
 import dataclasses
 import logging
 import time
@@ -18,7 +17,7 @@ from mindcore.consciousness.config import ConsciousnessConfig, strategy_name
 from mindcore.consciousness.inbox import BaseInbox, Event, check_agent
 from mindcore.consciousness.messages import check_sequence, compact_json, is_cycle_start, normalize, screen
 from mindcore.consciousness.render import event_line, inbox_message
-from mindcore.consciousness.tokens import message_text
+from mindcore.consciousness.tokens import estimate_tokens, message_text
 from mindcore.embed.base import Embedder, check_embedder
 from mindcore.errors import ConsciousnessError, InboxError, InvalidTypeError
 from mindcore.kernels import estimate_message_tokens
@@ -121,7 +120,7 @@ class Consciousness:
     def messages(self) -> list[dict[str, Any]]:
         """The history as saved: the system prompt (after the first cycle), then every cycle's
         messages (a copy: changing it changes nothing stored)."""
-        return copy.deepcopy(self._repo.load().messages)
+        return _copies(self._repo.load().messages)
 
     @property
     def cycle_count(self) -> int:
@@ -133,11 +132,16 @@ class Consciousness:
         """The seed's token estimate of the saved history."""
         return self._repo.load().tokens
 
+    def count_tokens(self) -> int:
+        """The saved history's exact o200k_base token count (GPT-4o and later), with OpenAI's
+        framing of chat messages; see :func:`~mindcore.consciousness.estimate_tokens`."""
+        return estimate_tokens(self._repo.load().messages, exact=True)
+
     def cycles(self) -> list[list[dict[str, Any]]]:
         """The saved history cut into cycles, oldest first, each beginning with its INBOX
         message (the system prompt and an earlier compaction's summaries are in none)."""
         history = self._repo.load().messages
-        return [copy.deepcopy(history[a:b]) for a, b in split_cycles(history).cycles]
+        return [_copies(history[a:b]) for a, b in split_cycles(history).cycles]
 
     async def amessages(self) -> list[dict[str, Any]]:
         return await asyncio.to_thread(lambda: self.messages)
@@ -266,7 +270,10 @@ class Cycle:
 
     @property
     def messages(self) -> list[dict[str, Any]]:
-        """The messages to send the model now (a fresh list; the dicts are the cycle's own)."""
+        """The messages to send the model now (copies: changing them changes nothing saved)."""
+        return _copies(self._all())
+
+    def _all(self) -> list[dict[str, Any]]:
         return [*self._head, *self._new[1:]]
 
     @property
@@ -300,7 +307,7 @@ class Cycle:
         ids = [e.id for e in self.events]
         try:
             check_sequence(self._new, where=f"cycle {self.number} message")
-            snapshot = self._owner._save(self._base, self._system, self.messages, self._new, self.number, ids)
+            snapshot = self._owner._save(self._base, self._system, self._all(), self._new, self.number, ids)
         except BaseException:
             self._release(ids)
             raise
@@ -322,6 +329,18 @@ class Cycle:
                 self._inbox.nack(ids)
             except Exception as exc:  # their lease runs out instead
                 log.warning("%s: giving %d event(s) back failed: %s", self._owner.agent, len(ids), exc)
+
+
+def _copies(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of history messages (their tool calls too), made without a generic deep copy."""
+    out = []
+    for m in messages:
+        c = dict(m)
+        calls = m.get("tool_calls")
+        if calls is not None:
+            c["tool_calls"] = [{**call, "function": dict(call["function"])} for call in calls]
+        out.append(c)
+    return out
 
 
 def _cut(payload: dict[str, Any]) -> dict[str, Any]:
