@@ -7,14 +7,13 @@ and this module once, so a child starts in milliseconds.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
+import _forkserver
 import lancedb  # noqa: F401  (preloaded by the fork server)
 
 import mindcore.consciousness
@@ -24,23 +23,8 @@ from mindcore.consciousness import BaseInbox, Inbox
 def fork_context() -> Iterator[Any]:
     """A ``forkserver`` context whose server has imported LanceDB, mindcore and this module
     (use as a module-scoped pytest fixture: ``yield from fork_context()``)."""
-    import pytest
-
-    if sys.platform != "linux":
-        pytest.skip("fork server and SIGKILL tests run on Linux")
-    ctx = multiprocessing.get_context("forkserver")
-    # Python 3.11's fork server ignores the parent's sys.path: hand it this folder explicitly.
     here = os.path.dirname(os.path.abspath(__file__))
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([here, *([old] if old else [])])
-    ctx.set_forkserver_preload(["lancedb", "mindcore.consciousness", "_inbox_procs"])
-    try:
-        yield ctx
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+    yield from _forkserver.fork_context(["lancedb", "mindcore.consciousness", "_inbox_procs"], here)
 
 
 def open_inbox(kind: str, where: str, agent: str, visibility_timeout: float = 30.0) -> BaseInbox:

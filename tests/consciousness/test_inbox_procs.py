@@ -24,22 +24,6 @@ def ctx() -> Iterator[Any]:
     yield from fork_context()
 
 
-@pytest.fixture(params=["store", "redis"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
-@pytest.fixture
-def where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    if kind == "store":
-        return str(tmp_path / "store")
-    redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
-    server: RedisServer = request.getfixturevalue("redis_server")
-    with redis.Redis.from_url(server.url) as client:
-        client.flushdb()
-    return server.url
-
-
 def msg(i: int, origin: str = "test") -> dict[str, Any]:
     return {"kind": "tool_result", "text": f"{origin}-{i}", "n": i}
 
@@ -55,7 +39,8 @@ def _run(ctx: Any, target: Any, *args: Any) -> Any:
     return got
 
 
-def test_a_push_from_another_process_is_there_when_it_returns_in_push_order(ctx: Any, kind: str, where: str) -> None:
+def test_a_push_from_another_process_is_there_when_it_returns_in_push_order(ctx: Any, inbox_at: tuple[str, str]) -> None:
+    kind, where = inbox_at
     with open_inbox(kind, where, AGENT) as inbox:
         before = inbox.push(msg(0, "parent"))
         ids = _run(ctx, push, kind, where, AGENT, [msg(i, "child") for i in range(5)])
@@ -65,7 +50,8 @@ def test_a_push_from_another_process_is_there_when_it_returns_in_push_order(ctx:
         assert [e.payload for e in events[1:-1]] == [msg(i, "child") for i in range(5)]
 
 
-def test_a_killed_consumers_events_come_back_after_the_lease(ctx: Any, kind: str, where: str) -> None:
+def test_a_killed_consumers_events_come_back_after_the_lease(ctx: Any, inbox_at: tuple[str, str]) -> None:
+    kind, where = inbox_at
     lease = 1.0
     with open_inbox(kind, where, AGENT, visibility_timeout=lease) as inbox:
         ids = inbox.push_many([msg(i) for i in range(4)])
@@ -90,8 +76,9 @@ def test_a_killed_consumers_events_come_back_after_the_lease(ctx: Any, kind: str
 
 
 @pytest.mark.parametrize("one_by_one", [True, False], ids=["push", "push_many"])
-def test_racing_consumers_never_share_an_event(ctx: Any, kind: str, where: str, tmp_path: Path,
+def test_racing_consumers_never_share_an_event(ctx: Any, inbox_at: tuple[str, str], tmp_path: Path,
                                                one_by_one: bool) -> None:
+    kind, where = inbox_at
     per_pusher, consumers = 60, 3
     done = str(tmp_path / "done")
     open_inbox(kind, where, AGENT).close()  # create the table / group before the race
