@@ -87,6 +87,19 @@ def redis_server() -> Iterator[RedisServer]:
         yield server
 
 
+@pytest.fixture(params=["store", "redis"])
+def inbox_at(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """Where a test's inboxes live, once per kind: ``("store", a store folder)`` and ``("redis", the
+    URL of the session's Redis server, its database emptied)``."""
+    if request.param == "store":
+        return "store", str(tmp_path / "store")
+    redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
+    server: RedisServer = request.getfixturevalue("redis_server")
+    with redis.Redis.from_url(server.url) as client:
+        client.flushdb()
+    return "redis", server.url
+
+
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
     """``shared/data`` beside the checkout (or ``$MINDCORE_DATA_DIR``): LoCoMo, tools, secrets."""

@@ -7,14 +7,13 @@ and this module once, so a child starts in milliseconds.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
-import sys
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
 from typing import Any
 
+import _forkserver
 import lancedb  # noqa: F401  (preloaded by the fork server)
 
 import mindcore.consciousness
@@ -24,23 +23,8 @@ from mindcore.consciousness import BaseInbox, Inbox
 def fork_context() -> Iterator[Any]:
     """A ``forkserver`` context whose server has imported LanceDB, mindcore and this module
     (use as a module-scoped pytest fixture: ``yield from fork_context()``)."""
-    import pytest
-
-    if sys.platform != "linux":
-        pytest.skip("fork server and SIGKILL tests run on Linux")
-    ctx = multiprocessing.get_context("forkserver")
-    # Python 3.11's fork server ignores the parent's sys.path: hand it this folder explicitly.
     here = os.path.dirname(os.path.abspath(__file__))
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([here, *([old] if old else [])])
-    ctx.set_forkserver_preload(["lancedb", "mindcore.consciousness", "_inbox_procs"])
-    try:
-        yield ctx
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+    yield from _forkserver.fork_context(["lancedb", "mindcore.consciousness", "_inbox_procs"], here)
 
 
 def open_inbox(kind: str, where: str, agent: str, visibility_timeout: float = 30.0) -> BaseInbox:
@@ -84,3 +68,35 @@ def receive_and_hang(kind: str, where: str, agent: str, visibility_timeout: floa
     conn.send([e.id for e in inbox.receive(n)])
     conn.close()
     time.sleep(600)
+
+
+def churn(kind: str, where: str, agent: str, log: str, trial: int, visibility_timeout: float) -> None:
+    """Push, receive, ack and nack forever (until killed), logging each step to ``log`` before and
+    after it: ``pushing n`` / ``pushed n id``, ``acking ids`` / ``acked ids``. On a store folder it
+    compacts every 4 writes, inline, so kills also land inside compactions."""
+    import random
+
+    from mindcore.store import StoreConfig
+
+    if kind == "store":
+        store = mindcore.open(where, config=StoreConfig(compact_every=4, compact_in_background=False))
+        inbox: BaseInbox = Inbox(store, agent=agent, visibility_timeout=visibility_timeout)
+    else:
+        inbox = open_inbox(kind, where, agent, visibility_timeout)
+    fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    rnd = random.Random(trial)
+    n = 0
+    while True:
+        name = f"{trial}-{n}"
+        os.write(fd, f"pushing {name}\n".encode())
+        event_id = inbox.push({"kind": "tool_result", "text": name})
+        os.write(fd, f"pushed {name} {event_id}\n".encode())
+        n += 1
+        events = inbox.receive(rnd.randint(1, 3))
+        ids = " ".join(e.id for e in events)
+        if events and rnd.random() < 0.2:
+            inbox.nack([e.id for e in events])
+        elif events:
+            os.write(fd, f"acking {ids}\n".encode())
+            inbox.ack([e.id for e in events])
+            os.write(fd, f"acked {ids}\n".encode())

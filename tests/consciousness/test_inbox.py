@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _redis_server import RedisServer
 
 import mindcore
 from mindcore.consciousness import BaseInbox, Event, Inbox, InboxConfig
@@ -23,27 +22,10 @@ MakeInbox = Callable[..., BaseInbox]
 SHORT = 0.4  # a lease short enough to wait out in a test
 
 
-@pytest.fixture(params=["store", "redis"])
-def kind(request: pytest.FixtureRequest) -> str:
-    return str(request.param)
-
-
 @pytest.fixture
-def where(kind: str, tmp_path: Path, request: pytest.FixtureRequest) -> str:
-    """Where the inboxes of a test live: a store folder, or a Redis URL (the database emptied)."""
-    if kind == "store":
-        return str(tmp_path / "store")
-    redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
-    server: RedisServer = request.getfixturevalue("redis_server")
-
-    with redis.Redis.from_url(server.url) as client:
-        client.flushdb()
-    return server.url
-
-
-@pytest.fixture
-def make(kind: str, where: str) -> Iterator[MakeInbox]:
+def make(inbox_at: tuple[str, str]) -> Iterator[MakeInbox]:
     """Opens an inbox (a new consumer each call) of ``agent`` at the test's location."""
+    kind, where = inbox_at
     opened: list[BaseInbox] = []
 
     def open_one(agent: str = "assistant", visibility_timeout: float = 30.0, config: InboxConfig | None = None,

@@ -227,7 +227,8 @@ class BaseInbox(ABC):
         return self._receive(n)
 
     def ack(self, ids: Iterable[str]) -> None:
-        """Remove these events for good (ids already acked or unknown are ignored)."""
+        """Remove these events for good, whichever consumer holds them (ids already acked or
+        unknown are ignored, so acking twice is harmless)."""
         want = check_event_ids(ids)
         self._live()
         if want:

@@ -78,8 +78,8 @@ class RedisInbox(BaseInbox):
 
     def __init__(
         self,
-        url: str | redis.Redis = "redis://127.0.0.1:6379/0",
-        agent: str = "default",
+        url: str | redis.Redis,
+        agent: str,
         visibility_timeout: float = 30.0,
         config: InboxConfig | None = None,
         *,
@@ -113,8 +113,12 @@ class RedisInbox(BaseInbox):
         try:
             self._client.xgroup_create(self.key, group, id="0", mkstream=True)
         except redis.ResponseError as e:
-            if "BUSYGROUP" not in str(e):
+            if "BUSYGROUP" not in str(e):  # BUSYGROUP: another inbox object made the group first
+                self._close()
                 raise
+        except BaseException:
+            self._close()
+            raise
 
     def __repr__(self) -> str:
         return f"RedisInbox(key={self.key!r}, group={self.group!r}, consumer={self.consumer!r})"
@@ -198,6 +202,7 @@ class RedisInbox(BaseInbox):
         return int(self._client.xlen(self.key))
 
     def _close(self) -> None:
+        self._closed = True
         try:
             # Leave no empty consumer behind; one still holding events stays, so they come back.
             for c in self._client.xinfo_consumers(self.key, self.group):
