@@ -1,15 +1,19 @@
 """Child-process body for tests/consciousness/test_consciousness_procs.py: an agent running think
 cycles as fast as it can, until it is killed.
 
-It runs in a process forked from the inbox tests' fork server (LanceDB and mindcore preloaded), so
-a child starts in milliseconds.
+It runs in a process forked from a fork server that imported LanceDB, mindcore and this module
+once, so a child starts in milliseconds.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
 from datetime import timedelta
 from multiprocessing.connection import Connection
 from typing import Any
+
+import _forkserver
 
 import mindcore
 from mindcore.consciousness import Consciousness, Inbox
@@ -19,6 +23,12 @@ AGENT = "crash-agent"
 VISIBILITY = 0.4  # seconds: a killed child's leased events come back within a trial or two
 MAX_TOKENS = 30_000  # compaction every ~20 cycles, so kills land in snapshots and prunes too
 PAD = 1_000
+
+
+def fork_context() -> Iterator[Any]:
+    """The fork server for these children (a module-scoped pytest fixture: ``yield from fork_context()``)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    yield from _forkserver.fork_context(["lancedb", "mindcore.consciousness", "_conscious_procs"], here)
 
 
 def open_store(path: str) -> mindcore.Store:

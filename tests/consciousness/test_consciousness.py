@@ -329,32 +329,27 @@ def test_messages_are_copies_and_exact_counts(c: Consciousness) -> None:
     assert c.count_tokens() == estimate_tokens(c.messages, exact=True) > 0
 
 
-@pytest.fixture(params=["store", "redis"])
-def any_inbox(request: pytest.FixtureRequest, store: Store) -> Iterable[Any]:
-    """A factory of inboxes of agent ``assistant``: on the store, or on a real Redis server."""
+@pytest.fixture
+def any_inbox(inbox_at: tuple[str, str]) -> Iterable[Any]:
+    """A factory of inboxes of agent ``assistant``: on a store folder, or on a real Redis server."""
+    kind, where = inbox_at
     opened: list[Any] = []
-    if request.param == "redis":
-        redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
-        server = request.getfixturevalue("redis_server")
-        with redis.Redis.from_url(server.url) as client:
-            client.flushdb()
-        from mindcore.consciousness import RedisInbox
 
-        def make(cls: type = RedisInbox, visibility_timeout: float = 30.0) -> Any:
-            opened.append(cls(server.url, agent="assistant", visibility_timeout=visibility_timeout))
-            return opened[-1]
-    else:
-        def make(cls: type = Inbox, visibility_timeout: float = 30.0) -> Any:
-            opened.append(cls(store, agent="assistant", visibility_timeout=visibility_timeout))
-            return opened[-1]
-    make.kind = request.param  # type: ignore[attr-defined]
+    def make(cls: type | None = None, visibility_timeout: float = 30.0) -> Any:
+        if cls is None:
+            from mindcore.consciousness import RedisInbox
+
+            cls = Inbox if kind == "store" else RedisInbox
+        opened.append(cls(where, agent="assistant", visibility_timeout=visibility_timeout))
+        return opened[-1]
+
     yield make
     for inbox in opened:
         inbox.close()
 
 
-def test_cycles_with_either_inbox(any_inbox: Any, store: Store, clock: Any) -> None:
-    c = Consciousness(store, agent="assistant", clock=clock)
+def test_cycles_with_either_inbox(any_inbox: Any, tmp_path: Path, clock: Any) -> None:
+    c = Consciousness(tmp_path / "history", agent="assistant", clock=clock)
     inbox = any_inbox()
     inbox.push(hello("one"))
     with pytest.raises(RuntimeError), c.cycle(system_prompt="sys", inbox=inbox):

@@ -15,8 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from _conscious_procs import cycle_forever, open_agent, open_store, reply
-from _inbox_procs import fork_context
+from _conscious_procs import cycle_forever, fork_context, open_agent, open_store, reply
 
 from mindcore.consciousness.compact import SUMMARY_HEADER
 from mindcore.consciousness.messages import check_sequence
