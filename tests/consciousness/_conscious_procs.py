@@ -8,6 +8,7 @@ once, so a child starts in milliseconds.
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator
 from datetime import timedelta
 from multiprocessing.connection import Connection
@@ -16,13 +17,15 @@ from typing import Any
 import _forkserver
 
 import mindcore
-from mindcore.consciousness import Consciousness, Inbox
+from mindcore.consciousness import BaseInbox, Consciousness, Inbox
 from mindcore.store import StoreConfig
 
 AGENT = "crash-agent"
 VISIBILITY = 0.4  # seconds: a killed child's leased events come back within a trial or two
-MAX_TOKENS = 30_000  # compaction every ~20 cycles, so kills land in snapshots and prunes too
-PAD = 1_000
+# Compaction every ~80 cycles of ~540 tokens, so kills land in snapshots and prunes too, while the
+# summary lines of every cycle a test runs still fit (the oldest would give way otherwise).
+MAX_TOKENS = 60_000
+PAD = 2_000
 
 
 def fork_context() -> Iterator[Any]:
@@ -37,9 +40,17 @@ def open_store(path: str) -> mindcore.Store:
                                                   cleanup_grace=timedelta(0)))
 
 
-def open_agent(store: mindcore.Store) -> tuple[Consciousness, Inbox]:
-    return (Consciousness(store, agent=AGENT, max_tokens=MAX_TOKENS, min_recent_cycles=2),
-            Inbox(store, agent=AGENT, visibility_timeout=VISIBILITY))
+def open_agent(store: mindcore.Store, kind: str = "store", where: str = "") -> tuple[Consciousness, BaseInbox]:
+    """The agent's consciousness on ``store``, and its inbox: on the same store, or at the Redis
+    URL ``where``."""
+    inbox: BaseInbox
+    if kind == "store":
+        inbox = Inbox(store, agent=AGENT, visibility_timeout=VISIBILITY)
+    else:
+        from mindcore.consciousness import RedisInbox
+
+        inbox = RedisInbox(where, agent=AGENT, visibility_timeout=VISIBILITY)
+    return Consciousness(store, agent=AGENT, max_tokens=MAX_TOKENS, min_recent_cycles=2), inbox
 
 
 def reply(number: int, tags: list[str]) -> list[dict[str, Any]]:
@@ -54,11 +65,13 @@ def reply(number: int, tags: list[str]) -> list[dict[str, Any]]:
     ]
 
 
-def cycle_forever(path: str, conn: Connection) -> None:
+def cycle_forever(path: str, kind: str, where: str, conn: Connection) -> None:
     """Run cycles until killed; report ``("ready", cycle_count)`` then ``("saved", n)`` after each."""
-    c, inbox = open_agent(open_store(path))
+    c, inbox = open_agent(open_store(path), kind, where)
     conn.send(("ready", c.cycle_count))
     while True:
         with c.cycle(system_prompt="You are the crash-test agent.", inbox=inbox, max_events=2) as cycle:
             cycle.append(reply(cycle.number, [str(e.payload["text"]) for e in cycle.events]))
         conn.send(("saved", cycle.number))
+        if not cycle.events:
+            time.sleep(0.02)  # a timer wake: fewer empty cycles

@@ -1,6 +1,6 @@
-"""kill -9 at random points of an agent's think cycles (>= 50 kills): the history is always the
-last saved state, and every pushed event is either in the saved history or delivered again: none
-is lost and none appears twice."""
+"""kill -9 at random points of an agent's think cycles (>= 50 kills, with the store's inbox and
+with RedisInbox): the history is always the last saved state, and every pushed event is either in
+the saved history or delivered again: none is lost and none appears twice."""
 
 from __future__ import annotations
 
@@ -42,10 +42,12 @@ def handled(messages: list[dict[str, Any]]) -> Counter[str]:
     return found
 
 
-def test_kill_9_during_cycles_loses_no_event_and_repeats_none(ctx: Any, tmp_path: Path) -> None:
+def test_kill_9_during_cycles_loses_no_event_and_repeats_none(ctx: Any, tmp_path: Path,
+                                                              inbox_at: tuple[str, str]) -> None:
+    kind, where = inbox_at  # the inbox on the history's store (a folder of its own), or on Redis
     path = str(tmp_path / "agent")
     store = open_store(path)
-    c, inbox = open_agent(store)
+    c, inbox = open_agent(store, kind, where)
     rnd = random.Random(10)
     pushed: list[str] = []
     done: set[str] = set()
@@ -57,19 +59,19 @@ def test_kill_9_during_cycles_loses_no_event_and_repeats_none(ctx: Any, tmp_path
                           "text": t} for t in fresh])
         pushed += fresh
         recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=cycle_forever, args=(path, send), daemon=True)
+        p = ctx.Process(target=cycle_forever, args=(path, kind, where, send), daemon=True)
         p.start()
         send.close()
         assert recv.poll(60), "child did not start"
-        kind, at_start = recv.recv()
-        assert kind == "ready"
+        said, at_start = recv.recv()
+        assert said == "ready"
         time.sleep(rnd.uniform(0.01, 0.35))
         os.kill(p.pid, signal.SIGKILL)
         p.join(10)
         saved = at_start
         while recv.poll(0):
             try:
-                kind, n = recv.recv()
+                _, n = recv.recv()
             except EOFError:
                 break
             saved = max(saved, n)
