@@ -21,6 +21,14 @@ text, is the cycle's self-summary), compacted to 25% of its full size with each 
 bundled embedder). For every question, each evidence turn is ``full`` (still in a kept cycle),
 ``summary`` (only in a summary line) or ``gone``; the report gives the mean share per question.
 
+Measured (release build, Intel Xeon, 2 cores shared with other work, load ~3; p50): save 5.3 ms
+at 10k tokens and 7.4 ms at 100k (json-row 8.7 / 12.7 ms, json-file 2.5 / 8.0 ms); what is left
+of a save is the LanceDB commit. Compaction of 200k tokens: self_summary 7.8 ms, layered 9.2 ms,
+semantic 8.5 ms. LoCoMo (1,977 questions; share of evidence turns full / summary / gone):
+self_summary .166 / .007 / .826, semantic .414 / .002 / .585, layered .131 / .007 / .862. A
+summary keeps only a session's last turn, so evidence survives mostly in full cycles, and the
+semantic strategy keeps 2.5x as much of it.
+
     pytest benches/bench_consciousness.py --benchmark-only -q -s
 """
 
