@@ -376,3 +376,22 @@ def test_cycles_with_either_inbox(any_inbox: Any, tmp_path: Path, clock: Any) ->
     assert len(inbox) == 0 and c.cycle_count == 3
     assert [m["content"] for m in c.messages if m["role"] == "assistant" and m["content"]] == [
         "Replied in cycle 1.", "Replied in cycle 2."]
+
+
+def test_the_one_shape_at_the_seams(tmp_path: Path) -> None:
+    with Consciousness(tmp_path / "store", agent="a") as owned, owned.cycle(system_prompt="sys") as cycle:
+        cycle.append(reply(1))
+    assert owned.store._closed  # it opened the store from a path: it closed it
+    with mindcore.open(tmp_path / "store") as store:
+        kept = Consciousness(store, agent="a")
+        kept.close()
+        assert kept.cycle_count == 1  # a store passed in stays open
+    ro = mindcore.open(tmp_path / "store", read_only=True)
+    with pytest.raises(mindcore.errors.StoreNotWritableError):
+        Consciousness(ro, agent="a")
+    with pytest.raises(mindcore.errors.InvalidInputError, match="store: expected a Store"):
+        Consciousness(42, agent="a")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="embedder"):
+        Consciousness("memory://seams", agent="a", embedder=object())  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="clock"):
+        Consciousness("memory://seams", agent="a", clock=5)  # type: ignore[arg-type]
