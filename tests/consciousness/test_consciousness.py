@@ -170,6 +170,10 @@ def test_malformed_appends_are_refused_and_nothing_is_saved(c: Consciousness, in
         for messages in bad:
             with pytest.raises((ConsciousnessError, SecretRefusedError)):
                 cycle.append(messages)
+        with pytest.raises(ConsciousnessError, match=r"^messages\[1\]\.role: 'robot' is not one of"):
+            cycle.append([{"role": "assistant", "content": "fine"}, {"role": "robot", "content": "x"}])
+        with pytest.raises(ConsciousnessError, match=r"^cycle 1 message\[1\]: tool message answers 'nope'"):
+            cycle.append({"role": "tool", "content": "x", "tool_call_id": "nope"})
         assert len(cycle.messages) == 2  # nothing of the refused calls was added
         cycle.append(reply(1))
     assert c.cycle_count == 1 and len(c.messages) == 5

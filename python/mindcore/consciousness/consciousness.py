@@ -289,14 +289,15 @@ class Cycle:
             raise ConsciousnessError("this cycle has ended; start a new one to append")
         given = [messages] if isinstance(messages, Mapping) else messages
         cfg = self._owner.config
-        where = f"cycle {self.number} message"
-        rows = screen(normalize(given, max_chars=cfg.max_message_chars, where=where), cfg.secrets, where)
+        # Problems of one message name its place in what was given (messages[i]); problems of
+        # order name its place in the cycle (cycle n message[i], the INBOX message being 0).
+        rows = screen(normalize(given, max_chars=cfg.max_message_chars), cfg.secrets)
         for i, m in enumerate(rows):
             if m["role"] == "system":
-                raise ConsciousnessError(f"{where}[{i}]: the system prompt is set by cycle(system_prompt=...)")
+                raise ConsciousnessError(f"messages[{i}]: the system prompt is set by cycle(system_prompt=...)")
             if is_cycle_start(m):
-                raise ConsciousnessError(f"{where}[{i}]: only the cycle itself writes an INBOX message")
-        check_sequence([*self._new, *rows], where=where, complete=False)
+                raise ConsciousnessError(f"messages[{i}]: only the cycle itself writes an INBOX message")
+        check_sequence([*self._new, *rows], where=f"cycle {self.number} message", complete=False)
         self._new += rows
 
     async def aappend(self, messages: Sequence[Mapping[str, Any]] | Mapping[str, Any]) -> None:
