@@ -50,7 +50,7 @@ from mindcore.errors import ConsciousnessError
 from mindcore.kernels import estimate_message_tokens, hybrid_topk
 from mindcore.validation import check_int, describe
 
-__all__ = ["SUMMARY_HEADER", "Compactor", "Strategy", "compact", "split_cycles"]
+__all__ = ["SUMMARY_HEADER", "Compactor", "Strategy", "check_layers", "compact", "cycle_summary", "split_cycles"]
 
 SUMMARY_HEADER = "[EARLIER CYCLES — self-summaries]"
 Strategy = Literal["self_summary", "semantic", "layered"]
@@ -136,7 +136,7 @@ def compact(
     min_recent_cycles = check_int(min_recent_cycles, "min_recent_cycles", minimum=1, error=ConsciousnessError)
     top_k = check_int(top_k, "top_k", minimum=0, error=ConsciousnessError)
     first_cycle = check_int(first_cycle, "first_cycle", minimum=1, error=ConsciousnessError)
-    layers = _check_layers(layers)
+    layers = check_layers(layers)
     if query is not None and not isinstance(query, str):
         raise ConsciousnessError(f"query: expected a string, got {describe(query)}")
     if not callable(strategy) and strategy not in STRATEGIES:
@@ -166,7 +166,7 @@ def compact(
                       grouped=range(min(medium_from, older)), group=group, first_cycle=first_cycle)
 
 
-def _check_layers(layers: object) -> tuple[int, int, int]:
+def check_layers(layers: object) -> tuple[int, int, int]:
     if not isinstance(layers, tuple | list) or len(layers) not in (2, 3):
         raise ConsciousnessError(f"layers: expected (recent, medium) or (recent, medium, group), got {layers!r}")
     recent = check_int(layers[0], "layers[0]", minimum=1, error=ConsciousnessError)

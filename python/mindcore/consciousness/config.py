@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mindcore.consciousness.compact import STRATEGIES, Compactor, Strategy, _check_layers
+from mindcore.consciousness.compact import STRATEGIES, Compactor, Strategy, check_layers
 from mindcore.errors import ConsciousnessError, InvalidTypeError
 from mindcore.policy import SecretPolicy
 from mindcore.validation import check_int, describe
@@ -52,7 +52,7 @@ class ConsciousnessConfig:
         check_int(self.top_k, "top_k", minimum=0, error=ConsciousnessError)
         check_int(self.max_message_chars, "max_message_chars", minimum=1, error=ConsciousnessError)
         check_int(self.remembered_events, "remembered_events", minimum=0, error=ConsciousnessError)
-        _check_layers(self.layers)
+        check_layers(self.layers)
         if not callable(self.compaction) and self.compaction not in STRATEGIES:
             raise ConsciousnessError(
                 f"compaction: {self.compaction!r} is not one of {', '.join(STRATEGIES)} or a callable")
