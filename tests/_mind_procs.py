@@ -7,7 +7,6 @@ fresh interpreter needs to import LanceDB.
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import random
 import sys
@@ -17,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+import _forkserver
 import lancedb  # noqa: F401  (preloaded by the fork server)
 
 import mindcore
@@ -33,23 +33,7 @@ CAP = 3  # max_goals and max_pinned_reflections of the two-writer test
 def fork_context() -> Iterator[Any]:
     """A ``forkserver`` context whose server has imported LanceDB, mindcore and this module
     (use as a module-scoped pytest fixture: ``yield from fork_context()``)."""
-    import pytest
-
-    if sys.platform != "linux":
-        pytest.skip("fork server and SIGKILL tests run on Linux")
-    ctx = multiprocessing.get_context("forkserver")
-    # Python 3.11's fork server ignores the parent's sys.path: hand it this folder explicitly.
-    here = os.path.dirname(os.path.abspath(__file__))
-    old = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = os.pathsep.join([here, *([old] if old else [])])
-    ctx.set_forkserver_preload(["lancedb", "mindcore.mind", "mindcore.embed", "_mind_procs"])
-    try:
-        yield ctx
-    finally:
-        if old is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old
+    yield from _forkserver.fork_context(["lancedb", "mindcore.mind", "mindcore.embed", "_mind_procs"])
 
 
 def open_mind(path: str, *, cleanup: bool = True, **cfg: Any) -> Mind:

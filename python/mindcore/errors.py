@@ -13,10 +13,12 @@ True
 from __future__ import annotations
 
 __all__ = [
+    "ConsciousnessError",
     "ContextError",
     "EmbedderMismatchError",
     "EmbeddingError",
     "ExtractionParseError",
+    "InboxError",
     "InvalidInputError",
     "InvalidMessageError",
     "InvalidTypeError",
@@ -159,6 +161,17 @@ class ExtractionParseError(MindcoreError, ValueError):
 class InvalidMessageError(InvalidInputError):
     """A chat message is malformed: an unknown role, a tool call without an id or with arguments
     that are not a JSON object, a tool result no call asked for. The message names the item."""
+
+
+class InboxError(InvalidInputError):
+    """An inbox refused an event or an argument (no ``kind``, not JSON, too big, a bad agent name
+    or event id); the message names the field and the fix. Nothing was stored."""
+
+
+class ConsciousnessError(MindcoreError, ValueError):
+    """A consciousness (``mindcore.consciousness``) refused a message, an option or an agent id:
+    an unknown role, a tool message answering no call, tool arguments that are not JSON, a
+    strategy it does not know. The message names the field and the value; nothing was saved."""
 
 
 class ContextError(MindcoreError, ValueError):

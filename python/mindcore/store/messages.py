@@ -34,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from mindcore.errors import InvalidInputError
+from mindcore.store.filters import col
 from mindcore.validation import check_int
 
 if TYPE_CHECKING:
@@ -238,6 +239,14 @@ class MessageLog:
 
         self.table.append(log, successors)
         return out[0]
+
+    def prune(self, log: str, before_seq: int) -> int:
+        """Delete the messages of ``log`` with ``seq < before_seq`` (a log that keeps snapshots
+        drops what the latest one replaced); the others keep their ``seq``. Returns how many went."""
+        before_seq = check_int(before_seq, "before_seq")
+        result = self.table.delete(log, where=col("seq").lt(before_seq))
+        self._views.pop(log, None)
+        return result.deleted
 
     def clear(self, log: str) -> None:
         """Delete every message of ``log``."""

@@ -289,13 +289,15 @@ class Store:
         ``memory://``. It is not reentrant. Every write to a table holds the lock named after the
         table, so never write a table while holding the lock of its name; use your own names
         (``[A-Za-z0-9][A-Za-z0-9_.-]*``, at most 128 characters) for read-modify-write sequences
-        spanning several writes. Locks guard writes: on a read-only store ``hold()`` raises
-        :class:`StoreNotWritableError`.
+        spanning several writes, and start them with :meth:`Table.refresh` (on object storage a
+        read may otherwise lag behind writes by up to ``StoreConfig.read_consistency``). Locks guard
+        writes: on a read-only store ``hold()`` raises :class:`StoreNotWritableError`.
 
         >>> import mindcore
         >>> store = mindcore.open("memory://")
         >>> counter = store.table("counters", {"n": pa.int64()})
         >>> with store.lock("bump-counters").hold(timeout=5):
+        ...     _ = counter.refresh()
         ...     n = (counter.get_one("c", "hits") or {"n": 0})["n"]
         ...     _ = counter.upsert("c", [{"id": "hits", "n": n + 1}])
         >>> counter.get_one("c", "hits")["n"]

@@ -155,6 +155,17 @@ class Table(TableWrites):
         """The table's latest version (on object storage: as of the read-consistency interval)."""
         return self._version()
 
+    def refresh(self) -> int:
+        """Bring the table to its latest committed version now, whatever the read-consistency
+        interval allows, and return that version.
+
+        Call it first in a read-modify-write under a store lock (:meth:`Store.lock`): the reads that
+        follow then see every write committed before the lock was taken. Reads of a local folder
+        always do; on object storage they may otherwise lag by up to
+        ``StoreConfig.read_consistency``.
+        """
+        return self._exact()
+
     def _version(self) -> int:
         """Bring the LanceDB table object up to the latest version; every read starts here."""
         before = self._versions.loaded
@@ -542,6 +553,9 @@ class Table(TableWrites):
 
     async def avectors(self, namespace: str, where: Filter | None = None) -> tuple[list[str], np.ndarray]:
         return await asyncio.to_thread(self.vectors, namespace, where)
+
+    async def arefresh(self) -> int:
+        return await asyncio.to_thread(self.refresh)
 
     async def acompact(self) -> None:
         await asyncio.to_thread(self.compact)

