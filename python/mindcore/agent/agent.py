@@ -74,6 +74,15 @@ class Agent:
         newest first within the budget); the session's tools (``agentified_discover``,
         ``agentified_get_messages``, the tools it holds, the always-included ones) are offered, and
         the registered tools that best match each message (those with a handler here) for that turn.
+    consciousness
+        A :class:`~mindcore.consciousness.Consciousness` (or ``True`` to make one named ``name``):
+        each turn is a think cycle. The thread's history is the consciousness' (compacted by its own
+        budget), the message arrives as an event of ``inbox`` and shows in the cycle's INBOX
+        message, and the cycle is saved (then its events acknowledged) only when the model answers.
+        :meth:`think` runs a cycle over whatever the inbox holds. Not with ``context=``.
+    inbox
+        The consciousness' :class:`~mindcore.consciousness.Inbox` (default: ``Inbox(store,
+        agent=name)``).
     max_steps
         Model calls per turn at most; a model still calling tools then ends the turn with
         ``stop_reason="max_steps"``.
@@ -110,6 +119,8 @@ class Agent:
         working_memory: Any = True,
         long_term_memory: Any = True,
         context: Any = None,
+        consciousness: Any = None,
+        inbox: Any = None,
         max_steps: int = 8,
         prompt_budget: int = 8000,
         embedder: Any = None,
@@ -143,6 +154,13 @@ class Agent:
                                                  lambda: _ltm(self.store, self.user_id, name, embedder, llm))
         self.context = context
         self.session = context.session(self.thread_id, namespace=self.user_id) if context is not None else None
+        if consciousness is not None and consciousness is not False and context is not None:
+            raise InvalidInputError("context and consciousness: give one; each keeps the thread's history")
+        self.consciousness = self._capability(consciousness, "consciousness", lambda: _consciousness(self.store, name))
+        self.inbox = inbox
+        if self.consciousness is not None and inbox is None:
+            self.inbox = _inbox(self.store, name)
+            self._made.append(self.inbox)
         self._history: list[dict[str, Any]] = []  # the thread's messages when there is no context
         self._lock = threading.Lock()
         self._check_tool_names()
@@ -162,12 +180,29 @@ class Agent:
         assert result is not None
         return result
 
+    def think(self, query: str | None = None) -> AgentResult:
+        """One think cycle over the events waiting in the inbox (a timer wake when there are none);
+        needs ``consciousness=``. ``query`` is what long-term memory recalls for (default: none)."""
+        if self.consciousness is None:
+            raise InvalidInputError("think() runs a consciousness cycle: make the agent with consciousness=")
+        if query is not None:
+            check_text(query, "query", max_chars=MAX_MESSAGE_CHARS)
+        result: AgentResult | None = None
+        for event in self._steps(None, query):
+            if isinstance(event, Final):
+                result = event.result
+        assert result is not None
+        return result
+
     def stream(self, message: str) -> Iterator[AgentEvent]:
         """The turn's step events as they happen: :class:`ModelCall`, :class:`ToolCallEvent`,
         :class:`ToolResultEvent`, and last :class:`Final` with the result."""
         check_text(message, "message", max_chars=MAX_MESSAGE_CHARS)
+        return self._steps(message, message)
+
+    def _steps(self, message: str | None, query: str | None) -> Iterator[AgentEvent]:
         with self._lock:  # one turn of a thread at a time: its history is a sequence
-            turn = _Turn(self, message)
+            turn = _Turn(self, message, query)
             try:
                 while True:
                     step = turn.next_step()
@@ -183,8 +218,8 @@ class Agent:
                         yield ToolCallEvent(turn.steps, call.id, call.name, call.arguments)
                         ran = turn.on_result(call, turn.toolset.call(call.name, call.arguments))
                         yield ToolResultEvent(turn.steps, ran)
-            except BaseException:
-                turn.abort()
+            except BaseException as exc:
+                turn.abort(exc)
                 raise
             yield Final(turn.finish())
 
@@ -202,7 +237,7 @@ class Agent:
         check_text(message, "message", max_chars=MAX_MESSAGE_CHARS)
         await asyncio.to_thread(self._lock.acquire)
         try:
-            turn = await asyncio.to_thread(_Turn, self, message)
+            turn = await asyncio.to_thread(_Turn, self, message, message)
             try:
                 while True:
                     step = turn.next_step()
@@ -218,8 +253,8 @@ class Agent:
                         yield ToolCallEvent(turn.steps, call.id, call.name, call.arguments)
                         result = await turn.toolset.acall(call.name, call.arguments)
                         yield ToolResultEvent(turn.steps, turn.on_result(call, result))
-            except BaseException:
-                await asyncio.to_thread(turn.abort)
+            except BaseException as exc:
+                await asyncio.to_thread(turn.abort, exc)
                 raise
             yield Final(await asyncio.to_thread(turn.finish))
         finally:
@@ -227,7 +262,9 @@ class Agent:
 
     @property
     def history(self) -> list[dict[str, Any]]:
-        """The thread's messages so far (from the context's session when there is one)."""
+        """The thread's messages so far (from the consciousness or the context's session when there is one)."""
+        if self.consciousness is not None:
+            return [m for m in self.consciousness.messages if m["role"] != "system"]
         if self.session is not None:
             messages, after = [], 0
             while True:  # page forward through the whole session
@@ -274,13 +311,15 @@ class Agent:
         if clash:
             raise InvalidInputError(f"tools: {', '.join(clash)} would shadow the agent's own tool of that name")
 
-    def _prompt(self, message: str, mind_header: str) -> Prompt:
+    def _prompt(self, message: str, query: str | None, mind_header: str) -> Prompt:
+        """The prompt for ``message`` (the system prompt alone for a consciousness cycle, whose
+        history and INBOX message the cycle supplies)."""
         memories: list[Any] = []
         render: Callable[[Sequence[Any]], str] | None = None
-        if self.long_term_memory is not None:
-            memories = self.long_term_memory.recall(message, k=RECALL_K)
+        if self.long_term_memory is not None and query:
+            memories = self.long_term_memory.recall(query, k=RECALL_K)
             render = self.long_term_memory.render
-        history: list[dict[str, Any]] = list(self._history)
+        history: list[dict[str, Any]] = list(self._history) if self.consciousness is None else []
         if self.session is not None:
             assembled = self.session.context.messages(strategy="recent", max_tokens=self.prompt_budget).assemble()
             history = [_plain(m) for m in assembled.messages]
@@ -301,12 +340,13 @@ class _Turn:
     """One turn's state, driven by :meth:`Agent.stream` or :meth:`Agent.astream` (the same steps,
     sync or async): the Mind run, the messages, the tools, the usage."""
 
-    def __init__(self, agent: Agent, message: str) -> None:
+    def __init__(self, agent: Agent, message: str | None, query: str | None) -> None:
         self.agent = agent
-        self.message = message
         self.run = agent.mind.run() if agent.mind is not None else None
+        self.cycle: Any = None
+        self._cycle_scope: Any = None
         try:
-            prompt = agent._prompt(message, self.run.header if self.run is not None else "")
+            prompt = agent._prompt(message or "", query, self.run.header if self.run is not None else "")
             toolsets = [agent._user_tools]
             if self.run is not None:
                 toolsets.append(self.run.tools)
@@ -319,17 +359,19 @@ class _Turn:
                 # model finds with agentified_discover is what the session keeps).
                 session_tools = agent.session.tools.without(agent._user_tools.names)
                 taken = {*session_tools.names, *agent._user_tools.names}
-                found = [t.tool for t in agent.context.discover(message[:MAX_QUERY_CHARS], DISCOVER_LIMIT)
+                found = [t.tool for t in agent.context.discover((message or "")[:MAX_QUERY_CHARS], DISCOVER_LIMIT)
                          if t.name not in taken and t.tool.handler is not None]
                 toolsets += [session_tools, tools_toolset(found)]
             self.toolset = Toolset.merge(*toolsets)
-        except BaseException:
-            self.abort()
+            self.messages: list[dict[str, Any]] = prompt.messages
+            self.new: list[dict[str, Any]] = [prompt.messages[-1]]
+            if agent.consciousness is not None:
+                self._begin_cycle(prompt.messages[0]["content"], message)
+        except BaseException as exc:
+            self.abort(exc)
             raise
-        self.messages: list[dict[str, Any]] = prompt.messages
         self.prompt_tokens = prompt.tokens
         self.dropped = prompt.dropped
-        self.new: list[dict[str, Any]] = [{"role": "user", "content": message}]
         self.tool_runs: list[ToolRun] = []
         self.usage = Usage()
         self.steps = 0
@@ -373,10 +415,33 @@ class _Turn:
         self.stop = "llm_error"
         self.error = str(exc)
 
-    def abort(self) -> None:
-        """The turn broke off (an exception): the Mind run's drafts are error-flushed."""
+    def _begin_cycle(self, system: str, message: str | None) -> None:
+        """Start the consciousness cycle: the message (if any) goes in as an inbox event, and the
+        cycle's history and INBOX message replace the prompt's."""
+        agent = self.agent
+        if message is not None:
+            agent.inbox.push({"kind": "space_message", "space": agent.thread_id, "sender": agent.user_id,
+                              "sender_type": "human", "text": message})
+        self._cycle_scope = agent.consciousness.cycle(system_prompt=system, inbox=agent.inbox)
+        self.cycle = self._cycle_scope.__enter__()
+        self.messages = self.cycle.messages
+        self.new = [self.cycle.inbox_message]
+
+    def abort(self, exc: BaseException | None = None) -> None:
+        """The turn broke off (an exception): the Mind run's drafts are error-flushed and the
+        cycle's events given back, nothing saved."""
         if self.run is not None and not self.run.closed:
             self.run.flush(error=True)
+        self._end_cycle(exc or RuntimeError("the turn did not end in an answer"))
+
+    def _end_cycle(self, exc: BaseException | None) -> None:
+        scope, self._cycle_scope = self._cycle_scope, None
+        if scope is None:
+            return
+        if exc is None:
+            scope.__exit__(None, None, None)  # saves the cycle, then acknowledges its events
+        else:
+            scope.__exit__(type(exc), exc, exc.__traceback__)  # saves nothing, gives the events back
 
     def finish(self) -> AgentResult:
         """Flush the Mind run and, for an answered turn, keep the exchange (history, session) and
@@ -386,8 +451,16 @@ class _Turn:
         agent = self.agent
         if self.run is not None:
             self.run.flush(error=not ok)
+        if self.cycle is not None:
+            if ok:
+                self.cycle.append([_storable(m) for m in self.new[1:]])
+                self._end_cycle(None)
+            else:
+                self._end_cycle(RuntimeError(self.error or "the turn did not end in an answer"))
         if ok:
-            if agent.session is not None:
+            if self.cycle is not None:
+                pass  # the consciousness keeps the exchange
+            elif agent.session is not None:
                 agent.session.append(self.new)
             else:
                 agent._history += self.new
@@ -418,6 +491,37 @@ def _ltm(store: Any, user_id: str, name: str, embedder: Any, llm: Any) -> Any:
 
     extractor = llm if callable(getattr(llm, "complete", None)) else None
     return LongTermMemory(store, user_id=user_id, namespace=name, embedder=embedder, extractor=extractor)
+
+
+def _consciousness(store: Any, name: str) -> Any:
+    from mindcore.consciousness import Consciousness
+
+    return Consciousness(store, agent=name)
+
+
+def _inbox(store: Any, name: str) -> Any:
+    from mindcore.consciousness import Inbox
+
+    return Inbox(store, agent=name)
+
+
+def _storable(message: dict[str, Any]) -> dict[str, Any]:
+    """``message`` as a history keeps it: tool-call arguments the model wrote as malformed JSON are
+    kept as ``{"_raw": text}`` (the tool error the model got already explains them)."""
+    calls = message.get("tool_calls")
+    if not calls:
+        return message
+    fixed = []
+    for call in calls:
+        arguments = call["function"].get("arguments", "{}")
+        try:
+            ok = isinstance(json.loads(arguments or "{}"), dict)
+        except (TypeError, ValueError):
+            ok = False
+        if not ok:
+            call = {**call, "function": {**call["function"], "arguments": json.dumps({"_raw": arguments})}}
+        fixed.append(call)
+    return {**message, "tool_calls": fixed}
 
 
 def _plain(message: Mapping[str, Any]) -> dict[str, Any]:
