@@ -48,7 +48,7 @@ class Subcommand:
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("demo", "mindcore.cli.demo"),
     Subcommand("serve", "mindcore.cli.serve"),
-    # Subcommand("inspect", "mindcore.cli.inspect"),
+    Subcommand("inspect", "mindcore.cli.inspect"),
     # Subcommand("recall", "mindcore.cli.recall"),
     # Subcommand("export", "mindcore.cli.export"),
     # Subcommand("import", "mindcore.cli.import_"),
