@@ -52,7 +52,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     # Subcommand("recall", "mindcore.cli.recall"),
     # Subcommand("export", "mindcore.cli.export"),
     # Subcommand("import", "mindcore.cli.import_"),
-    # Subcommand("compact", "mindcore.cli.compact"),
+    Subcommand("compact", "mindcore.cli.compact"),
     # Subcommand("eval", "mindcore.cli.eval"),
     # Subcommand("bench", "mindcore.cli.bench"),
 )
