@@ -50,8 +50,8 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("serve", "mindcore.cli.serve"),
     Subcommand("inspect", "mindcore.cli.inspect"),
     # Subcommand("recall", "mindcore.cli.recall"),
-    # Subcommand("export", "mindcore.cli.export"),
-    # Subcommand("import", "mindcore.cli.import_"),
+    Subcommand("export", "mindcore.cli.export"),
+    Subcommand("import", "mindcore.cli.import_"),
     Subcommand("compact", "mindcore.cli.compact"),
     # Subcommand("eval", "mindcore.cli.eval"),
     # Subcommand("bench", "mindcore.cli.bench"),
@@ -79,7 +79,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mindcore`` command with ``argv`` (default: the process's arguments); the exit code.
 
     An error mindcore raises on purpose (:class:`~mindcore.errors.MindcoreError`) is printed as one
-    line on stderr with exit code 1, not as a traceback.
+    line on stderr with exit code 1, not as a traceback; Ctrl-C exits with 130.
     """
     args = build_parser().parse_args(argv)
     try:
@@ -87,6 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except MindcoreError as exc:
         print(f"mindcore {args.command}: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"mindcore {args.command}: interrupted", file=sys.stderr)
+        return 130
     return code
 
 
