@@ -49,7 +49,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("demo", "mindcore.cli.demo"),
     Subcommand("serve", "mindcore.cli.serve"),
     Subcommand("inspect", "mindcore.cli.inspect"),
-    # Subcommand("recall", "mindcore.cli.recall"),
+    Subcommand("recall", "mindcore.cli.recall"),
     Subcommand("export", "mindcore.cli.export"),
     Subcommand("import", "mindcore.cli.import_"),
     Subcommand("compact", "mindcore.cli.compact"),

@@ -50,13 +50,13 @@ def store_location(args: argparse.Namespace) -> str:
     return given if given is not None else os.environ.get("MINDCORE_HOME") or ".mindcore"
 
 
-def open_store(args: argparse.Namespace, *, read_only: bool) -> Store:
-    """The store ``--store`` names. A reader never creates one: a folder that does not exist is an
-    error naming it."""
+def open_store(args: argparse.Namespace, *, read_only: bool, create: bool = False) -> Store:
+    """The store ``--store`` names. Only ``create=True`` makes a new one: otherwise a folder that does
+    not exist is an error naming it."""
     from mindcore.store import open as open_store
 
     location = store_location(args)
-    if read_only and "://" not in location and not os.path.isdir(location):
+    if not create and "://" not in location and not os.path.isdir(location):
         raise MindcoreError(f"no store at {os.path.abspath(location)} (give --store PATH)")
     return open_store(location, read_only=read_only and not location.startswith("memory://"))
 

@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
     imported = 0
     with path.open(encoding="utf-8") as f:
         header, records = read(iter(f))
-        with open_store(args, read_only=False) as store:
+        with open_store(args, read_only=False, create=True) as store:
             importer = Importer(store, header, args.embedder)
             with stop_between_steps("the batch in progress") as stop, Progress(
                     "import", total=header.total_rows, unit="rows") as bar:
