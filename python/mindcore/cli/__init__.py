@@ -53,7 +53,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("export", "mindcore.cli.export"),
     Subcommand("import", "mindcore.cli.import_"),
     Subcommand("compact", "mindcore.cli.compact"),
-    # Subcommand("eval", "mindcore.cli.eval"),
+    Subcommand("eval", "mindcore.cli.eval"),
     # Subcommand("bench", "mindcore.cli.bench"),
 )
 
