@@ -94,8 +94,12 @@ def _locomo(args: argparse.Namespace) -> None:
             else:
                 weights, context = RETRIEVERS[name]
                 assert embedder is not None
+
+                def step(line: str, retriever: str = name) -> None:
+                    bar.update(1, note=retriever)
+
                 report = evaluate_locomo(conversations=conversations, embedder=embedder, weights=weights,
-                                         context=context, progress=lambda line, n=name: bar.update(1, note=n))
+                                         context=context, progress=step)
             print(f"\n{name}\n{report.table()}", flush=True)
             summary.append([name, report.n["all"], *(f"{100 * report.overall[k]:.1f}" for k in KS)])
     summary += [[name, "", *(f"{v:.1f}" for v in values)] for name, values in LOCOMO_ANCHORS.items()]
