@@ -54,7 +54,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("import", "mindcore.cli.import_"),
     Subcommand("compact", "mindcore.cli.compact"),
     Subcommand("eval", "mindcore.cli.eval"),
-    # Subcommand("bench", "mindcore.cli.bench"),
+    Subcommand("bench", "mindcore.cli.bench"),
 )
 
 
