@@ -41,6 +41,7 @@ from _bench import PrecomputedEmbedder
 from mindcore.eval import data_dir
 from mindcore.eval.locomo import (
     KS,
+    RETRIEVERS,
     Conversation,
     LocomoReport,
     bm25_rankings,
@@ -96,16 +97,7 @@ def _record(benchmark: Any, impl: str, report: LocomoReport) -> None:
     print(f"\n{impl}\n{report.table()}")
 
 
-@pytest.mark.parametrize(
-    ("impl", "weights", "context"),
-    [
-        ("mindcore", RecallWeights(), True),
-        ("mindcore-no-recency", RecallWeights(recency=0.0), True),
-        ("mindcore-bare", RecallWeights(), False),
-        ("mindcore-seed", RecallWeights(lexical=0.0), False),
-        ("mindcore-cosine", RecallWeights(similarity=1.0, recency=0.0, importance=0.0, lexical=0.0), False),
-    ],
-)
+@pytest.mark.parametrize(("impl", "weights", "context"), [(name, *setting) for name, setting in RETRIEVERS.items()])
 def test_locomo_mindcore(benchmark: Any, setup: dict[str, Any], impl: str, weights: RecallWeights,
                          context: bool) -> None:
     conversations: list[Conversation] = setup["conversations"]

@@ -602,3 +602,28 @@ def test_docstring_examples_run(module: str) -> None:
     mod = importlib.import_module(f"mindcore.store.{module}")
     result = doctest.testmod(mod, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.attempted > 0 and result.failed == 0
+
+
+def test_stats_count_rows_per_namespace_versions_and_sizes_without_writing(tmp_path: Path) -> None:
+    from datetime import timedelta
+
+    from mindcore.embed import HashEmbedder
+    from mindcore.store import StoreError
+
+    s = mindcore.open(tmp_path / "st", embedder=HashEmbedder())
+    t = s.table("notes", {"text": pa.string()}, vectors=True)
+    for i in range(3):
+        t.upsert("a" if i < 2 else "b", [{"id": str(i), "text": "x", "vector": HashEmbedder().embed(["x"])[0]}])
+    reader = mindcore.open(tmp_path / "st", read_only=True)
+    (stats,) = reader.stats().tables
+    assert (stats.name, stats.rows, stats.namespaces, stats.dim) == ("notes", 3, {"a": 2, "b": 1}, 384)
+    assert stats.version == t.version and stats.versions >= 3 and stats.fragments == 3
+    assert stats.embedding == s.embedding and 0 < stats.data_bytes <= stats.disk_bytes
+    assert reader.open_table("notes").version == t.version
+    with pytest.raises(StoreError, match="no table 'nope'"):
+        reader.open_table("nope")
+    with warnings.catch_warnings():  # LanceDB warns that a zero grace drops every old version: that is the point
+        warnings.simplefilter("ignore", UserWarning)
+        s.compact(cleanup_grace=timedelta(0))
+    (after,) = reader.stats().tables
+    assert after.fragments == 1 and after.versions < stats.versions and after.rows == 3

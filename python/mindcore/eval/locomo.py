@@ -33,6 +33,7 @@ from mindcore.store import open as open_store
 __all__ = [
     "CATEGORIES",
     "KS",
+    "RETRIEVERS",
     "Conversation",
     "LocomoReport",
     "Question",
@@ -146,6 +147,16 @@ class LocomoReport:
 
 
 Ranker = Callable[[Conversation], list[list[str]]]
+
+#: The long-term memory retrievers the LoCoMo bench compares: name -> (recall weights, whether each turn
+#: is stored with its context). ``bm25`` (:func:`bm25_rankings`) is the lexical floor beside them.
+RETRIEVERS: dict[str, tuple[RecallWeights, bool]] = {
+    "mindcore": (RecallWeights(), True),
+    "mindcore-no-recency": (RecallWeights(recency=0.0), True),
+    "mindcore-bare": (RecallWeights(), False),
+    "mindcore-seed": (RecallWeights(lexical=0.0), False),
+    "mindcore-cosine": (RecallWeights(similarity=1.0, recency=0.0, importance=0.0, lexical=0.0), False),
+}
 
 
 def score_rankings(conversations: Sequence[Conversation], rank: Ranker, *, ks: Sequence[int] = KS) -> LocomoReport:

@@ -47,6 +47,10 @@ processes can never insert the same id twice. After ``StoreConfig.compact_every`
 on big tables, see ``compact_amplification``) the table is compacted in the background, keeping
 old versions for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
 
+**What a store holds.** ``store.stats()`` (every table's rows per namespace, versions kept,
+sizes on disk, the recorded embedding models) and ``table.stats()`` read without writing;
+``store.open_table(name)`` opens a stored table as it is, for tools that handle any table.
+
 **Read-only stores and locks.** ``mindcore.open(path, read_only=True)`` reads an existing store
 and writes nothing: every write raises :class:`StoreNotWritableError` naming the store.
 ``store.check_writable()`` raises it early for a store this process cannot write (capabilities
@@ -106,6 +110,7 @@ from mindcore.store.ids import new_id
 from mindcore.store.resolve import StoreLike, resolve_store
 from mindcore.store.schema import RESERVED, Row, now_ms
 from mindcore.store.scoring import Weights, rank
+from mindcore.store.stats import StoreStats, TableStats
 from mindcore.store.store import EmbeddingInfo, Store, aopen, open
 from mindcore.store.table import ALL_NAMESPACES, Hit, Table, UnitOfWork, WriteResult
 
@@ -125,7 +130,9 @@ __all__ = [
     "StoreError",
     "StoreLike",
     "StoreNotWritableError",
+    "StoreStats",
     "Table",
+    "TableStats",
     "UnitOfWork",
     "Weights",
     "WriteResult",

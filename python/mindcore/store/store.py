@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import dataclasses
 import logging
 import os
 import queue
@@ -27,6 +28,7 @@ from mindcore.store.context import TableContext
 from mindcore.store.errors import EmbedderMismatchError, StoreError, StoreNotWritableError
 from mindcore.store.locks import FileLock, LeaseLock, Lock, ThreadLock
 from mindcore.store.schema import ColumnsSpec, build_schema, missing_fields, vector_dim
+from mindcore.store.stats import StoreStats, folder_bytes
 from mindcore.store.table import EmbedderLike, Table
 
 __all__ = ["EmbeddingInfo", "Store", "aopen", "open"]
@@ -472,12 +474,47 @@ class Store:
         if table is not None:
             self._maint.schedule(table)
 
-    def compact(self) -> None:
-        """Compact every table now (see :meth:`Table.compact`)."""
+    def compact(self, *, cleanup_grace: timedelta | None = None) -> None:
+        """Compact every table now (see :meth:`Table.compact`): merge small fragments and delete
+        versions older than ``cleanup_grace`` (default ``StoreConfig.cleanup_grace``; readers in
+        other processes still reading an older version need it to stay)."""
         self._refuse_writes("compact")
         for name in [*self.table_names(), META_TABLE]:
-            t = self._tables.get(name) or self._table(name, None, None)
-            t.compact()
+            self.open_table(name).compact(cleanup_grace=cleanup_grace)
+
+    def open_table(self, name: str) -> Table:
+        """The stored table ``name`` as it is (every stored column, its vectors without an
+        embedder bound): for tools that read or maintain any table. A table that does not exist
+        raises :class:`StoreError`; nothing is created."""
+        with self._lock:
+            table = self._tables.get(name)
+            if table is not None:
+                return table
+        if name not in self._all_tables():
+            raise StoreError(f"store {self.uri} has no table {name!r} (tables: {self.table_names()})")
+        return self._table(name, None, None)
+
+    def table_embedding(self, name: str) -> EmbeddingInfo | None:
+        """The embedding model recorded for table ``name``, if one was."""
+        return self._recorded("table-embedding", name)
+
+    def stats(self) -> StoreStats:
+        """What the store holds: every table's :class:`~mindcore.store.TableStats` (internal
+        tables excluded), the recorded embedding model and the folder's size. Reads only, so it
+        works on a store opened ``read_only=True``.
+
+        >>> import mindcore, pyarrow as pa
+        >>> store = mindcore.open("memory://")
+        >>> _ = store.table("notes", {"text": pa.string()}).upsert("me", [{"id": "n1", "text": "hi"}])
+        >>> [(t.name, t.rows) for t in store.stats().tables]
+        [('notes', 1)]
+        """
+        tables = [
+            dataclasses.replace(self.open_table(name).stats(), embedding=self.table_embedding(name))
+            for name in self.table_names()
+        ]
+        disk = folder_bytes(self.uri) if self.kind == "local" else None
+        return StoreStats(uri=self.uri, kind=self.kind, embedding=self.embedding, disk_bytes=disk, tables=tables)
 
     def wait_for_maintenance(self, timeout: float | None = None) -> None:
         """Block until scheduled background compactions have finished."""

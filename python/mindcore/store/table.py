@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal, final
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry
@@ -21,6 +22,7 @@ from mindcore.store.filters import Filter, col, to_mask, to_where
 from mindcore.store.ids import check_ids, check_namespace
 from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, vector_dim
 from mindcore.store.scoring import Weights, rank
+from mindcore.store.stats import TableStats, folder_bytes
 from mindcore.store.versions import VersionTracker
 from mindcore.store.write import TableWrites, UnitOfWork, WriteResult
 
@@ -293,6 +295,33 @@ class Table(TableWrites):
         """Number of rows of ``namespace`` matching ``where``."""
         self._version()
         return int(self._tbl.count_rows(self._where(namespace, where)))
+
+    def stats(self) -> TableStats:
+        """What the table holds at its latest version (rows per namespace, versions kept, sizes):
+        see :class:`~mindcore.store.TableStats`. Reads only.
+
+        >>> import mindcore, pyarrow as pa
+        >>> t = mindcore.open("memory://").table("notes", {"text": pa.string()})
+        >>> _ = t.upsert("a", [{"id": "1", "text": "x"}, {"id": "2", "text": "y"}])
+        >>> _ = t.upsert("b", [{"id": "1", "text": "z"}])
+        >>> s = t.stats()
+        >>> s.rows, s.namespaces
+        (3, {'a': 2, 'b': 1})
+        """
+        version = self._version()
+        names = self.scan_arrow(ALL_NAMESPACES, columns=["namespace"]).column("namespace")
+        found: Any = pc.value_counts(names)
+        counts = {str(v): int(n) for v, n in zip(found.field("values").to_pylist(),
+                                                 found.field("counts").to_pylist(), strict=True)}
+        lance_stats = self._tbl.stats()
+        table_dir = os.path.join(self._ctx.uri, f"{self.name}.lance") if self._ctx.kind == "local" else None
+        return TableStats(
+            name=self.name, rows=sum(counts.values()), namespaces=dict(sorted(counts.items())), version=version,
+            versions=len(self._tbl.list_versions()), data_bytes=int(lance_stats.get("total_bytes", 0)),
+            disk_bytes=None if table_dir is None else folder_bytes(table_dir),
+            fragments=int(lance_stats.get("fragment_stats", {}).get("num_fragments", 0)),
+            dim=self.dim, columns=list(self._schema.names),
+        )
 
     def namespaces(self) -> list[str]:
         """Every namespace that has rows (sorted)."""

@@ -1,13 +1,12 @@
-"""The ``mindcore`` command: ``mindcore demo`` runs every part on the embedded defaults (no API key,
-no network) in a throwaway folder and prints what each one did."""
+"""``mindcore demo``: runs every part on the embedded defaults (no API key, no network) in a throwaway
+folder and prints what each one did."""
 
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -187,21 +186,14 @@ def demo() -> None:
     print("\nok")
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="mindcore", description="memory and context for LLM agents")
-    parser.add_argument("--version", action="version", version=f"mindcore {mindcore.__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("demo", help="run every part offline on the embedded defaults")
-    from mindcore.server.serve import add_arguments, serve
+HELP = "run every part offline on the embedded defaults"
+EXAMPLE = "mindcore demo"
 
-    add_arguments(sub.add_parser("serve", help="serve context assembly over agentified's HTTP protocol"))
-    args = parser.parse_args(argv)
-    if args.command == "demo":
-        demo()
-    elif args.command == "serve":
-        serve(args)
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """``demo`` takes no options."""
+
+
+def run(args: argparse.Namespace) -> int:
+    demo()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,97 @@
+"""The ``mindcore`` command (also ``python -m mindcore``): one subcommand per module of this package.
+
+=========== =====================================================================================
+``demo``    every part offline on the embedded defaults
+``serve``   context assembly over agentified's HTTP protocol
+``inspect`` what a store holds: tables, namespaces, kinds, rows, sizes on disk, versions
+``recall``  query a capability from the shell (long-term memory, mind, tool discovery, working memory)
+``export``  a store as JSONL (every table's rows, with their vectors or marked for re-embedding)
+``import``  a JSONL export into a store, one committed write per batch
+``compact`` store maintenance: merge fragments, drop old versions
+``eval``    LoCoMo recall and tool-discovery quality from the evaluation data
+``bench``   run the benches, write BENCHMARKS.md and PNG plots
+=========== =====================================================================================
+
+``mindcore <command> --help`` shows each command's options and an example.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import ModuleType
+
+from mindcore import __version__
+from mindcore.cli.demo import demo as demo
+from mindcore.errors import MindcoreError
+
+__all__ = ["SUBCOMMANDS", "Subcommand", "demo", "main"]
+
+
+@dataclass(frozen=True, slots=True)
+class Subcommand:
+    """One subcommand: the module that implements it has ``HELP`` (one line), ``EXAMPLE`` (a command
+    line), ``add_arguments(parser)`` and ``run(args) -> int`` (the exit code)."""
+
+    name: str
+    module: str
+
+    def load(self) -> ModuleType:
+        return importlib.import_module(self.module)
+
+
+#: Every subcommand, in the order ``mindcore --help`` lists them. A new one is a module with the four
+#: names above and a row here (``mcp`` comes from ``mindcore.mcp.command`` once that module exists).
+SUBCOMMANDS: tuple[Subcommand, ...] = (
+    Subcommand("demo", "mindcore.cli.demo"),
+    Subcommand("serve", "mindcore.cli.serve"),
+    Subcommand("inspect", "mindcore.cli.inspect"),
+    Subcommand("recall", "mindcore.cli.recall"),
+    Subcommand("export", "mindcore.cli.export"),
+    Subcommand("import", "mindcore.cli.import_"),
+    Subcommand("compact", "mindcore.cli.compact"),
+    Subcommand("eval", "mindcore.cli.eval"),
+    Subcommand("bench", "mindcore.cli.bench"),
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``mindcore`` argument parser with every subcommand of :data:`SUBCOMMANDS`."""
+    parser = argparse.ArgumentParser(prog="mindcore", description="memory and context for LLM agents")
+    parser.add_argument("--version", action="version", version=f"mindcore {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in SUBCOMMANDS:
+        module = command.load()
+        doc = (module.__doc__ or "").strip()
+        child = sub.add_parser(
+            command.name, help=module.HELP, description=doc or module.HELP,
+            epilog=f"example:\n  {module.EXAMPLE}", formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        module.add_arguments(child)
+        child.set_defaults(_run=module.run)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``mindcore`` command with ``argv`` (default: the process's arguments); the exit code.
+
+    An error mindcore raises on purpose (:class:`~mindcore.errors.MindcoreError`) is printed as one
+    line on stderr with exit code 1, not as a traceback; Ctrl-C exits with 130.
+    """
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args._run(args)
+    except MindcoreError as exc:
+        print(f"mindcore {args.command}: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        print(f"mindcore {args.command}: interrupted", file=sys.stderr)
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,101 @@
+"""Show what a store holds, without writing to it: every table (which capability owns it), its
+namespaces and their row counts, the kinds of record in it (the ``kind`` or ``type`` column:
+goals, beliefs and reflections in ``mind_entries``, facts and preferences in ``ltm_memories``),
+versions kept, sizes on disk and the embedding model each vector table was built with.
+
+The store is opened read-only: inspecting a store another process is writing is safe.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections import Counter
+from typing import Any
+
+from mindcore.cli._common import add_store_argument, human_bytes, open_store, table
+from mindcore.store import ALL_NAMESPACES, Store, TableStats
+
+HELP = "what a store holds: tables, namespaces, kinds, rows, sizes, versions"
+EXAMPLE = "mindcore inspect --store ./memory --namespaces"
+
+#: Which capability writes each table, by name prefix.
+OWNERS = {"mind_": "mind", "ltm_": "long-term memory", "working_": "working memory", "context_": "context",
+          "consciousness_": "consciousness"}
+KIND_COLUMNS = ("kind", "type")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_store_argument(parser)
+    parser.add_argument("--namespaces", action="store_true", help="list every namespace of every table")
+    parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+
+
+def owner(name: str) -> str:
+    return next((who for prefix, who in OWNERS.items() if name.startswith(prefix)), "-")
+
+
+def kinds(store: Store, name: str) -> dict[str, dict[str, int]]:
+    """Rows per kind in each namespace of table ``name`` (empty when the table has no kind column)."""
+    t = store.open_table(name)
+    column = next((c for c in KIND_COLUMNS if c in t.schema.names), None)
+    if column is None:
+        return {}
+    data = t.scan_arrow(ALL_NAMESPACES, columns=["namespace", column])
+    counts: dict[str, Counter[str]] = {}
+    for ns, kind in zip(data.column("namespace").to_pylist(), data.column(column).to_pylist(), strict=True):
+        counts.setdefault(str(ns), Counter())[str(kind)] += 1
+    return {ns: dict(sorted(c.items())) for ns, c in sorted(counts.items())}
+
+
+def describe(store: Store) -> dict[str, Any]:
+    """The store's contents as one JSON-ready dict (what ``--json`` prints)."""
+    stats = store.stats()
+    return {
+        "uri": stats.uri,
+        "embedding": None if stats.embedding is None else {"model_id": stats.embedding.model_id,
+                                                            "dim": stats.embedding.dim},
+        "disk_bytes": stats.disk_bytes,
+        "tables": [_table(store, t) for t in stats.tables],
+    }
+
+
+def _table(store: Store, t: TableStats) -> dict[str, Any]:
+    by_ns = kinds(store, t.name)
+    return {
+        "name": t.name, "capability": owner(t.name), "rows": t.rows, "version": t.version, "versions": t.versions,
+        "fragments": t.fragments, "data_bytes": t.data_bytes, "disk_bytes": t.disk_bytes, "dim": t.dim,
+        "embedding": None if t.embedding is None else {"model_id": t.embedding.model_id, "dim": t.embedding.dim},
+        "kinds": dict(sum((Counter(k) for k in by_ns.values()), Counter())),
+        "namespaces": {ns: {"rows": n, "kinds": by_ns.get(ns, {})} for ns, n in t.namespaces.items()},
+    }
+
+
+def _kinds_text(counts: dict[str, int]) -> str:
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items())) or "-"
+
+
+def render(doc: dict[str, Any], *, namespaces: bool) -> str:
+    emb = doc["embedding"]
+    lines = [f"store {doc['uri']}", f"embedding model: {emb['model_id']} (dim {emb['dim']})" if emb else
+             "embedding model: none recorded", f"on disk: {human_bytes(doc['disk_bytes'])}", ""]
+    if not doc["tables"]:
+        return "\n".join([*lines, "no tables"])
+    rows = [[t["name"], t["capability"], len(t["namespaces"]), t["rows"], _kinds_text(t["kinds"]),
+             t["version"], t["versions"], t["fragments"], human_bytes(t["data_bytes"]), human_bytes(t["disk_bytes"]),
+             t["dim"] or "-"] for t in doc["tables"]]
+    lines.append(table(["table", "capability", "namespaces", "rows", "kinds", "version", "versions kept",
+                        "fragments", "data", "on disk", "dim"], rows))
+    if namespaces:
+        for t in doc["tables"]:
+            lines += ["", f"{t['name']}:",
+                      table(["namespace", "rows", "kinds"],
+                            [[ns, v["rows"], _kinds_text(v["kinds"])] for ns, v in t["namespaces"].items()])]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    with open_store(args, read_only=True) as store:
+        doc = describe(store)
+    print(json.dumps(doc, indent=2) if args.json else render(doc, namespaces=args.namespaces))
+    return 0

@@ -1,0 +1,100 @@
+"""``mindcore bench``: BENCHMARKS.md and PNG plots from pytest-benchmark results (synthetic ones here,
+never the real benches), a real run of a tiny bench through ``benches/report.py``, and a clear error
+where there are no benches."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _cli_helpers import run_cli
+
+from mindcore.cli.plots import families, size_of, speedups
+
+REPO = Path(__file__).resolve().parents[2]
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def _bench(group: str, impl: str, median: float) -> dict[str, Any]:
+    return {"group": group, "name": f"test_{impl}", "fullname": f"benches/bench_x.py::test_{impl}", "params": None,
+            "param": None, "extra_info": {"impl": impl},
+            "stats": {"median": median, "mean": median, "min": median, "max": median, "data": [median] * 5}}
+
+
+def synthetic() -> dict[str, Any]:
+    benches = []
+    for n, label in ((1_000, "1k"), (10_000, "10k"), (100_000, "100k")):
+        benches += [_bench(f"mind: recall n={label}", "mindcore", 1e-6 * n),
+                    _bench(f"mind: recall n={label}", "lancedb", 5e-6 * n)]
+    benches += [_bench("context: discover bm25 (1k tools)", "mindcore", 1e-4),
+                _bench("context: discover bm25 (10k tools)", "mindcore", 1e-3),
+                _bench("context: discover bm25 (10k tools)", "rank-bm25", 4e-2),
+                _bench("tokens: encode one document", "mindcore", 2e-3),
+                _bench("tokens: encode one document", "tiktoken", 6e-3)]
+    return {"machine_info": {"cpu": {"brand_raw": "test cpu"}}, "benchmarks": benches}
+
+
+def test_families_group_sizes_and_speedups_divide_by_ours() -> None:
+    results = synthetic()
+    found = families(results)
+    assert set(found) == {"mind: recall n=*", "context: discover bm25 (* tools)"}
+    assert found["mind: recall n=*"]["lancedb"] == [(1e3, 5e-3), (1e4, 5e-2), (1e5, 0.5)]
+    assert found["context: discover bm25 (* tools)"]["rank-bm25"] == [(1e4, 4e-2)]
+    ratios = speedups(results)
+    assert ratios["tokens"] == {"tokens: encode one document": {"tiktoken": pytest.approx(3.0)}}
+    assert ratios["mind"]["mind: recall n=10k"] == {"lancedb": pytest.approx(5.0)}
+    assert size_of("topk: single n=1M d=384") == ("topk: single n=* d=384", 1e6)
+    assert size_of("ltm: recall top-5 n=500") == ("ltm: recall top-5 n=*", 500.0)
+
+
+def test_bench_from_results_writes_the_report_and_plots(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    results = tmp_path / "results.json"
+    results.write_text(json.dumps(synthetic()))
+    out = tmp_path / "B.md"
+    done = run_cli("bench", "--benches", REPO / "benches", "--json", results, "--out", out,
+                   "--plots", tmp_path / "plots")
+    assert f"wrote {out}" in done.stdout and "wrote 5 plots" in done.stdout
+    pngs = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert pngs == ["latency-context-discover-bm25-n-tools.png", "latency-mind-recall-n-n.png",
+                    "vs-baselines-context.png", "vs-baselines-mind.png", "vs-baselines-tokens.png"]
+    for name in pngs:
+        assert (tmp_path / "plots" / name).read_bytes().startswith(PNG)
+    report = out.read_text(encoding="utf-8")
+    assert "## mind: recall n=10k" in report and "| `lancedb` |" in report and "5.00x" in report
+    assert "## Plots" in report and "![latency-mind-recall-n-n](plots/latency-mind-recall-n-n.png)" in report
+
+
+def test_bench_runs_benches_through_report_py(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    benches = tmp_path / "checkout" / "benches"
+    benches.mkdir(parents=True)
+    shutil.copy(REPO / "benches" / "report.py", benches / "report.py")
+    (benches / "test_tiny.py").write_text(
+        "def test_sum(benchmark):\n"
+        "    benchmark.group = 'tiny: sum n=100'\n"
+        "    benchmark.extra_info['impl'] = 'mindcore'\n"
+        "    benchmark(sum, range(100))\n"
+        "def test_sum_big(benchmark):\n"
+        "    benchmark.group = 'tiny: sum n=1k'\n"
+        "    benchmark.extra_info['impl'] = 'mindcore'\n"
+        "    benchmark(sum, range(1000))\n")
+    done = run_cli("bench", "--benches", benches, benches / "test_tiny.py", timeout=300)
+    report = tmp_path / "checkout" / "BENCHMARKS.md"
+    assert "## tiny: sum n=100" in report.read_text(encoding="utf-8")
+    assert json.loads((tmp_path / "checkout" / "BENCHMARKS.json").read_text())["benchmarks"]
+    assert (tmp_path / "checkout" / "benchmarks-plots" / "latency-tiny-sum-n-n.png").read_bytes().startswith(PNG)
+    assert "bench: 100/100 %" in done.stderr
+
+
+def test_bench_without_benches_says_where_they_live(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-m", "mindcore", "bench"], capture_output=True, text=True, timeout=60,
+                          cwd=tmp_path)
+    assert done.returncode == 1
+    assert f"no benches folder in {tmp_path}" in done.stderr and "--benches DIR" in done.stderr
