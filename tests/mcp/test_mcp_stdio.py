@@ -254,3 +254,16 @@ def test_raw_json_rpc_arguments_missing_or_not_an_object(tmp_path: Path) -> None
     finally:
         proc.stdin.close()
         assert proc.wait(timeout=60) == 0
+
+
+def test_the_mindcore_command_serves_it_too(tmp_path: Path) -> None:
+    """``mindcore mcp`` (the CLI's subcommand) is the same server as ``python -m mindcore.mcp``."""
+    argv = [sys.executable, "-m", "mindcore", "mcp", *command(tmp_path / "store", *SERVER_OPTIONS)[3:]]
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env=server_env())
+
+    async def main() -> dict[str, Any]:
+        async with Client(stdio_client(params)) as client:  # type: ignore[arg-type]
+            assert "mind_believe" in [t.name for t in (await client.list_tools()).tools]
+            return await call(client, "ltm_remember", {"text": "Prefers window seats", "kind": "preference"})
+
+    assert asyncio.run(main())["status"] == "ok"

@@ -3,6 +3,7 @@
 =========== =====================================================================================
 ``demo``    every part offline on the embedded defaults
 ``serve``   context assembly over agentified's HTTP protocol
+``mcp``     the memory tools and prompt blocks over the Model Context Protocol
 ``inspect`` what a store holds: tables, namespaces, kinds, rows, sizes on disk, versions
 ``recall``  query a capability from the shell (long-term memory, mind, tool discovery, working memory)
 ``export``  a store as JSONL (every table's rows, with their vectors or marked for re-embedding)
@@ -44,10 +45,11 @@ class Subcommand:
 
 
 #: Every subcommand, in the order ``mindcore --help`` lists them. A new one is a module with the four
-#: names above and a row here (``mcp`` comes from ``mindcore.mcp.command`` once that module exists).
+#: names above and a row here.
 SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("demo", "mindcore.cli.demo"),
     Subcommand("serve", "mindcore.cli.serve"),
+    Subcommand("mcp", "mindcore.cli.mcp"),
     Subcommand("inspect", "mindcore.cli.inspect"),
     Subcommand("recall", "mindcore.cli.recall"),
     Subcommand("export", "mindcore.cli.export"),
