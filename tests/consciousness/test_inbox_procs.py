@@ -141,9 +141,12 @@ def test_kill_9_at_random_points_loses_no_event_and_revives_no_acked_one(
     rnd = random.Random(10)
     lease = 0.2
     for trial in range(KILLS):
-        proc = ctx.Process(target=churn, args=(kind, where, AGENT, str(log), trial, lease), daemon=True)
+        ready, child = ctx.Pipe(duplex=False)
+        proc = ctx.Process(target=churn, args=(kind, where, AGENT, str(log), trial, lease, child), daemon=True)
         proc.start()
-        time.sleep(rnd.uniform(0.05, 0.4))
+        child.close()
+        assert ready.poll(60) and ready.recv() == "ready", "the child did not start"
+        time.sleep(rnd.uniform(0.01, 0.3))
         os.kill(proc.pid, signal.SIGKILL)
         proc.join(10)
         assert proc.exitcode == -signal.SIGKILL
