@@ -1,12 +1,13 @@
 """Child-process bodies for the inbox tests: pushers, consumers racing each other, a consumer that
-is killed while it holds leases.
+is killed while it holds leases, one pushing and acking until it is killed.
 
-They run in processes forked from a multiprocessing fork server that imported LanceDB, mindcore
-and this module once, so a child starts in milliseconds.
+They run in processes forked from a multiprocessing fork server that imported LanceDB, mindcore,
+redis (when installed) and this module once, so a child starts in milliseconds.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import time
 from collections.abc import Iterator
@@ -24,7 +25,10 @@ def fork_context() -> Iterator[Any]:
     """A ``forkserver`` context whose server has imported LanceDB, mindcore and this module
     (use as a module-scoped pytest fixture: ``yield from fork_context()``)."""
     here = os.path.dirname(os.path.abspath(__file__))
-    yield from _forkserver.fork_context(["lancedb", "mindcore.consciousness", "_inbox_procs"], here)
+    preload = ["lancedb", "mindcore.consciousness", "_inbox_procs"]
+    if importlib.util.find_spec("redis") is not None:
+        preload.append("redis")  # its import alone takes ~0.3 s
+    yield from _forkserver.fork_context(preload, here)
 
 
 def open_inbox(kind: str, where: str, agent: str, visibility_timeout: float = 30.0) -> BaseInbox:
@@ -70,10 +74,12 @@ def receive_and_hang(kind: str, where: str, agent: str, visibility_timeout: floa
     time.sleep(600)
 
 
-def churn(kind: str, where: str, agent: str, log: str, trial: int, visibility_timeout: float) -> None:
-    """Push, receive, ack and nack forever (until killed), logging each step to ``log`` before and
-    after it: ``pushing n`` / ``pushed n id``, ``acking ids`` / ``acked ids``. On a store folder it
-    compacts every 4 writes, inline, so kills also land inside compactions."""
+def churn(kind: str, where: str, agent: str, log: str, trial: int, visibility_timeout: float,
+          conn: Connection) -> None:
+    """Once the inbox is open (``"ready"`` sent over ``conn``), push, receive, ack and nack forever
+    (until killed), logging each step to ``log`` before and after it: ``pushing n`` / ``pushed n
+    id``, ``acking ids`` / ``acked ids``. On a store folder it compacts every 4 writes, inline, so
+    kills also land inside compactions."""
     import random
 
     from mindcore.store import StoreConfig
@@ -84,6 +90,8 @@ def churn(kind: str, where: str, agent: str, log: str, trial: int, visibility_ti
     else:
         inbox = open_inbox(kind, where, agent, visibility_timeout)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    conn.send("ready")
+    conn.close()
     rnd = random.Random(trial)
     n = 0
     while True:

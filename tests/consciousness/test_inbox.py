@@ -453,6 +453,19 @@ def test_a_failed_commit_fails_its_pushes_and_stores_nothing(tmp_path: Path) -> 
     assert texts(inbox.receive()) == ["kept"]
 
 
+@pytest.mark.parametrize("one_scan", [0, 3, 10_000])
+def test_receive_reads_a_big_backlog_in_two_steps_with_the_same_result(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, one_scan: int
+) -> None:
+    monkeypatch.setattr("mindcore.consciousness._inbox_repo._ONE_SCAN", one_scan)
+    inbox = Inbox(tmp_path / "s", agent="a")
+    inbox.push_many([msg(f"m{i}") for i in range(6)])
+    first = inbox.receive(2)
+    inbox.nack([first[1].id])
+    assert [(e.payload["text"], e.attempts) for e in inbox.receive(3)] == [("m1", 2), ("m2", 1), ("m3", 1)]
+    assert texts(inbox.receive(10)) == ["m4", "m5"]
+
+
 def test_inbox_repr_names_the_agent(tmp_path: Path) -> None:
     with Inbox(tmp_path / "s", agent="assistant", visibility_timeout=5) as inbox:
         assert "assistant" in repr(inbox) and "visibility_timeout=5" in repr(inbox)

@@ -21,7 +21,7 @@ from typing import Any
 import pyarrow as pa
 
 from mindcore.consciousness.inbox import lock_name
-from mindcore.store import Store, col, new_id, now_ms
+from mindcore.store import Filter, Store, col, new_id, now_ms
 
 __all__ = ["COLUMNS", "TABLE", "InboxRepo", "LeasedRow"]
 
@@ -37,6 +37,7 @@ COLUMNS: dict[str, pa.DataType] = {
 # seq = (table version the push read under the write lock) * _BATCH + position in the push: versions
 # only grow and every push commits a newer one, so seq follows commit order across processes.
 _BATCH = 1 << 20
+_ONE_SCAN = 512  # available events up to which a receive reads whole rows in one scan
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +116,8 @@ class InboxRepo:
         with self._lock.hold():
             self.table.refresh()  # the latest leases, also where reads may lag (object storage)
             now = now_ms()
-            # One scan of whole rows: a LanceDB query costs ~2 ms before it reads anything, more
-            # than reading the payloads of a usual backlog along with the ids.
-            rows = self.table.scan(self.namespace, col("lease_until").le(now), order_by="seq", limit=max_events)
+            due = col("lease_until").le(now)
+            rows = self._due_rows(due, max_events)
             if not rows:
                 return []
             until = now + lease_ms
@@ -127,6 +127,15 @@ class InboxRepo:
                 r["lease_owner"] = self.owner
             self.table.upsert(self.namespace, rows)
         return [LeasedRow(r["event"], r["payload"], r["attempts"], int(r["created_at"])) for r in rows]
+
+    def _due_rows(self, due: Filter, max_events: int) -> list[dict[str, Any]]:
+        """The oldest ``max_events`` available rows, whole. A LanceDB query costs ~2 ms before it
+        reads anything, so a small backlog is read whole in one scan; a big one (whose payloads
+        would dominate) is read as ids first, then only the rows taken."""
+        if self.table.count(self.namespace, due) <= _ONE_SCAN:
+            return self.table.scan(self.namespace, due, order_by="seq", limit=max_events)
+        first = self.table.scan_arrow(self.namespace, due, columns=["id", "seq"], order_by="seq", limit=max_events)
+        return self.table.get(self.namespace, [str(v) for v in first.column("id").to_pylist()])  # in seq order
 
     def ack(self, events: Sequence[str]) -> None:
         with self._lock.hold():

@@ -64,6 +64,10 @@ class RedisInbox(BaseInbox):
     them over at once. Every inbox object is its own consumer in the group (``consumer`` names
     it; default: host, process id and a random suffix).
 
+    A lease is the taker's: an event is taken over once it has been idle for the
+    ``visibility_timeout`` of the inbox object that receives it next (Redis keeps no deadline per
+    event), so give every consumer of one agent the same ``visibility_timeout``.
+
     Durability is the server's: an event survives a server restart when the server persists
     (``appendonly yes``; ``appendfsync always`` for every push to be on disk when it returns).
     Leases run on the server's clock.
