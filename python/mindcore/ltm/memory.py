@@ -95,7 +95,7 @@ class LongTermMemory:
     'Prefers green tea'
     >>> [m.text for m in ltm.recall("what does the user like to drink? green tea?", k=1)]
     ['Prefers green tea']
-    >>> ltm.remember("api_key = sk-live-0123456789abcdef0123456789") is None
+    >>> ltm.remember("api_key = sk-live-9fQ2xK7mR4tW1zB8nL5vC3jH6dP0sY") is None
     True
     """
 
