@@ -24,7 +24,10 @@ fn prepare(
     if let Some((r, c)) = first_non_finite(data, d) {
         return Err(KernelError::invalid(
             arg,
-            format!("row {r}, column {c} is {} (must be finite)", data[r * d + c]),
+            format!(
+                "row {r}, column {c} is {} (must be finite)",
+                data[r * d + c]
+            ),
         ));
     }
     if metric == Metric::Dot {
@@ -109,26 +112,47 @@ pub fn near_duplicates(
     let thr = check_threshold(threshold)?;
     let s = simd::simd();
     let inv_new = prepare("new", new, m, d, metric, s)?;
-    let inv_ex = prepare("existing", existing, n, d, metric, s)?;
-    let sim = Sim {
-        s,
-        metric,
-        inv_a: &inv_new,
-        inv_b: &inv_ex,
-    };
-
-    // Parallel over segments of `existing`; each keeps the best (sim, index) per new row.
-    let seg = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(TILE);
-    let parts = par_map(n.div_ceil(seg), m * n * d.max(1), |c| {
+    check_shape("existing", existing, n, d)?;
+    if m == 0 {
+        prepare("existing", existing, n, d, metric, s)?; // still reject a bad store
+        return Ok((Vec::new(), Vec::new()));
+    }
+    // One pass over `existing` (it is read from memory once: the scan is bandwidth-bound): each
+    // tile's norms come with the first new row's dot products, and the tile stays in cache for
+    // the other new rows. A row whose squared norm is not finite holds a NaN/inf or overflows:
+    // the scan stops and `prepare` names the problem exactly as a separate check would.
+    let seg = n
+        .div_ceil(rayon::current_num_threads().max(1) * 4)
+        .max(TILE);
+    let scanned = par_map(n.div_ceil(seg), m * n * d.max(1), |c| {
         let (r0, r1) = (c * seg, ((c + 1) * seg).min(n));
         let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
+        let (mut first, mut inv_ex) = ([0f32; TILE], [0f32; TILE]);
         for t0 in (r0..r1).step_by(TILE) {
             let t1 = (t0 + TILE).min(r1);
+            for j in t0..t1 {
+                let b = &existing[j * d..(j + 1) * d];
+                let (dot, sq) = (s.dot_norm)(&new[..d], b);
+                if !sq.is_finite() && (metric == Metric::Cosine || b.iter().any(|x| !x.is_finite()))
+                {
+                    return Err(KernelError::invalid("existing", "not finite"));
+                }
+                first[j - t0] = dot;
+                inv_ex[j - t0] = inv_norm(sq);
+            }
             for (i, b) in best.iter_mut().enumerate() {
                 let a = &new[i * d..(i + 1) * d];
                 for j in t0..t1 {
+                    let dot = if i == 0 {
+                        first[j - t0]
+                    } else {
+                        (s.dot)(a, &existing[j * d..(j + 1) * d])
+                    };
+                    let v = match metric {
+                        Metric::Cosine => cosine(dot, inv_new[i], inv_ex[j - t0]),
+                        Metric::Dot => dot,
+                    };
                     // Strictly greater: on ties the earlier (lower) index stays.
-                    let v = sim.get(a, i, &existing[j * d..(j + 1) * d], j);
                     if v > b.0 || b.1 == usize::MAX {
                         *b = (v, j);
                     }
@@ -136,7 +160,14 @@ pub fn near_duplicates(
             }
         }
         Ok(best)
-    })?;
+    });
+    let parts = match scanned {
+        Ok(parts) => parts,
+        Err(e) => {
+            prepare("existing", existing, n, d, metric, s)?;
+            return Err(e); // unreachable: prepare rejects any row the scan stopped at
+        }
+    };
     // Segments are in row order, so the first strictly better one wins ties too.
     let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
     for part in parts {
@@ -244,8 +275,13 @@ mod tests {
             ex[200 * d + t] = new[5 * d + t];
             ex[250 * d + t] = new[5 * d + t];
         }
-        let (idx, sims) =
-            near_duplicates(Rows::new(&new, m, d), Rows::new(&ex, n, d), 0.99, Metric::Cosine).unwrap();
+        let (idx, sims) = near_duplicates(
+            Rows::new(&new, m, d),
+            Rows::new(&ex, n, d),
+            0.99,
+            Metric::Cosine,
+        )
+        .unwrap();
         for i in 0..m {
             let a = &new[i * d..(i + 1) * d];
             let sims_i: Vec<f64> = (0..n)
@@ -308,6 +344,117 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().starts_with("threshold"), "{e}");
+    }
+
+    /// The scan as it was written before it was fused: norms of every row first, then the
+    /// dot products. The fused scan must agree with it bit for bit.
+    fn two_pass(
+        new: &[f32],
+        m: usize,
+        ex: &[f32],
+        n: usize,
+        d: usize,
+        metric: Metric,
+    ) -> Vec<(f32, usize)> {
+        let s = simd::simd();
+        let inv_a = prepare("new", new, m, d, metric, s).unwrap();
+        let inv_b = prepare("existing", ex, n, d, metric, s).unwrap();
+        let sim = Sim {
+            s,
+            metric,
+            inv_a: &inv_a,
+            inv_b: &inv_b,
+        };
+        (0..m)
+            .map(|i| {
+                let mut b = (f32::NEG_INFINITY, usize::MAX);
+                for j in 0..n {
+                    let v = sim.get(&new[i * d..(i + 1) * d], i, &ex[j * d..(j + 1) * d], j);
+                    if v > b.0 || b.1 == usize::MAX {
+                        b = (v, j);
+                    }
+                }
+                b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fused_scan_matches_two_pass_bit_for_bit() {
+        let mut seed = 3;
+        // Sizes around the tile and segment edges, a dimension with a scalar tail, ties.
+        for (m, n, d) in [
+            (1, 1, 3),
+            (1, 63, 384),
+            (3, 65, 37),
+            (2, 1000, 40),
+            (5, 4099, 8),
+        ] {
+            let new: Vec<f32> = (0..m * d).map(|_| lcg(&mut seed)).collect();
+            let mut ex: Vec<f32> = (0..n * d).map(|_| lcg(&mut seed) * 40.0).collect();
+            ex[..d].copy_from_slice(&new[..d]);
+            if n > 10 {
+                ex.copy_within(..d, (n - 1) * d); // a tie with row 0
+                ex[5 * d..6 * d].fill(0.0); // a zero row: similarity 0
+            }
+            for metric in [Metric::Cosine, Metric::Dot] {
+                let (idx, sims) =
+                    near_duplicates(Rows::new(&new, m, d), Rows::new(&ex, n, d), 0.5, metric)
+                        .unwrap();
+                let want = two_pass(&new, m, &ex, n, d, metric);
+                for i in 0..m {
+                    assert_eq!(
+                        sims[i].to_bits(),
+                        want[i].0.to_bits(),
+                        "{m}x{n}x{d} {metric:?} row {i}"
+                    );
+                    let j = if want[i].0 >= 0.5 {
+                        want[i].1 as i64
+                    } else {
+                        -1
+                    };
+                    assert_eq!(idx[i], j, "{m}x{n}x{d} {metric:?} row {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bad_existing_rows_are_named_as_before() {
+        let d = 4;
+        let new = [1.0f32, 0.0, 0.0, 0.0];
+        let mut ex = vec![0.5f32; 300 * d];
+        ex[200 * d + 1] = 1e30; // squared norm overflows
+        let cos = |ex: &[f32], metric| {
+            near_duplicates(Rows::new(&new, 1, d), Rows::new(ex, 300, d), 0.9, metric)
+        };
+        let e = cos(&ex, Metric::Cosine).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "existing: row 200: squared norm overflows float32"
+        );
+        assert!(cos(&ex, Metric::Dot).is_ok(), "a dot product needs no norm");
+        ex[250 * d + 3] = f32::INFINITY; // the first non-finite value is named, not the first bad row
+        for metric in [Metric::Cosine, Metric::Dot] {
+            let e = cos(&ex, metric).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "existing: row 250, column 3 is inf (must be finite)"
+            );
+        }
+        ex[250 * d + 3] = 0.5;
+        ex[299 * d] = f32::NAN;
+        let e = near_duplicates(
+            Rows::new(&[], 0, d),
+            Rows::new(&ex, 300, d),
+            0.9,
+            Metric::Dot,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "existing: row 299, column 0 is NaN (must be finite)"
+        );
     }
 
     #[test]
