@@ -235,6 +235,7 @@ def test_patched_cache_equals_a_fresh_load(tmp_path: Path) -> None:
         lambda: t.modify("u", "r7", lambda row: {**(row or {}), "n": 700}),
         lambda: t.delete("u", where=col("n").lt(2)),
         lambda: t.upsert("v", [{"id": "other2", "vector": vec()}]),  # another namespace
+        lambda: t.upsert("u", [{"id": "new2", "vector": vec()}, {"id": "new3", "text": "no vector"}]),  # only new ids
     ]
     for write in writes:
         write()
@@ -247,6 +248,33 @@ def test_patched_cache_equals_a_fresh_load(tmp_path: Path) -> None:
         fresh_store.close()
     with_vectors = {i for i, (_, has, _) in _as_dict(patched).items() if has}
     assert {h.id for h in t.search("u", vec(), k=100)} == with_vectors
+
+
+def test_new_rows_of_a_cached_namespace_are_appended_not_merged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upsert whose ids the cached namespace does not hold is stored with LanceDB's append
+    (no merge against the table); one that replaces a row still merges, so it replaces."""
+    rng = np.random.default_rng(5)
+    s = mindcore.open(tmp_path, embedder=VecEmbedder())
+    t = s.table("p", {"text": pa.string()}, vectors=True)
+    vec = lambda: rng.standard_normal(DIM).astype(np.float32)  # noqa: E731
+    t.upsert("u", [{"id": "a", "text": "first", "vector": vec()}])
+    t.upsert("v", [{"id": "b", "text": "same id, other namespace", "vector": vec()}])
+    t.search("u", vec(), k=1)  # cache u
+    calls: list[str] = []
+    for name in ("add", "merge_insert"):
+        real = getattr(t._tbl, name)
+        monkeypatch.setattr(t._tbl, name, lambda *a, _n=name, _f=real, **k: (calls.append(_n), _f(*a, **k))[1])
+    t.upsert("u", [{"id": "b", "text": "new here", "vector": vec()}, {"id": "c", "text": "new too"}])
+    assert calls == ["add"]
+    t.upsert("u", [{"id": "a", "text": "replaced", "vector": vec()}, {"id": "d", "text": "new"}])
+    assert calls == ["add", "merge_insert"]
+    assert {r["id"]: r["text"] for r in t.scan("u")} == {"a": "replaced", "b": "new here", "c": "new too", "d": "new"}
+    assert t.get_one("v", "b")["text"] == "same id, other namespace"  # type: ignore[index]
+    with t.unit_of_work("u") as uow:  # a delete in the same commit: one merge
+        uow.upsert([{"id": "e", "text": "new"}])
+        uow.delete(ids=["c"])
+    assert calls[-1] == "merge_insert" and t.count("u") == 4
+    s.close()
 
 
 def test_patched_entries_say_how_they_follow_from_earlier_ones(tmp_path: Path) -> None:

@@ -121,10 +121,18 @@ class CacheEntry:
         scalars = scalars.combine_chunks()
         return cls(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
 
-    def patched(self, upserted: pa.Table | None, deleted: np.ndarray | None, version: int, dim: int) -> CacheEntry | None:
+    def holding(self, ids: pa.Array[Any] | pa.ChunkedArray[Any]) -> np.ndarray:
+        """``(n,)`` bool: the rows whose id is one of ``ids``."""
+        value_set = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+        hit = pc.is_in(self.scalars.column("id"), value_set=value_set.cast(pa.string()))
+        return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
+
+    def patched(self, upserted: pa.Table | None, deleted: np.ndarray | None, version: int, dim: int, *,
+                replaced: np.ndarray | None = None) -> CacheEntry | None:
         """This entry after a commit of this process: rows whose id is in ``upserted`` are
         replaced by it, rows where ``deleted`` is true are gone. ``None`` when the new rows do not
         fit this entry's columns (the caller then drops it and the next read reloads).
+        ``replaced`` is :meth:`holding` of the upserted ids, when the caller has it already.
 
         A commit that only adds rows costs in proportion to the rows added (they go into spare
         capacity of the namespace's vector buffer); one that replaces or deletes rows costs a copy
@@ -132,8 +140,7 @@ class CacheEntry:
         """
         keep = np.ones(self.n, dtype=bool) if deleted is None else ~deleted
         if upserted is not None and upserted.num_rows:
-            ids = pa.array(upserted.column("id").to_pylist(), type=pa.string())
-            keep &= ~np.asarray(pc.is_in(self.scalars.column("id"), value_set=ids).to_numpy(zero_copy_only=False), dtype=bool)
+            keep &= ~(self.holding(upserted.column("id")) if replaced is None else replaced)
         kept_all = bool(keep.all())
         idx = np.flatnonzero(keep)
         if kept_all:
