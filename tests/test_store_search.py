@@ -447,3 +447,40 @@ def test_vector_index_recall_on_real_text(tmp_path: Path, model: str, n: int) ->
     # Hybrid scoring and filters still apply on the index path.
     hits = t.search("u", vecs[5], k=5, where=col("id").is_in(["t5", "t6", "t7"]))
     assert _ids(hits)[0] == "t5" and set(_ids(hits)) <= {"t5", "t6", "t7"}
+
+
+@pytest.mark.parametrize("gaps", [3, 150], ids=["few-gaps", "many-gaps"])
+def test_patches_that_drop_rows_equal_a_rebuild(gaps: int) -> None:
+    """Replacing or deleting rows copies the kept vectors once (block copies around a few gaps, a
+    gather around many) and shares the other columns around the gaps; either way the entry equals
+    one built from the expected rows, and the entry it came from is left as it was."""
+    from mindcore.store.cache import CacheEntry
+
+    rng = np.random.default_rng(6)
+    n, dim = 400, 8
+    vecs = rng.standard_normal((n + 2, dim)).astype(np.float32)
+
+    def table(ids: list[int], vec_rows: list[int]) -> pa.Table:
+        flat = pa.array(vecs[vec_rows].reshape(-1))
+        return pa.table({"id": [f"r{i}" for i in ids], "n": pa.array(ids, pa.int64()),
+                         "vector": pa.FixedSizeListArray.from_arrays(flat, dim)})
+
+    base = CacheEntry.from_arrow(table(list(range(n)), list(range(n))), version=1, dim=dim)
+    base = base.patched(table([n], [n]), None, version=2, dim=dim)  # an append: the entry now has spare capacity
+    assert base is not None
+    before = (base.scalars.to_pylist(), base.matrix.copy())
+    hit = sorted(rng.choice(n, size=gaps, replace=False).tolist())
+    gone = np.zeros(base.n, dtype=bool)
+    gone[hit[: gaps // 3]] = True  # some deleted, the others replaced (by the last vector)
+    replaced = hit[gaps // 3:]
+    patched = base.patched(table(replaced, [n + 1] * len(replaced)), gone, version=3, dim=dim)
+    assert patched is not None
+    kept = [i for i in range(n + 1) if i not in set(hit)]
+    want = CacheEntry.from_arrow(table(kept + replaced, kept + [n + 1] * len(replaced)), version=3, dim=dim)
+    assert patched.scalars.to_pylist() == want.scalars.to_pylist()
+    assert np.array_equal(patched.matrix, want.matrix) and patched.has_vector.all()
+    assert base.scalars.to_pylist() == before[0] and np.array_equal(base.matrix, before[1])
+    deleted_only = base.patched(None, gone, version=3, dim=dim)
+    assert deleted_only is not None
+    assert np.array_equal(deleted_only.matrix, base.matrix[~gone])
+    assert deleted_only.scalars.to_pylist() == [r for r, g in zip(before[0], gone, strict=True) if not g]

@@ -47,12 +47,23 @@ class _Rows:
         self.lock = threading.Lock()
 
     @classmethod
-    def grown(cls, head: np.ndarray, tail: np.ndarray) -> _Rows:
+    def grown(cls, head: np.ndarray, tail: np.ndarray, take: np.ndarray | None = None) -> _Rows:
+        """A new buffer holding ``head`` (only its rows ``take``, when given) then ``tail``,
+        each row copied once."""
         # Room for as many rows again: appends cost amortised O(rows added).
-        n = len(head) + len(tail)
+        h = len(head) if take is None else len(take)
+        n = h + len(tail)
         data = np.empty((max(2 * n, 1024), head.shape[1]), dtype=np.float32)
-        data[: len(head)] = head
-        data[len(head):n] = tail
+        if take is None:
+            data[:h] = head
+        else:  # ascending; a few dropped rows leave a few runs, each one block copy
+            cuts = np.flatnonzero(np.diff(take) != 1) + 1
+            if len(cuts) > _MAX_CHUNKS:
+                np.take(head, take, axis=0, out=data[:h], mode="clip")  # "clip": no buffered copy
+            else:
+                for a, b in itertools.pairwise([0, *cuts.tolist(), h]):
+                    data[a:b] = head[take[a]:take[a] + b - a]
+        data[h:n] = tail
         return cls(data, n)
 
     def append(self, n: int, tail: np.ndarray) -> np.ndarray | None:
@@ -135,19 +146,22 @@ class CacheEntry:
         ``replaced`` is :meth:`holding` of the upserted ids, when the caller has it already.
 
         A commit that only adds rows costs in proportion to the rows added (they go into spare
-        capacity of the namespace's vector buffer); one that replaces or deletes rows costs a copy
-        of the namespace's arrays. Either way, no scan of the table.
+        capacity of the namespace's vector buffer); one that replaces or deletes rows costs one
+        copy of the namespace's vectors (the older entry may still be in use, so its buffer is
+        never rewritten), its other columns are shared around the rows that went. Either way, no
+        scan of the table.
         """
         keep = np.ones(self.n, dtype=bool) if deleted is None else ~deleted
         if upserted is not None and upserted.num_rows:
             keep &= ~(self.holding(upserted.column("id")) if replaced is None else replaced)
         kept_all = bool(keep.all())
         idx = np.flatnonzero(keep)
+        matrix: np.ndarray | None
         if kept_all:
             scalars, matrix, has = self.scalars, self.matrix, self.has_vector
         else:
-            scalars = self.scalars.take(pa.array(idx, type=pa.int64()))
-            matrix, has = self.matrix[idx], self.has_vector[idx]
+            scalars = _without(self.scalars, np.flatnonzero(~keep), idx)
+            matrix, has = None, self.has_vector[idx]  # copied once, below
         rows = None
         if upserted is not None and upserted.num_rows:
             new = CacheEntry.from_arrow(upserted, version, dim)
@@ -157,18 +171,19 @@ class CacheEntry:
                 scalars = pa.concat_tables([scalars, new.scalars.cast(scalars.schema)])
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
                 return None
-            if scalars.column(0).num_chunks > _MAX_CHUNKS:
-                scalars = scalars.combine_chunks()
             tail = new.matrix.astype(np.float32, copy=False)
             grown = self._rows.append(self.n, tail) if kept_all and self._rows is not None else None
             if grown is not None:
                 matrix, rows = grown, self._rows
             else:
-                rows = _Rows.grown(matrix, tail)
+                rows = _Rows.grown(self.matrix, tail, None if kept_all else idx)
                 matrix = rows.data[: rows.used]
             has = np.concatenate([has, new.has_vector])
         elif not kept_all:
-            matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            matrix = np.ascontiguousarray(self.matrix[idx], dtype=np.float32)
+        assert matrix is not None
+        if scalars.num_columns and scalars.column(0).num_chunks > _MAX_CHUNKS:
+            scalars = scalars.combine_chunks()
         step = _Patch(self.serial, self.n, np.flatnonzero(~keep).astype(np.int64), len(matrix) - len(idx))
         held = rows.data.nbytes if rows is not None else matrix.nbytes
         return CacheEntry(version, scalars, matrix, has, int(scalars.nbytes + held),
@@ -248,6 +263,16 @@ class CacheEntry:
             arr: Any = pc.fill_null(pc.cast(self.scalars.column(column), pa.float32()), pa.scalar(0.0, pa.float32()))
             self._numeric[key] = np.ascontiguousarray(arr.to_numpy(), dtype=np.float32)
         return self._numeric[key]
+
+
+def _without(table: pa.Table, dropped: np.ndarray, kept: np.ndarray) -> pa.Table:
+    """``table`` without the rows ``dropped`` (ascending; ``kept`` is the rest): zero-copy slices
+    around a few dropped rows, a take when many went."""
+    if len(dropped) > _MAX_CHUNKS:
+        return table.take(pa.array(kept, type=pa.int64()))
+    bounds = [-1, *dropped.tolist(), table.num_rows]
+    parts = [table.slice(a + 1, b - a - 1) for a, b in itertools.pairwise(bounds) if b - a > 1]
+    return pa.concat_tables(parts) if parts else table.slice(0, 0)
 
 
 def _bounded(history: tuple[_Patch, ...], n: int) -> tuple[_Patch, ...]:
