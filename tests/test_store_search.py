@@ -484,3 +484,35 @@ def test_patches_that_drop_rows_equal_a_rebuild(gaps: int) -> None:
     assert deleted_only is not None
     assert np.array_equal(deleted_only.matrix, base.matrix[~gone])
     assert deleted_only.scalars.to_pylist() == [r for r, g in zip(before[0], gone, strict=True) if not g]
+
+
+def test_row_norms_follow_every_patch(tmp_path: Path) -> None:
+    """The norms the duplicate scan reads are computed once per namespace, then carried by every
+    patch (appends, replacements, updates, deletes) and always equal the norms of the matrix."""
+    from mindcore.kernels import row_norms
+
+    rng = np.random.default_rng(8)
+    s = mindcore.open(tmp_path, embedder=VecEmbedder())
+    t = s.table("p", {"text": pa.string(), "n": pa.int64()}, vectors=True)
+    vec = lambda: (rng.standard_normal(DIM) * rng.uniform(0.1, 10)).astype(np.float32)  # noqa: E731
+    t.upsert("u", [{"id": f"r{i}", "text": f"t{i}", "n": i, "vector": vec()} for i in range(30)])
+    t.cached("u").row_norms()
+    writes = [
+        lambda: t.upsert("u", [{"id": "new1", "n": 100, "vector": vec()}]),  # append
+        lambda: t.upsert("u", [{"id": "r3", "n": 3, "vector": vec()}, {"id": "new2", "n": 101, "vector": vec()}]),
+        lambda: t.update("u", ["r4", "r5"], {"text": "updated"}),  # same vectors, rows move to the end
+        lambda: t.delete("u", ids=["r6", "new1"]),
+        lambda: t.delete("u", where=col("n").lt(2)),  # an eviction is a delete in the same commit
+        lambda: t.append("u", [{"text": "appended", "vector": vec()}, {"text": "no vector"}]),
+        lambda: t.modify("u", "r7", lambda row: {**(row or {}), "vector": vec()}),
+        lambda: t.upsert("v", [{"id": "elsewhere", "vector": vec()}]),  # another namespace
+    ]
+    for write in writes:
+        write()
+        entry = t.cached("u")
+        assert entry._norms is not None  # carried by the patch, not recomputed
+        want = row_norms(entry.matrix)
+        got = entry.row_norms()
+        assert got.head == want.head
+        assert np.array_equal(got.inv, want.inv) and np.array_equal(got.tail, want.tail)
+    s.close()

@@ -25,6 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mindcore.kernels import RowNorms, row_norms
 from mindcore.store.schema import VECTOR
 
 __all__ = ["CacheEntry", "VectorCache"]
@@ -104,6 +105,8 @@ class CacheEntry:
     _history: tuple[_Patch, ...] = ()
     # The growable buffer ``matrix`` is a prefix of, once rows were appended to this namespace.
     _rows: _Rows | None = None
+    # kernels.row_norms of ``matrix``, once asked for; patches carry it (computed for new rows only).
+    _norms: RowNorms | None = None
 
     @property
     def n(self) -> int:
@@ -131,6 +134,14 @@ class CacheEntry:
             scalars = table
         scalars = scalars.combine_chunks()
         return cls(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
+
+    def row_norms(self) -> RowNorms:
+        """``kernels.row_norms`` of the vectors (for ``kernels.near_duplicates_pruned``), computed
+        once per namespace: an entry made by a patch extends its parent's with the new rows' only.
+        Raises ``ValueError`` as ``row_norms`` does for a row that is not finite."""
+        if self._norms is None:
+            self._norms = row_norms(self.matrix)
+        return self._norms
 
     def holding(self, ids: pa.Array[Any] | pa.ChunkedArray[Any]) -> np.ndarray:
         """``(n,)`` bool: the rows whose id is one of ``ids``."""
@@ -187,7 +198,25 @@ class CacheEntry:
         step = _Patch(self.serial, self.n, np.flatnonzero(~keep).astype(np.int64), len(matrix) - len(idx))
         held = rows.data.nbytes if rows is not None else matrix.nbytes
         return CacheEntry(version, scalars, matrix, has, int(scalars.nbytes + held),
-                          _history=_bounded((*self._history, step), len(matrix)), _rows=rows)
+                          _history=_bounded((*self._history, step), len(matrix)), _rows=rows,
+                          _norms=self._carried_norms(None if kept_all else idx, matrix[len(idx):]))
+
+    def _carried_norms(self, kept: np.ndarray | None, added: np.ndarray) -> RowNorms | None:
+        """This entry's row norms for the patched entry: those of the ``kept`` rows (``None``: all)
+        followed by the ``added`` rows'; ``None`` when not computed yet or a new row is not finite
+        (the patched entry then computes them when asked, and raises there)."""
+        old = self._norms
+        if old is None:
+            return None
+        parts = [old] if kept is None else [RowNorms(old.head, old.inv[kept], old.tail[kept])]
+        if len(added):
+            try:
+                parts.append(row_norms(np.ascontiguousarray(added), head=old.head))
+            except ValueError:
+                return None
+        if len(parts) == 1:
+            return parts[0]
+        return RowNorms(old.head, np.concatenate([p.inv for p in parts]), np.concatenate([p.tail for p in parts]))
 
     def changes_since(self, serial: int) -> tuple[np.ndarray, int] | None:
         """How this entry follows from the entry ``serial`` of the same namespace through this

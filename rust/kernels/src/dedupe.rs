@@ -189,6 +189,129 @@ pub fn near_duplicates(
         .unzip())
 }
 
+/// Per-row facts that let [`near_duplicates_pruned`] skip most stored rows: `1/‖row‖` (exactly
+/// as [`near_duplicates`] computes it) and the norm of the part after the first `head` values
+/// (rounded up). Rows are validated as `existing` is by [`near_duplicates`], with the same errors.
+pub fn row_norms(rows: Rows<'_>, head: usize) -> Result<(Vec<f32>, Vec<f32>)> {
+    let Rows { data, n, d } = rows;
+    let s = simd::simd();
+    let inv = prepare("existing", data, n, d, Metric::Cosine, s)?;
+    let head = head.min(d);
+    let tail = (0..n)
+        .map(|r| {
+            let t = &data[r * d + head..(r + 1) * d];
+            let sq: f64 = t.iter().map(|&x| x as f64 * x as f64).sum();
+            (sq.sqrt() * (1.0 + 1e-6)) as f32
+        })
+        .collect();
+    Ok((inv, tail))
+}
+
+/// Similarity the bound may be off by (f32 dot products of a few thousand values err by far less).
+const BOUND_SLACK: f64 = 1e-3;
+
+/// [`near_duplicates`] for cosine when only matches matter: the same index for every new row
+/// (the best stored row if its similarity is `>= threshold`, lowest index on ties, else −1),
+/// with its similarity (NaN when there is no match). `inv` and `tail` come from [`row_norms`]
+/// over `existing` with the same `head`. A stored row is read past its first `head` values only
+/// when Cauchy–Schwarz on the rest says it could reach the threshold, so a scan costs a fraction
+/// of the full one while the answer is the same: every row that matches is compared exactly,
+/// with the same formula.
+pub fn near_duplicates_pruned(
+    new: Rows<'_>,
+    existing: Rows<'_>,
+    inv: &[f32],
+    tail: &[f32],
+    head: usize,
+    threshold: f64,
+) -> Result<(Vec<i64>, Vec<f32>)> {
+    let (
+        Rows { data: new, n: m, d },
+        Rows {
+            data: ex,
+            n,
+            d: d_ex,
+        },
+    ) = (new, existing);
+    if d != d_ex {
+        return Err(KernelError::invalid(
+            "new",
+            format!("new has dimension {d} but existing has dimension {d_ex}"),
+        ));
+    }
+    check_shape("existing", ex, n, d)?;
+    for (arg, v) in [("inv_norms", inv), ("tail_norms", tail)] {
+        if v.len() != n {
+            return Err(KernelError::invalid(
+                arg,
+                format!("has {} entries but existing has {n} rows", v.len()),
+            ));
+        }
+        if let Some(i) = v.iter().position(|x| !(x.is_finite() && *x >= 0.0)) {
+            return Err(KernelError::invalid(
+                arg,
+                format!("entry {i} is {} (must be finite and >= 0)", v[i]),
+            ));
+        }
+    }
+    let thr = check_threshold(threshold)?;
+    let s = simd::simd();
+    let inv_new = prepare("new", new, m, d, Metric::Cosine, s)?;
+    let head = head.min(d);
+    let tail_new: Vec<f64> = (0..m)
+        .map(|i| {
+            let t = &new[i * d + head..(i + 1) * d];
+            t.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt()
+        })
+        .collect();
+    let seg = n
+        .div_ceil(rayon::current_num_threads().max(1) * 4)
+        .max(TILE);
+    let parts = par_map(n.div_ceil(seg), m * n * head.max(1), |c| {
+        let (r0, r1) = (c * seg, ((c + 1) * seg).min(n));
+        let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
+        for t0 in (r0..r1).step_by(TILE) {
+            let t1 = (t0 + TILE).min(r1);
+            for (i, b) in best.iter_mut().enumerate() {
+                let a = &new[i * d..(i + 1) * d];
+                let scale = inv_new[i] as f64;
+                for j in t0..t1 {
+                    let row = &ex[j * d..(j + 1) * d];
+                    let h = (s.dot)(&a[..head], &row[..head]) as f64;
+                    let bound = (h + tail_new[i] * tail[j] as f64) * scale * inv[j] as f64;
+                    if bound + BOUND_SLACK < thr as f64 {
+                        continue;
+                    }
+                    let v = cosine((s.dot)(a, row), inv_new[i], inv[j]);
+                    // Strictly greater: on ties the earlier (lower) index stays.
+                    if v >= thr && (v > b.0 || b.1 == usize::MAX) {
+                        *b = (v, j);
+                    }
+                }
+            }
+        }
+        Ok(best)
+    })?;
+    let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
+    for part in parts {
+        for (b, p) in best.iter_mut().zip(part) {
+            if p.1 != usize::MAX && (b.1 == usize::MAX || p.0 > b.0) {
+                *b = p;
+            }
+        }
+    }
+    Ok(best
+        .into_iter()
+        .map(|(v, j)| {
+            if j == usize::MAX {
+                (-1, f32::NAN)
+            } else {
+                (j as i64, v)
+            }
+        })
+        .unzip())
+}
+
 /// Greedy keep-mask over `rows` vectors: row 0 is kept; a later row is dropped when its
 /// similarity to any kept earlier row is `>= threshold`.
 pub fn dedupe_within(vectors: Rows<'_>, threshold: f64, metric: Metric) -> Result<Vec<bool>> {
@@ -417,6 +540,84 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn pruned_scan_finds_exactly_the_matches_of_the_full_scan() {
+        let mut seed = 11;
+        for (m, n, d, head) in [
+            (1, 500, 384, 96),
+            (4, 300, 40, 8),
+            (2, 70, 8, 64),
+            (1, 1, 3, 1),
+        ] {
+            let new: Vec<f32> = (0..m * d).map(|_| lcg(&mut seed)).collect();
+            let mut ex: Vec<f32> = (0..n * d).map(|_| lcg(&mut seed)).collect();
+            // Near copies of the new rows at similarities around the threshold, a tie, a zero row.
+            for (k, j) in (0..n).step_by(7).enumerate() {
+                let i = k % m;
+                let noise = 0.05 * (k % 5) as f32;
+                for t in 0..d {
+                    ex[j * d + t] = new[i * d + t] * 2.0 + noise * ex[j * d + t];
+                }
+            }
+            if n > 20 {
+                ex.copy_within(0..d, 20 * d);
+                ex[3 * d..4 * d].fill(0.0);
+            }
+            let (inv, tail) = row_norms(Rows::new(&ex, n, d), head).unwrap();
+            for thr in [0.5, 0.92, 0.97, 0.999, -1.0] {
+                let (want, sims) = near_duplicates(
+                    Rows::new(&new, m, d),
+                    Rows::new(&ex, n, d),
+                    thr,
+                    Metric::Cosine,
+                )
+                .unwrap();
+                let (got, got_sims) = near_duplicates_pruned(
+                    Rows::new(&new, m, d),
+                    Rows::new(&ex, n, d),
+                    &inv,
+                    &tail,
+                    head,
+                    thr,
+                )
+                .unwrap();
+                assert_eq!(got, want, "{m}x{n}x{d} head {head} thr {thr}");
+                for i in 0..m {
+                    if want[i] >= 0 {
+                        assert_eq!(got_sims[i].to_bits(), sims[i].to_bits());
+                    } else {
+                        assert!(got_sims[i].is_nan());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pruned_scan_checks_its_inputs() {
+        let ex = [1.0f32, 0.0, 0.0, 1.0];
+        let (inv, tail) = row_norms(Rows::new(&ex, 2, 2), 1).unwrap();
+        assert_eq!(inv, vec![1.0, 1.0]);
+        let q = [1.0f32, 0.0];
+        let run = |inv: &[f32], tail: &[f32]| {
+            near_duplicates_pruned(Rows::new(&q, 1, 2), Rows::new(&ex, 2, 2), inv, tail, 1, 0.9)
+        };
+        assert_eq!(run(&inv, &tail).unwrap().0, vec![0]);
+        assert!(run(&inv[..1], &tail)
+            .unwrap_err()
+            .to_string()
+            .starts_with("inv_norms: has 1 entries"));
+        assert!(run(&inv, &[0.0, f32::NAN])
+            .unwrap_err()
+            .to_string()
+            .starts_with("tail_norms: entry 1"));
+        let e = row_norms(Rows::new(&[1.0, f32::NAN], 1, 2), 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "existing: row 0, column 1 is NaN (must be finite)"
+        );
     }
 
     #[test]
