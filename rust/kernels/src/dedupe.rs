@@ -197,14 +197,19 @@ pub fn row_norms(rows: Rows<'_>, head: usize) -> Result<(Vec<f32>, Vec<f32>)> {
     let s = simd::simd();
     let inv = prepare("existing", data, n, d, Metric::Cosine, s)?;
     let head = head.min(d);
-    let tail = (0..n)
-        .map(|r| {
-            let t = &data[r * d + head..(r + 1) * d];
-            let sq: f64 = t.iter().map(|&x| x as f64 * x as f64).sum();
-            (sq.sqrt() * (1.0 + 1e-6)) as f32
-        })
-        .collect();
+    let chunk = 4096;
+    let parts = par_map(n.div_ceil(chunk), n * (d - head), |c| {
+        Ok((c * chunk..((c + 1) * chunk).min(n))
+            .map(|r| tail_norm(s, &data[r * d + head..(r + 1) * d]))
+            .collect::<Vec<f32>>())
+    })?;
+    let tail = parts.concat();
     Ok((inv, tail))
+}
+
+/// `‖x‖` rounded up: a float32 sum of squares errs by far less than the margin added.
+fn tail_norm(s: Simd, x: &[f32]) -> f32 {
+    ((s.dot)(x, x) as f64).sqrt() as f32 * (1.0 + 1e-4)
 }
 
 /// Similarity the bound may be off by (f32 dot products of a few thousand values err by far less).
@@ -259,10 +264,7 @@ pub fn near_duplicates_pruned(
     let inv_new = prepare("new", new, m, d, Metric::Cosine, s)?;
     let head = head.min(d);
     let tail_new: Vec<f64> = (0..m)
-        .map(|i| {
-            let t = &new[i * d + head..(i + 1) * d];
-            t.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt()
-        })
+        .map(|i| tail_norm(s, &new[i * d + head..(i + 1) * d]) as f64)
         .collect();
     let seg = n
         .div_ceil(rayon::current_num_threads().max(1) * 4)
