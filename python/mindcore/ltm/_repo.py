@@ -19,6 +19,7 @@ import pyarrow as pa
 from mindcore.kernels import BM25Index, looks_like_secret, near_duplicates, near_duplicates_pruned
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, indexed_text
+from mindcore.store.schema import take_rows
 from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class MemoryRepo:
         weights = Weights(similarity=w_sim, recency=w_rec, extra=1.0, half_life_ms=half_life_ms)
         top = rank(vector, view.matrix, weights, k=k, now_ms=now_ms, timestamps=view.recency_ms,
                    extra=np.ascontiguousarray(extra, dtype=np.float32))
-        rows = view.rows.take(np.asarray(top.indices, dtype=np.int64)).to_pylist()
+        rows = take_rows(view.rows, top.indices)
         return [_memory(r, score=float(sc), similarity=float(si))
                 for r, sc, si in zip(rows, top.scores, top.similarities, strict=True)]
 
