@@ -480,6 +480,8 @@ def test_patches_that_drop_rows_equal_a_rebuild(gaps: int) -> None:
     assert patched.scalars.to_pylist() == want.scalars.to_pylist()
     assert np.array_equal(patched.matrix, want.matrix) and patched.has_vector.all()
     assert base.scalars.to_pylist() == before[0] and np.array_equal(base.matrix, before[1])
+    every = base.patched(table(list(range(n + 1)), [n + 1] * (n + 1)), None, version=3, dim=dim)  # all replaced
+    assert every is not None and every.n == n + 1 and (every.matrix == vecs[n + 1]).all()
     deleted_only = base.patched(None, gone, version=3, dim=dim)
     assert deleted_only is not None
     assert np.array_equal(deleted_only.matrix, base.matrix[~gone])

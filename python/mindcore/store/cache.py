@@ -57,7 +57,7 @@ class _Rows:
         data = np.empty((max(2 * n, 1024), head.shape[1]), dtype=np.float32)
         if take is None:
             data[:h] = head
-        else:  # ascending; a few dropped rows leave a few runs, each one block copy
+        elif h:  # ascending; a few dropped rows leave a few runs, each one block copy
             cuts = np.flatnonzero(np.diff(take) != 1) + 1
             if len(cuts) > _MAX_CHUNKS:
                 np.take(head, take, axis=0, out=data[:h], mode="clip")  # "clip": no buffered copy
