@@ -518,3 +518,29 @@ def test_row_norms_follow_every_patch(tmp_path: Path) -> None:
         assert got.head == want.head
         assert np.array_equal(got.inv, want.inv) and np.array_equal(got.tail, want.tail)
     s.close()
+
+
+def test_a_few_rows_of_a_large_entry_read_the_same_by_slicing() -> None:
+    """``CacheEntry.rows`` slices out a few rows of a large entry whose Python lists are not built
+    (the first search after a write), and builds the lists otherwise: the rows are the same."""
+    from mindcore.store.cache import CacheEntry
+
+    n = 3000
+    table = pa.table({
+        "id": [f"r{i}" for i in range(n)],
+        "tags": [["a", str(i)] if i % 3 else None for i in range(n)],
+        "metadata": [json.dumps({"i": i}) if i % 2 else None for i in range(n)],
+        "n": pa.array(range(n), pa.int64()),
+    })
+    sliced = CacheEntry.from_arrow(table, version=1, dim=0)
+    listed = CacheEntry.from_arrow(table, version=1, dim=0)
+    for c in table.column_names:
+        listed._pylist(c)
+    for idx, columns in [(np.array([2999, 0, 301, 2]), None), (np.array([3, 4]), ["metadata", "id"])]:
+        got = sliced.rows(idx, columns)
+        assert got == listed.rows(idx, columns) and not sliced._lists  # no list was built
+        assert got[0].keys() == listed.rows(idx, columns)[0].keys()  # same column order
+    first = sliced.rows(np.array([1]))[0]
+    first["tags"].append("mine")
+    assert sliced.rows(np.array([1]))[0]["tags"] == ["a", "1"]
+    assert sliced.rows(np.arange(20)) == listed.rows(np.arange(20)) and sliced._lists  # more rows: lists

@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mindcore.kernels import RowNorms, row_norms
-from mindcore.store.schema import VECTOR
+from mindcore.store.schema import VECTOR, take_rows
 
 __all__ = ["CacheEntry", "VectorCache"]
 
@@ -35,6 +35,8 @@ _serials = itertools.count(1)
 _HISTORY_STEPS = 16
 # Appended rows add Arrow chunks; past this many the scalars are made contiguous again.
 _MAX_CHUNKS = 64
+# CacheEntry.rows reads rows by slicing while they are fewer than 1/this of the entry's.
+_SLICE_RATIO = 256
 
 
 class _Rows:
@@ -255,13 +257,18 @@ class CacheEntry:
         """Rows ``idx`` as fresh dicts (like ``schema.rows_from_arrow``, without the vector).
 
         Columns are converted to Python lists once per entry, so materialising the hits of a
-        search costs a few dict inserts per row instead of an Arrow take and conversion.
+        search costs a few dict inserts per row instead of an Arrow take and conversion. A few
+        rows of a large entry whose lists are not built yet (the first search after a write)
+        are read by slicing instead: building the lists would cost as much as the namespace.
         """
         names = self.scalars.column_names if columns is None else columns
-        lists = [self._pylist(c) for c in names]
+        if len(idx) * _SLICE_RATIO < self.n and any(c not in self._lists for c in names):
+            picked = take_rows(self.scalars.select(names), idx)  # fresh objects: nothing to copy
+        else:
+            lists = [self._pylist(c) for c in names]
+            picked = [{c: vals[i] for c, vals in zip(names, lists, strict=True)} for i in idx.tolist()]
         out: list[dict[str, Any]] = []
-        for i in idx.tolist():
-            row = {c: vals[i] for c, vals in zip(names, lists, strict=True)}
+        for row in picked:
             if "tags" in row and row["tags"] is not None:
                 row["tags"] = list(row["tags"])  # never hand out the cache's own list
             if "metadata" in row:
