@@ -52,6 +52,20 @@ fn prepare(
     Ok(parts.concat())
 }
 
+/// The dimension `new` and `existing` share, or the error naming both.
+fn same_dim(new: &Rows<'_>, existing: &Rows<'_>) -> Result<usize> {
+    if new.d != existing.d {
+        return Err(KernelError::invalid(
+            "new",
+            format!(
+                "new has dimension {} but existing has dimension {}",
+                new.d, existing.d
+            ),
+        ));
+    }
+    Ok(new.d)
+}
+
 fn check_threshold(threshold: f64) -> Result<f32> {
     if !threshold.is_finite() {
         return Err(KernelError::invalid(
@@ -90,25 +104,15 @@ pub fn near_duplicates(
     threshold: f64,
     metric: Metric,
 ) -> Result<(Vec<i64>, Vec<f32>)> {
+    let d = same_dim(&new, &existing)?;
     let (
         Rows {
-            data: new,
-            n: m,
-            d: d_new,
+            data: new, n: m, ..
         },
         Rows {
-            data: existing,
-            n,
-            d: d_existing,
+            data: existing, n, ..
         },
     ) = (new, existing);
-    if d_new != d_existing {
-        return Err(KernelError::invalid(
-            "new",
-            format!("new has dimension {d_new} but existing has dimension {d_existing}"),
-        ));
-    }
-    let d = d_new;
     let thr = check_threshold(threshold)?;
     let s = simd::simd();
     let inv_new = prepare("new", new, m, d, metric, s)?;
@@ -168,16 +172,7 @@ pub fn near_duplicates(
             return Err(e); // unreachable: prepare rejects any row the scan stopped at
         }
     };
-    // Segments are in row order, so the first strictly better one wins ties too.
-    let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
-    for part in parts {
-        for (b, p) in best.iter_mut().zip(part) {
-            if p.1 != usize::MAX && (b.1 == usize::MAX || p.0 > b.0) {
-                *b = p;
-            }
-        }
-    }
-    Ok(best
+    Ok(merge_segments(parts, m)
         .into_iter()
         .map(|(v, j)| {
             if j == usize::MAX {
@@ -187,6 +182,20 @@ pub fn near_duplicates(
             }
         })
         .unzip())
+}
+
+/// The best `(similarity, row)` per new row over the segments' bests (`usize::MAX`: none).
+/// Segments are in row order, so the first strictly better one wins ties too.
+fn merge_segments(parts: Vec<Vec<(f32, usize)>>, m: usize) -> Vec<(f32, usize)> {
+    let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
+    for part in parts {
+        for (b, p) in best.iter_mut().zip(part) {
+            if p.1 != usize::MAX && (b.1 == usize::MAX || p.0 > b.0) {
+                *b = p;
+            }
+        }
+    }
+    best
 }
 
 /// Per-row facts that let [`near_duplicates_pruned`] skip most stored rows: `1/‖row‖` (exactly
@@ -230,20 +239,13 @@ pub fn near_duplicates_pruned(
     head: usize,
     threshold: f64,
 ) -> Result<(Vec<i64>, Vec<f32>)> {
+    let d = same_dim(&new, &existing)?;
     let (
-        Rows { data: new, n: m, d },
         Rows {
-            data: ex,
-            n,
-            d: d_ex,
+            data: new, n: m, ..
         },
+        Rows { data: ex, n, .. },
     ) = (new, existing);
-    if d != d_ex {
-        return Err(KernelError::invalid(
-            "new",
-            format!("new has dimension {d} but existing has dimension {d_ex}"),
-        ));
-    }
     check_shape("existing", ex, n, d)?;
     for (arg, v) in [("inv_norms", inv), ("tail_norms", tail)] {
         if v.len() != n {
@@ -294,15 +296,7 @@ pub fn near_duplicates_pruned(
         }
         Ok(best)
     })?;
-    let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
-    for part in parts {
-        for (b, p) in best.iter_mut().zip(part) {
-            if p.1 != usize::MAX && (b.1 == usize::MAX || p.0 > b.0) {
-                *b = p;
-            }
-        }
-    }
-    Ok(best
+    Ok(merge_segments(parts, m)
         .into_iter()
         .map(|(v, j)| {
             if j == usize::MAX {
