@@ -158,3 +158,44 @@ def test_bad_input() -> None:
         near_duplicates(m, bad, threshold=0.5)
     with pytest.raises(ValueError, match=r"^vectors: row 2, column 1 is NaN"):
         dedupe_within(bad, threshold=0.5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    n=st.integers(1, 300),
+    m=st.integers(1, 4),
+    d=st.sampled_from([3, 8, 40, 384]),
+    head=st.integers(0, 400),
+    threshold=st.sampled_from([-1.0, 0.0, 0.5, 0.92, 0.99]),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_pruned_scan_finds_what_the_full_scan_finds(n: int, m: int, d: int, head: int, threshold: float,
+                                                      seed: int) -> None:
+    from mindcore.kernels import near_duplicates_pruned, row_norms
+
+    rng = np.random.default_rng(seed)
+    new = rng.standard_normal((m, d)).astype(F32)
+    existing = rng.standard_normal((n, d)).astype(F32)
+    # Noisy copies of the new rows, spread around the threshold, and a zero row.
+    for j in range(0, n, 3):
+        existing[j] = 3 * new[j % m] + rng.uniform(0, 0.6) * existing[j]
+    existing[n // 2] = 0
+    idx, sims = near_duplicates(new, existing, threshold=threshold)
+    got, got_sims = near_duplicates_pruned(new, existing, row_norms(existing, head=head), threshold=threshold)
+    assert got.tolist() == idx.tolist()
+    assert np.array_equal(got_sims[idx >= 0], sims[idx >= 0]) and np.isnan(got_sims[idx < 0]).all()
+
+
+def test_row_norms_reject_what_near_duplicates_rejects() -> None:
+    from mindcore.kernels import near_duplicates_pruned, row_norms
+
+    bad = np.array([[1, 0], [np.inf, 0]], dtype=F32)
+    with pytest.raises(ValueError, match=r"existing: row 1, column 0 is inf") as full:
+        near_duplicates(bad[:1], bad, threshold=0.5)
+    with pytest.raises(ValueError, match=r"existing: row 1, column 0 is inf") as pruned:
+        row_norms(bad)
+    assert str(full.value) == str(pruned.value)
+    good = np.eye(2, dtype=F32)
+    norms = row_norms(good)
+    with pytest.raises(ValueError, match="inv_norms: has 2 entries but existing has 1 rows"):
+        near_duplicates_pruned(good[:1], good[:1], norms, threshold=0.5)

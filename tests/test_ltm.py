@@ -9,6 +9,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,9 +19,11 @@ from conftest import Clock
 
 import mindcore
 from mindcore.embed import HashEmbedder
+from mindcore.kernels import near_duplicates
 from mindcore.llm import LLMError, ScriptedLLM
 from mindcore.ltm import LongTermMemory, Memory, RecallWeights
 from mindcore.ltm.extract import EXTRACTION_SYSTEM_PROMPT
+from mindcore.ltm.pipeline import DUPLICATE_THRESHOLD
 
 DAY = 86_400_000
 T0 = 1_700_000_000_000
@@ -841,3 +844,61 @@ def test_create_without_a_loadable_embedder_returns_none(
     assert "model file missing" in caplog.text
     monkeypatch.setattr(memory_module, "_shared_default_embedder", HashEmbedder)
     assert isinstance(LongTermMemory.create(store, user_id="u1", enabled=True), LongTermMemory)
+
+
+class _ScaledEmbedder:
+    """The hashing embedder with a per-text length: cosines unchanged, stored norms all different
+    (so duplicate checks that misaligned the cached norms with the rows would go wrong)."""
+
+    dim = 384
+    model_id = "hash-scaled"
+
+    def __init__(self) -> None:
+        self._inner = HashEmbedder(dim=384)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        scale = np.array([1 + len(t) % 7 for t in texts], dtype=np.float32)[:, None]
+        return (np.asarray(self._inner.embed(list(texts)), dtype=np.float32) * scale).astype(np.float32)
+
+
+def test_duplicate_checks_match_the_full_scan_across_objects_and_writes(tmp_path: Path, clock: Clock) -> None:
+    """Two objects on one store (one cache) and a third on another store over the same folder (as
+    another process): after stores, forgets, last-access writes and evictions, every duplicate
+    decision is the one a full scan of the stored vectors gives."""
+    emb = _ScaledEmbedder()
+    first, second = mindcore.open(tmp_path / "s"), mindcore.open(tmp_path / "s")
+    a, b = make(first, emb, clock, max_items=8), make(first, emb, clock, max_items=8)
+    c = make(second, emb, clock, max_items=8)
+    facts = [f"fact {i}: the user keeps {n} {w}" for i, (n, w) in
+             enumerate([(2, "cats"), (3, "dogs"), (40, "ferns"), (1, "bike"), (900, "books"), (6, "maps")])]
+
+    def check(ltm: LongTermMemory, text: str) -> str:
+        table = ltm._repo.table
+        ids, matrix = table.vectors(ltm._repo.ns)
+        want = "stored"
+        if ids:
+            want = "duplicate" if near_duplicates(emb.embed([text]), np.ascontiguousarray(matrix),
+                                                  threshold=DUPLICATE_THRESHOLD)[0][0] >= 0 else "stored"
+        got = ltm.try_remember(text).status
+        assert got in (want, "evicted"), (text, got, want)
+        return got
+
+    assert [r.status for r in a.remember_many(facts)] == ["stored"] * 6
+    assert check(b, facts[0]) == "duplicate"  # the same cache entry as a's
+    assert check(c, facts[1]) == "duplicate"  # another cache: reloads after a's writes
+    assert a.forget(a.recall(facts[2], k=1, touch=False)[0].id)
+    assert check(b, facts[2]) == "stored"  # its twin is gone
+    a.recall(facts[3])
+    a.flush()  # a last-access write replaces rows
+    for text in [facts[3], facts[4], "fact 6: the user keeps 7 kites", facts[5]]:
+        check(c, text)
+        check(b, text)
+    clock.now += 10 * DAY
+    for i in range(4):  # past the cap: each new memory evicts the oldest
+        check(a, f"fact {10 + i}: the user reads {i} maps of {'xyz'[i % 3]}")
+    assert len(a) == 8
+    for text in facts:  # evicted ones are new again, kept ones still duplicates
+        check(b, text)
+        check(c, text)
+    for s in (first, second):
+        s.close()

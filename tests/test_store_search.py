@@ -235,6 +235,7 @@ def test_patched_cache_equals_a_fresh_load(tmp_path: Path) -> None:
         lambda: t.modify("u", "r7", lambda row: {**(row or {}), "n": 700}),
         lambda: t.delete("u", where=col("n").lt(2)),
         lambda: t.upsert("v", [{"id": "other2", "vector": vec()}]),  # another namespace
+        lambda: t.upsert("u", [{"id": "new2", "vector": vec()}, {"id": "new3", "text": "no vector"}]),  # only new ids
     ]
     for write in writes:
         write()
@@ -247,6 +248,33 @@ def test_patched_cache_equals_a_fresh_load(tmp_path: Path) -> None:
         fresh_store.close()
     with_vectors = {i for i, (_, has, _) in _as_dict(patched).items() if has}
     assert {h.id for h in t.search("u", vec(), k=100)} == with_vectors
+
+
+def test_new_rows_of_a_cached_namespace_are_appended_not_merged(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upsert whose ids the cached namespace does not hold is stored with LanceDB's append
+    (no merge against the table); one that replaces a row still merges, so it replaces."""
+    rng = np.random.default_rng(5)
+    s = mindcore.open(tmp_path, embedder=VecEmbedder())
+    t = s.table("p", {"text": pa.string()}, vectors=True)
+    vec = lambda: rng.standard_normal(DIM).astype(np.float32)  # noqa: E731
+    t.upsert("u", [{"id": "a", "text": "first", "vector": vec()}])
+    t.upsert("v", [{"id": "b", "text": "same id, other namespace", "vector": vec()}])
+    t.search("u", vec(), k=1)  # cache u
+    calls: list[str] = []
+    for name in ("add", "merge_insert"):
+        real = getattr(t._tbl, name)
+        monkeypatch.setattr(t._tbl, name, lambda *a, _n=name, _f=real, **k: (calls.append(_n), _f(*a, **k))[1])
+    t.upsert("u", [{"id": "b", "text": "new here", "vector": vec()}, {"id": "c", "text": "new too"}])
+    assert calls == ["add"]
+    t.upsert("u", [{"id": "a", "text": "replaced", "vector": vec()}, {"id": "d", "text": "new"}])
+    assert calls == ["add", "merge_insert"]
+    assert {r["id"]: r["text"] for r in t.scan("u")} == {"a": "replaced", "b": "new here", "c": "new too", "d": "new"}
+    assert t.get_one("v", "b")["text"] == "same id, other namespace"  # type: ignore[index]
+    with t.unit_of_work("u") as uow:  # a delete in the same commit: one merge
+        uow.upsert([{"id": "e", "text": "new"}])
+        uow.delete(ids=["c"])
+    assert calls[-1] == "merge_insert" and t.count("u") == 4
+    s.close()
 
 
 def test_patched_entries_say_how_they_follow_from_earlier_ones(tmp_path: Path) -> None:
@@ -419,3 +447,100 @@ def test_vector_index_recall_on_real_text(tmp_path: Path, model: str, n: int) ->
     # Hybrid scoring and filters still apply on the index path.
     hits = t.search("u", vecs[5], k=5, where=col("id").is_in(["t5", "t6", "t7"]))
     assert _ids(hits)[0] == "t5" and set(_ids(hits)) <= {"t5", "t6", "t7"}
+
+
+@pytest.mark.parametrize("gaps", [3, 150], ids=["few-gaps", "many-gaps"])
+def test_patches_that_drop_rows_equal_a_rebuild(gaps: int) -> None:
+    """Replacing or deleting rows copies the kept vectors once (block copies around a few gaps, a
+    gather around many) and shares the other columns around the gaps; either way the entry equals
+    one built from the expected rows, and the entry it came from is left as it was."""
+    from mindcore.store.cache import CacheEntry
+
+    rng = np.random.default_rng(6)
+    n, dim = 400, 8
+    vecs = rng.standard_normal((n + 2, dim)).astype(np.float32)
+
+    def table(ids: list[int], vec_rows: list[int]) -> pa.Table:
+        flat = pa.array(vecs[vec_rows].reshape(-1))
+        return pa.table({"id": [f"r{i}" for i in ids], "n": pa.array(ids, pa.int64()),
+                         "vector": pa.FixedSizeListArray.from_arrays(flat, dim)})
+
+    base = CacheEntry.from_arrow(table(list(range(n)), list(range(n))), version=1, dim=dim)
+    base = base.patched(table([n], [n]), None, version=2, dim=dim)  # an append: the entry now has spare capacity
+    assert base is not None
+    before = (base.scalars.to_pylist(), base.matrix.copy())
+    hit = sorted(rng.choice(n, size=gaps, replace=False).tolist())
+    gone = np.zeros(base.n, dtype=bool)
+    gone[hit[: gaps // 3]] = True  # some deleted, the others replaced (by the last vector)
+    replaced = hit[gaps // 3:]
+    patched = base.patched(table(replaced, [n + 1] * len(replaced)), gone, version=3, dim=dim)
+    assert patched is not None
+    kept = [i for i in range(n + 1) if i not in set(hit)]
+    want = CacheEntry.from_arrow(table(kept + replaced, kept + [n + 1] * len(replaced)), version=3, dim=dim)
+    assert patched.scalars.to_pylist() == want.scalars.to_pylist()
+    assert np.array_equal(patched.matrix, want.matrix) and patched.has_vector.all()
+    assert base.scalars.to_pylist() == before[0] and np.array_equal(base.matrix, before[1])
+    every = base.patched(table(list(range(n + 1)), [n + 1] * (n + 1)), None, version=3, dim=dim)  # all replaced
+    assert every is not None and every.n == n + 1 and (every.matrix == vecs[n + 1]).all()
+    deleted_only = base.patched(None, gone, version=3, dim=dim)
+    assert deleted_only is not None
+    assert np.array_equal(deleted_only.matrix, base.matrix[~gone])
+    assert deleted_only.scalars.to_pylist() == [r for r, g in zip(before[0], gone, strict=True) if not g]
+
+
+def test_row_norms_follow_every_patch(tmp_path: Path) -> None:
+    """The norms the duplicate scan reads are computed once per namespace, then carried by every
+    patch (appends, replacements, updates, deletes) and always equal the norms of the matrix."""
+    from mindcore.kernels import row_norms
+
+    rng = np.random.default_rng(8)
+    s = mindcore.open(tmp_path, embedder=VecEmbedder())
+    t = s.table("p", {"text": pa.string(), "n": pa.int64()}, vectors=True)
+    vec = lambda: (rng.standard_normal(DIM) * rng.uniform(0.1, 10)).astype(np.float32)  # noqa: E731
+    t.upsert("u", [{"id": f"r{i}", "text": f"t{i}", "n": i, "vector": vec()} for i in range(30)])
+    t.cached("u").row_norms()
+    writes = [
+        lambda: t.upsert("u", [{"id": "new1", "n": 100, "vector": vec()}]),  # append
+        lambda: t.upsert("u", [{"id": "r3", "n": 3, "vector": vec()}, {"id": "new2", "n": 101, "vector": vec()}]),
+        lambda: t.update("u", ["r4", "r5"], {"text": "updated"}),  # same vectors, rows move to the end
+        lambda: t.delete("u", ids=["r6", "new1"]),
+        lambda: t.delete("u", where=col("n").lt(2)),  # an eviction is a delete in the same commit
+        lambda: t.append("u", [{"text": "appended", "vector": vec()}, {"text": "no vector"}]),
+        lambda: t.modify("u", "r7", lambda row: {**(row or {}), "vector": vec()}),
+        lambda: t.upsert("v", [{"id": "elsewhere", "vector": vec()}]),  # another namespace
+    ]
+    for write in writes:
+        write()
+        entry = t.cached("u")
+        assert entry._norms is not None  # carried by the patch, not recomputed
+        want = row_norms(entry.matrix)
+        got = entry.row_norms()
+        assert got.head == want.head
+        assert np.array_equal(got.inv, want.inv) and np.array_equal(got.tail, want.tail)
+    s.close()
+
+
+def test_a_few_rows_of_a_large_entry_read_the_same_by_slicing() -> None:
+    """``CacheEntry.rows`` slices out a few rows of a large entry whose Python lists are not built
+    (the first search after a write), and builds the lists otherwise: the rows are the same."""
+    from mindcore.store.cache import CacheEntry
+
+    n = 3000
+    table = pa.table({
+        "id": [f"r{i}" for i in range(n)],
+        "tags": [["a", str(i)] if i % 3 else None for i in range(n)],
+        "metadata": [json.dumps({"i": i}) if i % 2 else None for i in range(n)],
+        "n": pa.array(range(n), pa.int64()),
+    })
+    sliced = CacheEntry.from_arrow(table, version=1, dim=0)
+    listed = CacheEntry.from_arrow(table, version=1, dim=0)
+    for c in table.column_names:
+        listed._pylist(c)
+    for idx, columns in [(np.array([2999, 0, 301, 2]), None), (np.array([3, 4]), ["metadata", "id"])]:
+        got = sliced.rows(idx, columns)
+        assert got == listed.rows(idx, columns) and not sliced._lists  # no list was built
+        assert got[0].keys() == listed.rows(idx, columns)[0].keys()  # same column order
+    first = sliced.rows(np.array([1]))[0]
+    first["tags"].append("mine")
+    assert sliced.rows(np.array([1]))[0]["tags"] == ["a", "1"]
+    assert sliced.rows(np.arange(20)) == listed.rows(np.arange(20)) and sliced._lists  # more rows: lists

@@ -35,6 +35,16 @@ def _near_duplicates(
 def _dedupe_within(
     vectors: NDArray[np.float32], *, threshold: float, metric: str = "cosine"
 ) -> NDArray[np.bool_]: ...
+def _row_norms(existing: NDArray[np.float32], *, head: int) -> tuple[NDArray[np.float32], NDArray[np.float32]]: ...
+def _near_duplicates_pruned(
+    new: NDArray[np.float32],
+    existing: NDArray[np.float32],
+    inv_norms: NDArray[np.float32],
+    tail_norms: NDArray[np.float32],
+    *,
+    head: int,
+    threshold: float,
+) -> tuple[NDArray[np.int64], NDArray[np.float32]]: ...
 
 # --- tokens ---
 def count_tokens(text: str, encoding: str) -> int: ...

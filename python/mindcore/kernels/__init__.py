@@ -10,8 +10,11 @@ the package: they import only ``mindcore._core`` and ``mindcore.errors``. Bad in
 from __future__ import annotations
 
 # --- dedupe ---
+from mindcore.kernels.dedupe import RowNorms as RowNorms
 from mindcore.kernels.dedupe import dedupe_within as dedupe_within
 from mindcore.kernels.dedupe import near_duplicates as near_duplicates
+from mindcore.kernels.dedupe import near_duplicates_pruned as near_duplicates_pruned
+from mindcore.kernels.dedupe import row_norms as row_norms
 
 # Each kernel module re-exports its public names here, one block per module.
 # --- scoring ---
@@ -66,6 +69,7 @@ __all__ = [
     "Finding",
     "Metric",
     "PackMode",
+    "RowNorms",
     "SecretRule",
     "SecretScanner",
     "TopK",
@@ -82,6 +86,8 @@ __all__ = [
     "hybrid_topk",
     "looks_like_secret",
     "near_duplicates",
+    "near_duplicates_pruned",
     "pack_budget",
     "redact_secrets",
+    "row_norms",
 ]

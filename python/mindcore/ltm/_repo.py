@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import pyarrow as pa
 
-from mindcore.kernels import BM25Index, looks_like_secret
+from mindcore.kernels import BM25Index, looks_like_secret, near_duplicates, near_duplicates_pruned
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, indexed_text
+from mindcore.store.schema import take_rows
 from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class MemoryRepo:
         weights = Weights(similarity=w_sim, recency=w_rec, extra=1.0, half_life_ms=half_life_ms)
         top = rank(vector, view.matrix, weights, k=k, now_ms=now_ms, timestamps=view.recency_ms,
                    extra=np.ascontiguousarray(extra, dtype=np.float32))
-        rows = view.rows.take(np.asarray(top.indices, dtype=np.int64)).to_pylist()
+        rows = take_rows(view.rows, top.indices)
         return [_memory(r, score=float(sc), similarity=float(si))
                 for r, sc, si in zip(rows, top.scores, top.similarities, strict=True)]
 
@@ -235,6 +236,24 @@ class MemoryRepo:
         matrix = entry.matrix.view()
         matrix.flags.writeable = False
         return _Ids(entry.scalars.column("id")), matrix
+
+    def duplicates(self, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
+        """The ids of every memory of the scope (as :meth:`vectors`), and for each of ``vectors``
+        the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
+        ``kernels.near_duplicates`` finds it. The scan reads little of memories that cannot
+        match, with per-row norms the store's cache keeps up to date across writes."""
+        entry = self.table.cached(self.ns)
+        if not entry.has_vector.all() or entry.n == 0:  # not written by this module: the general path
+            ids, matrix = self.vectors()
+            if not ids or not len(vectors):
+                return ids, np.full(len(vectors), -1, dtype=np.int64)
+            return ids, near_duplicates(vectors, matrix, threshold=threshold)[0]
+        ids = _Ids(entry.scalars.column("id"))
+        try:
+            norms = entry.row_norms()
+        except ValueError:  # a stored vector is not finite: the full scan names it
+            return ids, near_duplicates(vectors, entry.matrix, threshold=threshold)[0]
+        return ids, near_duplicates_pruned(vectors, entry.matrix, norms, threshold=threshold)[0]
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
         return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)]

@@ -133,13 +133,14 @@ class WritePipeline:
             kept = np.flatnonzero(keep)
             first_of[~keep] = kept[near_duplicates(vectors[~keep], vectors[kept], threshold=DUPLICATE_THRESHOLD)[0]]
         with self._lock.hold():
-            ids, stored_vectors = self._repo.vectors()
             now = self._clock()
             candidates = np.flatnonzero(keep)
             existing = np.full(len(rows), -1, dtype=np.int64)
-            if dedupe and ids and candidates.size:
-                existing[candidates] = near_duplicates(vectors[candidates], stored_vectors,
-                                                       threshold=DUPLICATE_THRESHOLD)[0]
+            if dedupe and candidates.size:
+                ids, found = self._repo.duplicates(vectors[candidates], threshold=DUPLICATE_THRESHOLD)
+                existing[candidates] = found
+            else:
+                ids, _ = self._repo.vectors()
             fresh = [int(j) for j in candidates if existing[j] < 0]
             new = []
             for j in fresh:

@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mindcore.store.schema import VECTOR
+from mindcore.kernels import RowNorms, row_norms
+from mindcore.store.schema import VECTOR, take_rows
 
 __all__ = ["CacheEntry", "VectorCache"]
 
@@ -34,6 +35,8 @@ _serials = itertools.count(1)
 _HISTORY_STEPS = 16
 # Appended rows add Arrow chunks; past this many the scalars are made contiguous again.
 _MAX_CHUNKS = 64
+# CacheEntry.rows reads rows by slicing while they are fewer than 1/this of the entry's.
+_SLICE_RATIO = 256
 
 
 class _Rows:
@@ -47,12 +50,23 @@ class _Rows:
         self.lock = threading.Lock()
 
     @classmethod
-    def grown(cls, head: np.ndarray, tail: np.ndarray) -> _Rows:
+    def grown(cls, head: np.ndarray, tail: np.ndarray, take: np.ndarray | None = None) -> _Rows:
+        """A new buffer holding ``head`` (only its rows ``take``, when given) then ``tail``,
+        each row copied once."""
         # Room for as many rows again: appends cost amortised O(rows added).
-        n = len(head) + len(tail)
+        h = len(head) if take is None else len(take)
+        n = h + len(tail)
         data = np.empty((max(2 * n, 1024), head.shape[1]), dtype=np.float32)
-        data[: len(head)] = head
-        data[len(head):n] = tail
+        if take is None:
+            data[:h] = head
+        elif h:  # ascending; a few dropped rows leave a few runs, each one block copy
+            cuts = np.flatnonzero(np.diff(take) != 1) + 1
+            if len(cuts) > _MAX_CHUNKS:
+                np.take(head, take, axis=0, out=data[:h], mode="clip")  # "clip": no buffered copy
+            else:
+                for a, b in itertools.pairwise([0, *cuts.tolist(), h]):
+                    data[a:b] = head[take[a]:take[a] + b - a]
+        data[h:n] = tail
         return cls(data, n)
 
     def append(self, n: int, tail: np.ndarray) -> np.ndarray | None:
@@ -93,6 +107,8 @@ class CacheEntry:
     _history: tuple[_Patch, ...] = ()
     # The growable buffer ``matrix`` is a prefix of, once rows were appended to this namespace.
     _rows: _Rows | None = None
+    # kernels.row_norms of ``matrix``, once asked for; patches carry it (computed for new rows only).
+    _norms: RowNorms | None = None
 
     @property
     def n(self) -> int:
@@ -121,26 +137,44 @@ class CacheEntry:
         scalars = scalars.combine_chunks()
         return cls(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
 
-    def patched(self, upserted: pa.Table | None, deleted: np.ndarray | None, version: int, dim: int) -> CacheEntry | None:
+    def row_norms(self) -> RowNorms:
+        """``kernels.row_norms`` of the vectors (for ``kernels.near_duplicates_pruned``), computed
+        once per namespace: an entry made by a patch extends its parent's with the new rows' only.
+        Raises ``ValueError`` as ``row_norms`` does for a row that is not finite."""
+        if self._norms is None:
+            self._norms = row_norms(self.matrix)
+        return self._norms
+
+    def holding(self, ids: pa.Array[Any] | pa.ChunkedArray[Any]) -> np.ndarray:
+        """``(n,)`` bool: the rows whose id is one of ``ids``."""
+        value_set = ids.combine_chunks() if isinstance(ids, pa.ChunkedArray) else ids
+        hit = pc.is_in(self.scalars.column("id"), value_set=value_set.cast(pa.string()))
+        return np.asarray(hit.to_numpy(zero_copy_only=False), dtype=bool)
+
+    def patched(self, upserted: pa.Table | None, deleted: np.ndarray | None, version: int, dim: int, *,
+                replaced: np.ndarray | None = None) -> CacheEntry | None:
         """This entry after a commit of this process: rows whose id is in ``upserted`` are
         replaced by it, rows where ``deleted`` is true are gone. ``None`` when the new rows do not
         fit this entry's columns (the caller then drops it and the next read reloads).
+        ``replaced`` is :meth:`holding` of the upserted ids, when the caller has it already.
 
         A commit that only adds rows costs in proportion to the rows added (they go into spare
-        capacity of the namespace's vector buffer); one that replaces or deletes rows costs a copy
-        of the namespace's arrays. Either way, no scan of the table.
+        capacity of the namespace's vector buffer); one that replaces or deletes rows costs one
+        copy of the namespace's vectors (the older entry may still be in use, so its buffer is
+        never rewritten), its other columns are shared around the rows that went. Either way, no
+        scan of the table.
         """
         keep = np.ones(self.n, dtype=bool) if deleted is None else ~deleted
         if upserted is not None and upserted.num_rows:
-            ids = pa.array(upserted.column("id").to_pylist(), type=pa.string())
-            keep &= ~np.asarray(pc.is_in(self.scalars.column("id"), value_set=ids).to_numpy(zero_copy_only=False), dtype=bool)
+            keep &= ~(self.holding(upserted.column("id")) if replaced is None else replaced)
         kept_all = bool(keep.all())
         idx = np.flatnonzero(keep)
+        matrix: np.ndarray | None
         if kept_all:
             scalars, matrix, has = self.scalars, self.matrix, self.has_vector
         else:
-            scalars = self.scalars.take(pa.array(idx, type=pa.int64()))
-            matrix, has = self.matrix[idx], self.has_vector[idx]
+            scalars = _without(self.scalars, np.flatnonzero(~keep), idx)
+            matrix, has = None, self.has_vector[idx]  # copied once, below
         rows = None
         if upserted is not None and upserted.num_rows:
             new = CacheEntry.from_arrow(upserted, version, dim)
@@ -150,22 +184,41 @@ class CacheEntry:
                 scalars = pa.concat_tables([scalars, new.scalars.cast(scalars.schema)])
             except (pa.ArrowInvalid, pa.ArrowNotImplementedError, ValueError):
                 return None
-            if scalars.column(0).num_chunks > _MAX_CHUNKS:
-                scalars = scalars.combine_chunks()
             tail = new.matrix.astype(np.float32, copy=False)
             grown = self._rows.append(self.n, tail) if kept_all and self._rows is not None else None
             if grown is not None:
                 matrix, rows = grown, self._rows
             else:
-                rows = _Rows.grown(matrix, tail)
+                rows = _Rows.grown(self.matrix, tail, None if kept_all else idx)
                 matrix = rows.data[: rows.used]
             has = np.concatenate([has, new.has_vector])
         elif not kept_all:
-            matrix = np.ascontiguousarray(matrix, dtype=np.float32)
+            matrix = np.ascontiguousarray(self.matrix[idx], dtype=np.float32)
+        assert matrix is not None
+        if scalars.num_columns and scalars.column(0).num_chunks > _MAX_CHUNKS:
+            scalars = scalars.combine_chunks()
         step = _Patch(self.serial, self.n, np.flatnonzero(~keep).astype(np.int64), len(matrix) - len(idx))
         held = rows.data.nbytes if rows is not None else matrix.nbytes
         return CacheEntry(version, scalars, matrix, has, int(scalars.nbytes + held),
-                          _history=_bounded((*self._history, step), len(matrix)), _rows=rows)
+                          _history=_bounded((*self._history, step), len(matrix)), _rows=rows,
+                          _norms=self._carried_norms(None if kept_all else idx, matrix[len(idx):]))
+
+    def _carried_norms(self, kept: np.ndarray | None, added: np.ndarray) -> RowNorms | None:
+        """This entry's row norms for the patched entry: those of the ``kept`` rows (``None``: all)
+        followed by the ``added`` rows'; ``None`` when not computed yet or a new row is not finite
+        (the patched entry then computes them when asked, and raises there)."""
+        old = self._norms
+        if old is None:
+            return None
+        parts = [old] if kept is None else [RowNorms(old.head, old.inv[kept], old.tail[kept])]
+        if len(added):
+            try:
+                parts.append(row_norms(np.ascontiguousarray(added), head=old.head))
+            except ValueError:
+                return None
+        if len(parts) == 1:
+            return parts[0]
+        return RowNorms(old.head, np.concatenate([p.inv for p in parts]), np.concatenate([p.tail for p in parts]))
 
     def changes_since(self, serial: int) -> tuple[np.ndarray, int] | None:
         """How this entry follows from the entry ``serial`` of the same namespace through this
@@ -204,13 +257,18 @@ class CacheEntry:
         """Rows ``idx`` as fresh dicts (like ``schema.rows_from_arrow``, without the vector).
 
         Columns are converted to Python lists once per entry, so materialising the hits of a
-        search costs a few dict inserts per row instead of an Arrow take and conversion.
+        search costs a few dict inserts per row instead of an Arrow take and conversion. A few
+        rows of a large entry whose lists are not built yet (the first search after a write)
+        are read by slicing instead: building the lists would cost as much as the namespace.
         """
         names = self.scalars.column_names if columns is None else columns
-        lists = [self._pylist(c) for c in names]
+        if len(idx) * _SLICE_RATIO < self.n and any(c not in self._lists for c in names):
+            picked = take_rows(self.scalars.select(names), idx)  # fresh objects: nothing to copy
+        else:
+            lists = [self._pylist(c) for c in names]
+            picked = [{c: vals[i] for c, vals in zip(names, lists, strict=True)} for i in idx.tolist()]
         out: list[dict[str, Any]] = []
-        for i in idx.tolist():
-            row = {c: vals[i] for c, vals in zip(names, lists, strict=True)}
+        for row in picked:
             if "tags" in row and row["tags"] is not None:
                 row["tags"] = list(row["tags"])  # never hand out the cache's own list
             if "metadata" in row:
@@ -241,6 +299,16 @@ class CacheEntry:
             arr: Any = pc.fill_null(pc.cast(self.scalars.column(column), pa.float32()), pa.scalar(0.0, pa.float32()))
             self._numeric[key] = np.ascontiguousarray(arr.to_numpy(), dtype=np.float32)
         return self._numeric[key]
+
+
+def _without(table: pa.Table, dropped: np.ndarray, kept: np.ndarray) -> pa.Table:
+    """``table`` without the rows ``dropped`` (ascending; ``kept`` is the rest): zero-copy slices
+    around a few dropped rows, a take when many went."""
+    if len(dropped) > _MAX_CHUNKS:
+        return table.take(pa.array(kept, type=pa.int64()))
+    bounds = [-1, *dropped.tolist(), table.num_rows]
+    parts = [table.slice(a + 1, b - a - 1) for a, b in itertools.pairwise(bounds) if b - a > 1]
+    return pa.concat_tables(parts) if parts else table.slice(0, 0)
 
 
 def _bounded(history: tuple[_Patch, ...], n: int) -> tuple[_Patch, ...]:

@@ -40,6 +40,7 @@ __all__ = [
     "now_ms",
     "rows_from_arrow",
     "rows_to_arrow",
+    "take_rows",
     "vector_dim",
 ]
 
@@ -338,6 +339,18 @@ def _vectors(values: list[Any], dim: int) -> pa.Array[Any]:
 
 
 # -- Arrow -> rows ---------------------------------------------------------------------------------
+
+
+def take_rows(table: pa.Table, idx: Sequence[int] | np.ndarray) -> list[Row]:
+    """Rows ``idx`` of ``table`` as plain dicts, as ``table.take(idx).to_pylist()`` gives them.
+
+    Read one slice per row: a take over a table in many chunks (a cached namespace after many
+    writes) first concatenates them, so picking a few rows costs as much as copying the table.
+
+    >>> take_rows(pa.concat_tables([pa.table({"a": [1, 2]}), pa.table({"a": [3]})]), [2, 0])
+    [{'a': 3}, {'a': 1}]
+    """
+    return [table.slice(int(i), 1).to_pylist()[0] for i in idx]
 
 
 def rows_from_arrow(table: pa.Table) -> list[Row]:

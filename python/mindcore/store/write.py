@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mindcore.store.cache import CacheEntry
 from mindcore.store.context import TableContext
@@ -28,6 +29,12 @@ from mindcore.store.schema import Row, now_ms, rows_from_arrow, rows_to_arrow
 from mindcore.store.versions import VersionTracker
 
 __all__ = ["TableWrites", "UnitOfWork", "WriteResult"]
+
+
+def _distinct(rows: pa.Table) -> bool:
+    """Whether no two of ``rows`` share an id."""
+    ids = rows.column("id")
+    return len(ids) < 2 or int(pc.count_distinct(ids).as_py()) == len(ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -325,7 +332,14 @@ class TableWrites:
         cached = self._ctx.cache.get(self.name, namespace, old)
         gone = None if cached is None or deletes is None else to_mask(deletes, cached.scalars)
         cond = None if deletes is None else to_where(namespace, deletes, self._schema)
-        if source is not None:
+        replaced = None if cached is None or source is None else cached.holding(source.column("id"))
+        if source is not None and cond is None and replaced is not None and not replaced.any() and _distinct(source):
+            # Every row is new to the namespace (the cached entry is all of it at `old`, and the
+            # lock keeps it so): an append stores what the merge would, without the merge's join
+            # against the table, whose cost grows with the table.
+            added = self._tbl.add(source, on_bad_vectors="null")
+            res = WriteResult(int(added.version), inserted=source.num_rows)
+        elif source is not None:
             b = (
                 self._tbl.merge_insert(["namespace", "id"])
                 .when_matched_update_all()
@@ -342,19 +356,20 @@ class TableWrites:
             new_version = int(d.version)
             res = WriteResult(new_version, deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
         self._after_commit(old, res.version, {namespace})
-        self._patch_cache(namespace, cached, source, gone, old, res.version)
+        self._patch_cache(namespace, cached, source, gone, old, res.version, replaced=replaced)
         return res
 
     def _patch_cache(
         self, namespace: str, cached: CacheEntry | None, source: pa.Table | None, gone: np.ndarray | None,
-        old: int, new: int,
+        old: int, new: int, *, replaced: np.ndarray | None = None,
     ) -> None:
         """Carry this process's commit into the cached namespace (read at ``old``) instead of
         dropping it: the next search after a write needs no scan. Only when the commit is the one
-        version after ``old`` (we hold the lock, so nobody else wrote in between)."""
+        version after ``old`` (we hold the lock, so nobody else wrote in between). ``replaced``:
+        the cached rows whose id ``source`` holds, when already known."""
         if cached is None or new != old + 1:
             return
-        entry = cached.patched(source, gone, new, self.dim or 0)
+        entry = cached.patched(source, gone, new, self.dim or 0, replaced=replaced)
         if entry is not None:
             self._ctx.cache.put(self.name, namespace, entry)
 

@@ -24,7 +24,10 @@ fn prepare(
     if let Some((r, c)) = first_non_finite(data, d) {
         return Err(KernelError::invalid(
             arg,
-            format!("row {r}, column {c} is {} (must be finite)", data[r * d + c]),
+            format!(
+                "row {r}, column {c} is {} (must be finite)",
+                data[r * d + c]
+            ),
         ));
     }
     if metric == Metric::Dot {
@@ -47,6 +50,20 @@ fn prepare(
             .collect::<Result<Vec<f32>>>()
     })?;
     Ok(parts.concat())
+}
+
+/// The dimension `new` and `existing` share, or the error naming both.
+fn same_dim(new: &Rows<'_>, existing: &Rows<'_>) -> Result<usize> {
+    if new.d != existing.d {
+        return Err(KernelError::invalid(
+            "new",
+            format!(
+                "new has dimension {} but existing has dimension {}",
+                new.d, existing.d
+            ),
+        ));
+    }
+    Ok(new.d)
 }
 
 fn check_threshold(threshold: f64) -> Result<f32> {
@@ -87,48 +104,59 @@ pub fn near_duplicates(
     threshold: f64,
     metric: Metric,
 ) -> Result<(Vec<i64>, Vec<f32>)> {
+    let d = same_dim(&new, &existing)?;
     let (
         Rows {
-            data: new,
-            n: m,
-            d: d_new,
+            data: new, n: m, ..
         },
         Rows {
-            data: existing,
-            n,
-            d: d_existing,
+            data: existing, n, ..
         },
     ) = (new, existing);
-    if d_new != d_existing {
-        return Err(KernelError::invalid(
-            "new",
-            format!("new has dimension {d_new} but existing has dimension {d_existing}"),
-        ));
-    }
-    let d = d_new;
     let thr = check_threshold(threshold)?;
     let s = simd::simd();
     let inv_new = prepare("new", new, m, d, metric, s)?;
-    let inv_ex = prepare("existing", existing, n, d, metric, s)?;
-    let sim = Sim {
-        s,
-        metric,
-        inv_a: &inv_new,
-        inv_b: &inv_ex,
-    };
-
-    // Parallel over segments of `existing`; each keeps the best (sim, index) per new row.
-    let seg = n.div_ceil(rayon::current_num_threads().max(1) * 4).max(TILE);
-    let parts = par_map(n.div_ceil(seg), m * n * d.max(1), |c| {
+    check_shape("existing", existing, n, d)?;
+    if m == 0 {
+        prepare("existing", existing, n, d, metric, s)?; // still reject a bad store
+        return Ok((Vec::new(), Vec::new()));
+    }
+    // One pass over `existing` (it is read from memory once: the scan is bandwidth-bound): each
+    // tile's norms come with the first new row's dot products, and the tile stays in cache for
+    // the other new rows. A row whose squared norm is not finite holds a NaN/inf or overflows:
+    // the scan stops and `prepare` names the problem exactly as a separate check would.
+    let seg = n
+        .div_ceil(rayon::current_num_threads().max(1) * 4)
+        .max(TILE);
+    let scanned = par_map(n.div_ceil(seg), m * n * d.max(1), |c| {
         let (r0, r1) = (c * seg, ((c + 1) * seg).min(n));
         let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
+        let (mut first, mut inv_ex) = ([0f32; TILE], [0f32; TILE]);
         for t0 in (r0..r1).step_by(TILE) {
             let t1 = (t0 + TILE).min(r1);
+            for j in t0..t1 {
+                let b = &existing[j * d..(j + 1) * d];
+                let (dot, sq) = (s.dot_norm)(&new[..d], b);
+                if !sq.is_finite() && (metric == Metric::Cosine || b.iter().any(|x| !x.is_finite()))
+                {
+                    return Err(KernelError::invalid("existing", "not finite"));
+                }
+                first[j - t0] = dot;
+                inv_ex[j - t0] = inv_norm(sq);
+            }
             for (i, b) in best.iter_mut().enumerate() {
                 let a = &new[i * d..(i + 1) * d];
                 for j in t0..t1 {
+                    let dot = if i == 0 {
+                        first[j - t0]
+                    } else {
+                        (s.dot)(a, &existing[j * d..(j + 1) * d])
+                    };
+                    let v = match metric {
+                        Metric::Cosine => cosine(dot, inv_new[i], inv_ex[j - t0]),
+                        Metric::Dot => dot,
+                    };
                     // Strictly greater: on ties the earlier (lower) index stays.
-                    let v = sim.get(a, i, &existing[j * d..(j + 1) * d], j);
                     if v > b.0 || b.1 == usize::MAX {
                         *b = (v, j);
                     }
@@ -136,8 +164,29 @@ pub fn near_duplicates(
             }
         }
         Ok(best)
-    })?;
-    // Segments are in row order, so the first strictly better one wins ties too.
+    });
+    let parts = match scanned {
+        Ok(parts) => parts,
+        Err(e) => {
+            prepare("existing", existing, n, d, metric, s)?;
+            return Err(e); // unreachable: prepare rejects any row the scan stopped at
+        }
+    };
+    Ok(merge_segments(parts, m)
+        .into_iter()
+        .map(|(v, j)| {
+            if j == usize::MAX {
+                (-1, f32::NAN)
+            } else {
+                (if v >= thr { j as i64 } else { -1 }, v)
+            }
+        })
+        .unzip())
+}
+
+/// The best `(similarity, row)` per new row over the segments' bests (`usize::MAX`: none).
+/// Segments are in row order, so the first strictly better one wins ties too.
+fn merge_segments(parts: Vec<Vec<(f32, usize)>>, m: usize) -> Vec<(f32, usize)> {
     let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
     for part in parts {
         for (b, p) in best.iter_mut().zip(part) {
@@ -146,13 +195,114 @@ pub fn near_duplicates(
             }
         }
     }
-    Ok(best
+    best
+}
+
+/// Per-row facts that let [`near_duplicates_pruned`] skip most stored rows: `1/‖row‖` (exactly
+/// as [`near_duplicates`] computes it) and the norm of the part after the first `head` values
+/// (rounded up). Rows are validated as `existing` is by [`near_duplicates`], with the same errors.
+pub fn row_norms(rows: Rows<'_>, head: usize) -> Result<(Vec<f32>, Vec<f32>)> {
+    let Rows { data, n, d } = rows;
+    let s = simd::simd();
+    let inv = prepare("existing", data, n, d, Metric::Cosine, s)?;
+    let head = head.min(d);
+    let chunk = 4096;
+    let parts = par_map(n.div_ceil(chunk), n * (d - head), |c| {
+        Ok((c * chunk..((c + 1) * chunk).min(n))
+            .map(|r| tail_norm(s, &data[r * d + head..(r + 1) * d]))
+            .collect::<Vec<f32>>())
+    })?;
+    let tail = parts.concat();
+    Ok((inv, tail))
+}
+
+/// `‖x‖` rounded up: a float32 sum of squares errs by far less than the margin added.
+fn tail_norm(s: Simd, x: &[f32]) -> f32 {
+    ((s.dot)(x, x) as f64).sqrt() as f32 * (1.0 + 1e-4)
+}
+
+/// Similarity the bound may be off by (f32 dot products of a few thousand values err by far less).
+const BOUND_SLACK: f64 = 1e-3;
+
+/// [`near_duplicates`] for cosine when only matches matter: the same index for every new row
+/// (the best stored row if its similarity is `>= threshold`, lowest index on ties, else −1),
+/// with its similarity (NaN when there is no match). `inv` and `tail` come from [`row_norms`]
+/// over `existing` with the same `head`. A stored row is read past its first `head` values only
+/// when Cauchy–Schwarz on the rest says it could reach the threshold, so a scan costs a fraction
+/// of the full one while the answer is the same: every row that matches is compared exactly,
+/// with the same formula.
+pub fn near_duplicates_pruned(
+    new: Rows<'_>,
+    existing: Rows<'_>,
+    inv: &[f32],
+    tail: &[f32],
+    head: usize,
+    threshold: f64,
+) -> Result<(Vec<i64>, Vec<f32>)> {
+    let d = same_dim(&new, &existing)?;
+    let (
+        Rows {
+            data: new, n: m, ..
+        },
+        Rows { data: ex, n, .. },
+    ) = (new, existing);
+    check_shape("existing", ex, n, d)?;
+    for (arg, v) in [("inv_norms", inv), ("tail_norms", tail)] {
+        if v.len() != n {
+            return Err(KernelError::invalid(
+                arg,
+                format!("has {} entries but existing has {n} rows", v.len()),
+            ));
+        }
+        if let Some(i) = v.iter().position(|x| !(x.is_finite() && *x >= 0.0)) {
+            return Err(KernelError::invalid(
+                arg,
+                format!("entry {i} is {} (must be finite and >= 0)", v[i]),
+            ));
+        }
+    }
+    let thr = check_threshold(threshold)?;
+    let s = simd::simd();
+    let inv_new = prepare("new", new, m, d, Metric::Cosine, s)?;
+    let head = head.min(d);
+    let tail_new: Vec<f64> = (0..m)
+        .map(|i| tail_norm(s, &new[i * d + head..(i + 1) * d]) as f64)
+        .collect();
+    let seg = n
+        .div_ceil(rayon::current_num_threads().max(1) * 4)
+        .max(TILE);
+    let parts = par_map(n.div_ceil(seg), m * n * head.max(1), |c| {
+        let (r0, r1) = (c * seg, ((c + 1) * seg).min(n));
+        let mut best = vec![(f32::NEG_INFINITY, usize::MAX); m];
+        for t0 in (r0..r1).step_by(TILE) {
+            let t1 = (t0 + TILE).min(r1);
+            for (i, b) in best.iter_mut().enumerate() {
+                let a = &new[i * d..(i + 1) * d];
+                let scale = inv_new[i] as f64;
+                for j in t0..t1 {
+                    let row = &ex[j * d..(j + 1) * d];
+                    let h = (s.dot)(&a[..head], &row[..head]) as f64;
+                    let bound = (h + tail_new[i] * tail[j] as f64) * scale * inv[j] as f64;
+                    if bound + BOUND_SLACK < thr as f64 {
+                        continue;
+                    }
+                    let v = cosine((s.dot)(a, row), inv_new[i], inv[j]);
+                    // Strictly greater: on ties the earlier (lower) index stays.
+                    if v >= thr && (v > b.0 || b.1 == usize::MAX) {
+                        *b = (v, j);
+                    }
+                }
+            }
+        }
+        Ok(best)
+    })?;
+    Ok(merge_segments(parts, m)
         .into_iter()
         .map(|(v, j)| {
             if j == usize::MAX {
                 (-1, f32::NAN)
             } else {
-                (if v >= thr { j as i64 } else { -1 }, v)
+                (j as i64, v)
             }
         })
         .unzip())
@@ -244,8 +394,13 @@ mod tests {
             ex[200 * d + t] = new[5 * d + t];
             ex[250 * d + t] = new[5 * d + t];
         }
-        let (idx, sims) =
-            near_duplicates(Rows::new(&new, m, d), Rows::new(&ex, n, d), 0.99, Metric::Cosine).unwrap();
+        let (idx, sims) = near_duplicates(
+            Rows::new(&new, m, d),
+            Rows::new(&ex, n, d),
+            0.99,
+            Metric::Cosine,
+        )
+        .unwrap();
         for i in 0..m {
             let a = &new[i * d..(i + 1) * d];
             let sims_i: Vec<f64> = (0..n)
@@ -308,6 +463,195 @@ mod tests {
         )
         .unwrap_err();
         assert!(e.to_string().starts_with("threshold"), "{e}");
+    }
+
+    /// The scan as it was written before it was fused: norms of every row first, then the
+    /// dot products. The fused scan must agree with it bit for bit.
+    fn two_pass(
+        new: &[f32],
+        m: usize,
+        ex: &[f32],
+        n: usize,
+        d: usize,
+        metric: Metric,
+    ) -> Vec<(f32, usize)> {
+        let s = simd::simd();
+        let inv_a = prepare("new", new, m, d, metric, s).unwrap();
+        let inv_b = prepare("existing", ex, n, d, metric, s).unwrap();
+        let sim = Sim {
+            s,
+            metric,
+            inv_a: &inv_a,
+            inv_b: &inv_b,
+        };
+        (0..m)
+            .map(|i| {
+                let mut b = (f32::NEG_INFINITY, usize::MAX);
+                for j in 0..n {
+                    let v = sim.get(&new[i * d..(i + 1) * d], i, &ex[j * d..(j + 1) * d], j);
+                    if v > b.0 || b.1 == usize::MAX {
+                        b = (v, j);
+                    }
+                }
+                b
+            })
+            .collect()
+    }
+
+    #[test]
+    fn fused_scan_matches_two_pass_bit_for_bit() {
+        let mut seed = 3;
+        // Sizes around the tile and segment edges, a dimension with a scalar tail, ties.
+        for (m, n, d) in [
+            (1, 1, 3),
+            (1, 63, 384),
+            (3, 65, 37),
+            (2, 1000, 40),
+            (5, 4099, 8),
+        ] {
+            let new: Vec<f32> = (0..m * d).map(|_| lcg(&mut seed)).collect();
+            let mut ex: Vec<f32> = (0..n * d).map(|_| lcg(&mut seed) * 40.0).collect();
+            ex[..d].copy_from_slice(&new[..d]);
+            if n > 10 {
+                ex.copy_within(..d, (n - 1) * d); // a tie with row 0
+                ex[5 * d..6 * d].fill(0.0); // a zero row: similarity 0
+            }
+            for metric in [Metric::Cosine, Metric::Dot] {
+                let (idx, sims) =
+                    near_duplicates(Rows::new(&new, m, d), Rows::new(&ex, n, d), 0.5, metric)
+                        .unwrap();
+                let want = two_pass(&new, m, &ex, n, d, metric);
+                for i in 0..m {
+                    assert_eq!(
+                        sims[i].to_bits(),
+                        want[i].0.to_bits(),
+                        "{m}x{n}x{d} {metric:?} row {i}"
+                    );
+                    let j = if want[i].0 >= 0.5 {
+                        want[i].1 as i64
+                    } else {
+                        -1
+                    };
+                    assert_eq!(idx[i], j, "{m}x{n}x{d} {metric:?} row {i}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pruned_scan_finds_exactly_the_matches_of_the_full_scan() {
+        let mut seed = 11;
+        for (m, n, d, head) in [
+            (1, 500, 384, 96),
+            (4, 300, 40, 8),
+            (2, 70, 8, 64),
+            (1, 1, 3, 1),
+        ] {
+            let new: Vec<f32> = (0..m * d).map(|_| lcg(&mut seed)).collect();
+            let mut ex: Vec<f32> = (0..n * d).map(|_| lcg(&mut seed)).collect();
+            // Near copies of the new rows at similarities around the threshold, a tie, a zero row.
+            for (k, j) in (0..n).step_by(7).enumerate() {
+                let i = k % m;
+                let noise = 0.05 * (k % 5) as f32;
+                for t in 0..d {
+                    ex[j * d + t] = new[i * d + t] * 2.0 + noise * ex[j * d + t];
+                }
+            }
+            if n > 20 {
+                ex.copy_within(0..d, 20 * d);
+                ex[3 * d..4 * d].fill(0.0);
+            }
+            let (inv, tail) = row_norms(Rows::new(&ex, n, d), head).unwrap();
+            for thr in [0.5, 0.92, 0.97, 0.999, -1.0] {
+                let (want, sims) = near_duplicates(
+                    Rows::new(&new, m, d),
+                    Rows::new(&ex, n, d),
+                    thr,
+                    Metric::Cosine,
+                )
+                .unwrap();
+                let (got, got_sims) = near_duplicates_pruned(
+                    Rows::new(&new, m, d),
+                    Rows::new(&ex, n, d),
+                    &inv,
+                    &tail,
+                    head,
+                    thr,
+                )
+                .unwrap();
+                assert_eq!(got, want, "{m}x{n}x{d} head {head} thr {thr}");
+                for i in 0..m {
+                    if want[i] >= 0 {
+                        assert_eq!(got_sims[i].to_bits(), sims[i].to_bits());
+                    } else {
+                        assert!(got_sims[i].is_nan());
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn pruned_scan_checks_its_inputs() {
+        let ex = [1.0f32, 0.0, 0.0, 1.0];
+        let (inv, tail) = row_norms(Rows::new(&ex, 2, 2), 1).unwrap();
+        assert_eq!(inv, vec![1.0, 1.0]);
+        let q = [1.0f32, 0.0];
+        let run = |inv: &[f32], tail: &[f32]| {
+            near_duplicates_pruned(Rows::new(&q, 1, 2), Rows::new(&ex, 2, 2), inv, tail, 1, 0.9)
+        };
+        assert_eq!(run(&inv, &tail).unwrap().0, vec![0]);
+        assert!(run(&inv[..1], &tail)
+            .unwrap_err()
+            .to_string()
+            .starts_with("inv_norms: has 1 entries"));
+        assert!(run(&inv, &[0.0, f32::NAN])
+            .unwrap_err()
+            .to_string()
+            .starts_with("tail_norms: entry 1"));
+        let e = row_norms(Rows::new(&[1.0, f32::NAN], 1, 2), 1).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "existing: row 0, column 1 is NaN (must be finite)"
+        );
+    }
+
+    #[test]
+    fn bad_existing_rows_are_named_as_before() {
+        let d = 4;
+        let new = [1.0f32, 0.0, 0.0, 0.0];
+        let mut ex = vec![0.5f32; 300 * d];
+        ex[200 * d + 1] = 1e30; // squared norm overflows
+        let cos = |ex: &[f32], metric| {
+            near_duplicates(Rows::new(&new, 1, d), Rows::new(ex, 300, d), 0.9, metric)
+        };
+        let e = cos(&ex, Metric::Cosine).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "existing: row 200: squared norm overflows float32"
+        );
+        assert!(cos(&ex, Metric::Dot).is_ok(), "a dot product needs no norm");
+        ex[250 * d + 3] = f32::INFINITY; // the first non-finite value is named, not the first bad row
+        for metric in [Metric::Cosine, Metric::Dot] {
+            let e = cos(&ex, metric).unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "existing: row 250, column 3 is inf (must be finite)"
+            );
+        }
+        ex[250 * d + 3] = 0.5;
+        ex[299 * d] = f32::NAN;
+        let e = near_duplicates(
+            Rows::new(&[], 0, d),
+            Rows::new(&ex, 300, d),
+            0.9,
+            Metric::Dot,
+        )
+        .unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "existing: row 299, column 0 is NaN (must be finite)"
+        );
     }
 
     #[test]
