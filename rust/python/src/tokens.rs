@@ -4,7 +4,6 @@
 use mindcore_kernels::tokens::{self, Encoding, Rule};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::string::PyStringData;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::convert::{invalid, kernel_err, str_items, wrong_type};
@@ -76,20 +75,37 @@ fn rule(name: &str) -> PyResult<Rule> {
     Rule::from_name(name).map_err(kernel_err)
 }
 
-/// (code points, UTF-8 bytes) of a str, read from its storage without encoding it. Only the
-/// "bytes" rule needs the second number.
+/// (code points, UTF-8 bytes) of a str. Only the "bytes" rule needs the second number.
 fn lengths(s: &Bound<'_, PyString>, rule: Rule) -> PyResult<(usize, usize)> {
     let chars = s.code_point_len()?;
     if rule == Rule::Chars {
         return Ok((chars, 0));
     }
+    Ok((chars, utf8_len(s)?))
+}
+
+/// UTF-8 length read from the str's storage without encoding it (a lone surrogate counts 3
+/// bytes, as `surrogatepass`).
+#[cfg(not(feature = "abi3"))]
+fn utf8_len(s: &Bound<'_, PyString>) -> PyResult<usize> {
+    use pyo3::types::string::PyStringData;
     // SAFETY: the slices borrow `s`, which outlives this call, and are only read here.
-    let bytes = match unsafe { s.data() }? {
+    Ok(match unsafe { s.data() }? {
         PyStringData::Ucs1(d) => tokens::utf8_len_ucs1(d),
         PyStringData::Ucs2(d) => tokens::utf8_len_ucs2(d),
         PyStringData::Ucs4(d) => tokens::utf8_len_ucs4(d),
-    };
-    Ok((chars, bytes))
+    })
+}
+
+/// UTF-8 length under the stable ABI, which hides a str's storage: the str's UTF-8 form, which
+/// CPython caches on the str (an ASCII str is its own UTF-8, so nothing is copied). A lone
+/// surrogate has no UTF-8 form; it counts 3 bytes, as `surrogatepass` and the storage path do.
+#[cfg(feature = "abi3")]
+fn utf8_len(s: &Bound<'_, PyString>) -> PyResult<usize> {
+    match s.to_str() {
+        Ok(text) => Ok(text.len()),
+        Err(_) => s.call_method1("encode", ("utf-8", "surrogatepass"))?.len(),
+    }
 }
 
 /// The estimate for one text.
