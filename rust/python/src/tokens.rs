@@ -81,13 +81,13 @@ fn lengths(s: &Bound<'_, PyString>, rule: Rule) -> PyResult<(usize, usize)> {
     if rule == Rule::Chars {
         return Ok((chars, 0));
     }
-    Ok((chars, utf8_len(s)?))
+    Ok((chars, utf8_len(s, chars)?))
 }
 
 /// UTF-8 length read from the str's storage without encoding it (a lone surrogate counts 3
 /// bytes, as `surrogatepass`).
 #[cfg(not(feature = "abi3"))]
-fn utf8_len(s: &Bound<'_, PyString>) -> PyResult<usize> {
+fn utf8_len(s: &Bound<'_, PyString>, _chars: usize) -> PyResult<usize> {
     use pyo3::types::string::PyStringData;
     // SAFETY: the slices borrow `s`, which outlives this call, and are only read here.
     Ok(match unsafe { s.data() }? {
@@ -97,15 +97,32 @@ fn utf8_len(s: &Bound<'_, PyString>) -> PyResult<usize> {
     })
 }
 
-/// UTF-8 length under the stable ABI, which hides a str's storage: the str's UTF-8 form, which
-/// CPython caches on the str (an ASCII str is its own UTF-8, so nothing is copied). A lone
-/// surrogate has no UTF-8 form; it counts 3 bytes, as `surrogatepass` and the storage path do.
+/// UTF-8 length under the stable ABI, which hides a str's storage: the code points are copied
+/// into a reused buffer (`PyUnicode_AsUCS4`) and measured there. Encoding to UTF-8 instead would
+/// cost far more for a non-ASCII str and leave a UTF-8 copy cached on it.
 #[cfg(feature = "abi3")]
-fn utf8_len(s: &Bound<'_, PyString>) -> PyResult<usize> {
-    match s.to_str() {
-        Ok(text) => Ok(text.len()),
-        Err(_) => s.call_method1("encode", ("utf-8", "surrogatepass"))?.len(),
+fn utf8_len(s: &Bound<'_, PyString>, chars: usize) -> PyResult<usize> {
+    use std::cell::RefCell;
+    thread_local! {
+        static CODE_POINTS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
     }
+    if chars == 0 {
+        return Ok(0);
+    }
+    let buflen = pyo3::ffi::Py_ssize_t::try_from(chars).map_err(|_| invalid("text: too long"))?;
+    CODE_POINTS.with_borrow_mut(|buf| {
+        buf.clear();
+        buf.reserve(chars);
+        // SAFETY: the buffer has room for `chars` code points, the str's length, and CPython
+        // writes no more than `buflen` (no terminating NUL: copy_null = 0).
+        let copied = unsafe { pyo3::ffi::PyUnicode_AsUCS4(s.as_ptr(), buf.as_mut_ptr(), buflen, 0) };
+        if copied.is_null() {
+            return Err(PyErr::fetch(s.py()));
+        }
+        // SAFETY: CPython initialised all `chars` code points.
+        unsafe { buf.set_len(chars) };
+        Ok(tokens::utf8_len_ucs4(buf))
+    })
 }
 
 /// The estimate for one text.

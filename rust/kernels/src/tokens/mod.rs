@@ -38,9 +38,11 @@ static CL100K: LazyLock<Vocab> =
 /// A rank table as `build/tokens.rs` compressed it, unpacked for the life of the process (each
 /// table is unpacked once, by its `LazyLock`).
 fn unpack(packed: &[u8]) -> &'static [u8] {
-    let mut blob = Vec::new();
-    let mut decoder = ruzstd::decoding::StreamingDecoder::new(packed).expect("the embedded rank table is zstd");
-    std::io::Read::read_to_end(&mut decoder, &mut blob).expect("the embedded rank table unpacks");
+    let size = zstd::zstd_safe::get_frame_content_size(packed)
+        .ok()
+        .flatten()
+        .expect("the embedded rank table records its size");
+    let blob = zstd::bulk::decompress(packed, size as usize).expect("the embedded rank table unpacks");
     Box::leak(blob.into_boxed_slice())
 }
 
