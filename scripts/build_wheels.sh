@@ -11,6 +11,7 @@
 #                  per CPython found under pyenv, with no Rust on PATH, and runs the tests there.
 #   --sdist-build  also build a wheel from the unpacked sdist alone, in a temporary folder (slow: a
 #                  full release build from scratch), to prove the sdist is complete.
+# $MINDCORE_WHEEL_TARGETS (space separated Rust targets) builds only those wheels.
 # The build tools (maturin, ziglang, auditwheel) live in their own venv, .venv-build (or
 # $MINDCORE_BUILD_VENV); the verification runs under the Python on PATH, which needs pytest.
 set -euo pipefail
@@ -40,11 +41,16 @@ seconds() { date +%s; }
 echo "== sdist"
 maturin sdist --out dist
 
-targets=(x86_64-unknown-linux-gnu)
-if rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
-    targets+=(aarch64-unknown-linux-gnu)
+# $MINDCORE_WHEEL_TARGETS (space separated Rust targets) narrows the list, e.g. to the host alone.
+if [ -n "${MINDCORE_WHEEL_TARGETS:-}" ]; then
+    read -r -a targets <<< "$MINDCORE_WHEEL_TARGETS"
 else
-    echo "(aarch64: skipped, its Rust standard library is not installed: rustup target add aarch64-unknown-linux-gnu)"
+    targets=(x86_64-unknown-linux-gnu)
+    if rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu; then
+        targets+=(aarch64-unknown-linux-gnu)
+    else
+        echo "(aarch64: skipped, its Rust standard library is not installed: rustup target add aarch64-unknown-linux-gnu)"
+    fi
 fi
 for target in "${targets[@]}"; do
     echo "== wheel for $target"
