@@ -36,7 +36,8 @@ DIST_DIR = (ROOT / DIST).resolve()
 
 # The test files run against each installed wheel: the kernels, the stubs, the package face and
 # every README example (which runs the bundled embedder, the store and every capability).
-SUITE = (
+# $MINDCORE_WHEEL_SUITE (space separated file names under tests/) replaces the list.
+SUITE = tuple(os.environ.get("MINDCORE_WHEEL_SUITE", "").split()) or (
     "test_kernels.py", "test_tokens.py", "test_bm25.py", "test_secrets.py", "test_dedupe.py",
     "test_scoring.py", "test_packing.py", "test_hashing.py", "test_validation.py", "test_package.py",
     "test_stubs.py", "test_readme.py", "test_mind.py", "test_working.py",
@@ -160,6 +161,12 @@ class Installed:
     def run(self, *args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         return subprocess.run(list(args), cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout)
 
+    def python(self, code: str, cwd: Path) -> str:
+        """What the venv's Python prints running ``code`` (which must succeed)."""
+        done = self.run(str(self.bin / "python"), "-c", code, cwd=cwd)
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
 
 @pytest.fixture(scope="module", params=_pythons(), ids=lambda p: p.parent.parent.name)
 def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
@@ -179,9 +186,8 @@ def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 
 def test_no_rust_toolchain_is_reachable(installed: Installed, tmp_path: Path) -> None:
-    done = installed.run(str(installed.bin / "python"), "-c",
-                         "import shutil; print([t for t in ('cargo', 'rustc') if shutil.which(t)])", cwd=tmp_path)
-    assert done.stdout.strip() == "[]", done.stderr
+    found = installed.python("import shutil; print([t for t in ('cargo', 'rustc') if shutil.which(t)])", tmp_path)
+    assert found.strip() == "[]"
 
 
 def test_installed_package_is_the_wheel_and_its_version(installed: Installed, tmp_path: Path) -> None:
@@ -192,9 +198,7 @@ def test_installed_package_is_the_wheel_and_its_version(installed: Installed, tm
         "    'dist': m.version('mindcore'), 'typed': (root / 'py.typed').is_file(),\n"
         "    'stubs': (root / '_core.pyi').is_file(), 'core': mindcore._core.__file__}))"
     )
-    done = installed.run(str(installed.bin / "python"), "-c", code, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout)
+    got = json.loads(installed.python(code, tmp_path))
     assert Path(got["file"]).is_relative_to(installed.venv), got["file"]
     assert got["core"].endswith("_core.abi3.so")
     assert got["version"] == got["dist"] == _wheel_version(_host_wheel()) == _cargo_version()
@@ -217,9 +221,7 @@ def test_import_and_first_recall_times(installed: Installed, tmp_path: Path) -> 
         "ltm.close()\n"
         "print((imported - start) * 1e3, (recalled - start) * 1e3)"
     )
-    done = installed.run(str(installed.bin / "python"), "-c", code, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    import_ms, recall_ms = map(float, done.stdout.split())
+    import_ms, recall_ms = map(float, installed.python(code, tmp_path).split())
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     timings[installed.python.parent.parent.name] = {"import_ms": round(import_ms, 1), "first_recall_ms": round(recall_ms, 1)}
     TIMINGS.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
