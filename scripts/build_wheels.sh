@@ -27,6 +27,8 @@ for arg in "$@"; do
     esac
 done
 
+# The Python on PATH runs the verification (it has pytest); the build tools come first on PATH below.
+test_python=$(command -v python3)
 tools=${MINDCORE_BUILD_VENV:-$PWD/.venv-build}
 if ! "$tools/bin/python" -c "import maturin, ziglang, auditwheel" 2>/dev/null; then
     python3 -m venv "$tools"
@@ -93,7 +95,7 @@ fi
 
 if [ "$verify" = 1 ]; then
     echo "== verification (tests/wheel)"
-    MINDCORE_DIST=dist MINDCORE_BUILD_VENV="$tools" python3 -m pytest -q -p no:cacheprovider -m wheel tests/wheel
+    MINDCORE_DIST=dist MINDCORE_BUILD_VENV="$tools" "$test_python" -m pytest -q -p no:cacheprovider -m wheel tests/wheel
     echo "cold-venv timings (ms):"
     cat dist/wheel-timings.json
 fi
