@@ -161,7 +161,7 @@ class Installed:
     def run(self, *args: str, cwd: Path, timeout: float = 600) -> subprocess.CompletedProcess[str]:
         return subprocess.run(list(args), cwd=cwd, env=self.env, capture_output=True, text=True, timeout=timeout)
 
-    def python(self, code: str, cwd: Path) -> str:
+    def run_python(self, code: str, cwd: Path) -> str:
         """What the venv's Python prints running ``code`` (which must succeed)."""
         done = self.run(str(self.bin / "python"), "-c", code, cwd=cwd)
         assert done.returncode == 0, done.stderr
@@ -186,7 +186,7 @@ def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
 
 
 def test_no_rust_toolchain_is_reachable(installed: Installed, tmp_path: Path) -> None:
-    found = installed.python("import shutil; print([t for t in ('cargo', 'rustc') if shutil.which(t)])", tmp_path)
+    found = installed.run_python("import shutil; print([t for t in ('cargo', 'rustc') if shutil.which(t)])", tmp_path)
     assert found.strip() == "[]"
 
 
@@ -198,7 +198,7 @@ def test_installed_package_is_the_wheel_and_its_version(installed: Installed, tm
         "    'dist': m.version('mindcore'), 'typed': (root / 'py.typed').is_file(),\n"
         "    'stubs': (root / '_core.pyi').is_file(), 'core': mindcore._core.__file__}))"
     )
-    got = json.loads(installed.python(code, tmp_path))
+    got = json.loads(installed.run_python(code, tmp_path))
     assert Path(got["file"]).is_relative_to(installed.venv), got["file"]
     assert got["core"].endswith("_core.abi3.so")
     assert got["version"] == got["dist"] == _wheel_version(_host_wheel()) == _cargo_version()
@@ -221,7 +221,7 @@ def test_import_and_first_recall_times(installed: Installed, tmp_path: Path) -> 
         "ltm.close()\n"
         "print((imported - start) * 1e3, (recalled - start) * 1e3)"
     )
-    import_ms, recall_ms = map(float, installed.python(code, tmp_path).split())
+    import_ms, recall_ms = map(float, installed.run_python(code, tmp_path).split())
     timings = json.loads(TIMINGS.read_text()) if TIMINGS.exists() else {}
     timings[installed.python.parent.parent.name] = {"import_ms": round(import_ms, 1), "first_recall_ms": round(recall_ms, 1)}
     TIMINGS.write_text(json.dumps(timings, indent=1, sort_keys=True) + "\n")
