@@ -7,6 +7,8 @@ import pydoc
 import subprocess
 import sys
 
+import pytest
+
 import mindcore
 
 
@@ -40,3 +42,19 @@ def test_the_ltm_locomo_module_still_answers_with_a_deprecation() -> None:
         warnings.simplefilter("always")
         assert old.evaluate_locomo is moved.evaluate_locomo
     assert any(issubclass(w.category, DeprecationWarning) for w in caught)
+
+
+def test_the_version_has_one_source_the_cargo_workspace() -> None:
+    import tomllib
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if not (root / "Cargo.toml").exists():
+        pytest.skip("a copy of the tests run against an installed wheel (tests/wheel checks its version)")
+    workspace = tomllib.loads((root / "Cargo.toml").read_text())["workspace"]["package"]["version"]
+    project = tomllib.loads((root / "pyproject.toml").read_text())["project"]
+    # maturin reads the wheel's version from the crate, so pyproject names none of its own.
+    assert "version" not in project and "version" in project["dynamic"]
+    assert tomllib.loads((root / "rust/python/Cargo.toml").read_text())["package"]["version"] == {"workspace": True}
+    assert mindcore.__version__ == workspace
+    assert f"## [{workspace}]" in (root / "CHANGELOG.md").read_text()

@@ -4,7 +4,6 @@
 use mindcore_kernels::tokens::{self, Encoding, Rule};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::string::PyStringData;
 use pyo3::types::{PyBytes, PyString};
 
 use crate::convert::{invalid, kernel_err, str_items, wrong_type};
@@ -76,20 +75,54 @@ fn rule(name: &str) -> PyResult<Rule> {
     Rule::from_name(name).map_err(kernel_err)
 }
 
-/// (code points, UTF-8 bytes) of a str, read from its storage without encoding it. Only the
-/// "bytes" rule needs the second number.
+/// (code points, UTF-8 bytes) of a str. Only the "bytes" rule needs the second number.
 fn lengths(s: &Bound<'_, PyString>, rule: Rule) -> PyResult<(usize, usize)> {
     let chars = s.code_point_len()?;
     if rule == Rule::Chars {
         return Ok((chars, 0));
     }
+    Ok((chars, utf8_len(s, chars)?))
+}
+
+/// UTF-8 length read from the str's storage without encoding it (a lone surrogate counts 3
+/// bytes, as `surrogatepass`).
+#[cfg(not(feature = "abi3"))]
+fn utf8_len(s: &Bound<'_, PyString>, _chars: usize) -> PyResult<usize> {
+    use pyo3::types::string::PyStringData;
     // SAFETY: the slices borrow `s`, which outlives this call, and are only read here.
-    let bytes = match unsafe { s.data() }? {
+    Ok(match unsafe { s.data() }? {
         PyStringData::Ucs1(d) => tokens::utf8_len_ucs1(d),
         PyStringData::Ucs2(d) => tokens::utf8_len_ucs2(d),
         PyStringData::Ucs4(d) => tokens::utf8_len_ucs4(d),
-    };
-    Ok((chars, bytes))
+    })
+}
+
+/// UTF-8 length under the stable ABI, which hides a str's storage: the code points are copied
+/// into a reused buffer (`PyUnicode_AsUCS4`) and measured there. Encoding to UTF-8 instead would
+/// cost far more for a non-ASCII str and leave a UTF-8 copy cached on it.
+#[cfg(feature = "abi3")]
+fn utf8_len(s: &Bound<'_, PyString>, chars: usize) -> PyResult<usize> {
+    use std::cell::RefCell;
+    thread_local! {
+        static CODE_POINTS: RefCell<Vec<u32>> = const { RefCell::new(Vec::new()) };
+    }
+    if chars == 0 {
+        return Ok(0);
+    }
+    let buflen = pyo3::ffi::Py_ssize_t::try_from(chars).map_err(|_| invalid("text: too long"))?;
+    CODE_POINTS.with_borrow_mut(|buf| {
+        buf.clear();
+        buf.reserve(chars);
+        // SAFETY: the buffer has room for `chars` code points, the str's length, and CPython
+        // writes no more than `buflen` (no terminating NUL: copy_null = 0).
+        let copied = unsafe { pyo3::ffi::PyUnicode_AsUCS4(s.as_ptr(), buf.as_mut_ptr(), buflen, 0) };
+        if copied.is_null() {
+            return Err(PyErr::fetch(s.py()));
+        }
+        // SAFETY: CPython initialised all `chars` code points.
+        unsafe { buf.set_len(chars) };
+        Ok(tokens::utf8_len_ucs4(buf))
+    })
 }
 
 /// The estimate for one text.

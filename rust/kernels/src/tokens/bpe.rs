@@ -69,12 +69,17 @@ fn hash(head_: u64, b: &[u8]) -> u64 {
 }
 
 impl Vocab {
-    /// Parses a table written by `build/tokens.rs`: `n`, `n + 1` offsets, the bytes.
+    /// Parses a table written by `build/tokens.rs`: `n: u32`, `n` token lengths (`u8`), the bytes.
     pub(crate) fn from_blob(blob: &'static [u8]) -> Self {
-        let word = |k: usize| u32::from_le_bytes([blob[4 * k], blob[4 * k + 1], blob[4 * k + 2], blob[4 * k + 3]]);
-        let n = word(0) as usize;
-        let offsets: Vec<u32> = (0..=n).map(|k| word(1 + k)).collect();
-        let bytes = &blob[4 * (n + 2)..];
+        let n = u32::from_le_bytes([blob[0], blob[1], blob[2], blob[3]]) as usize;
+        let mut offsets = Vec::with_capacity(n + 1);
+        offsets.push(0u32);
+        let mut end = 0u32;
+        for &len in &blob[4..4 + n] {
+            end += u32::from(len);
+            offsets.push(end);
+        }
+        let bytes = &blob[4 + n..];
         let cap = (2 * n).next_power_of_two();
         let mut vocab =
             Vocab { bytes, offsets, slots: vec![Slot::default(); cap], mask: cap - 1, byte_rank: [u32::MAX; 256], max_len: 0 };
@@ -278,12 +283,7 @@ mod tests {
         tokens.extend(merges.iter().map(|m| m.as_bytes().to_vec()));
         let mut blob = Vec::new();
         blob.extend_from_slice(&(tokens.len() as u32).to_le_bytes());
-        let mut off = 0u32;
-        blob.extend_from_slice(&off.to_le_bytes());
-        for t in &tokens {
-            off += t.len() as u32;
-            blob.extend_from_slice(&off.to_le_bytes());
-        }
+        blob.extend(tokens.iter().map(|t| t.len() as u8));
         for t in &tokens {
             blob.extend_from_slice(t);
         }

@@ -31,9 +31,20 @@ pub enum Encoding {
 }
 
 static O200K: LazyLock<Vocab> =
-    LazyLock::new(|| Vocab::from_blob(include_bytes!(concat!(env!("OUT_DIR"), "/tokens_o200k_base.bin"))));
+    LazyLock::new(|| Vocab::from_blob(unpack(include_bytes!(concat!(env!("OUT_DIR"), "/tokens_o200k_base.bin.zst")))));
 static CL100K: LazyLock<Vocab> =
-    LazyLock::new(|| Vocab::from_blob(include_bytes!(concat!(env!("OUT_DIR"), "/tokens_cl100k_base.bin"))));
+    LazyLock::new(|| Vocab::from_blob(unpack(include_bytes!(concat!(env!("OUT_DIR"), "/tokens_cl100k_base.bin.zst")))));
+
+/// A rank table as `build/tokens.rs` compressed it, unpacked for the life of the process (each
+/// table is unpacked once, by its `LazyLock`).
+fn unpack(packed: &[u8]) -> &'static [u8] {
+    let size = zstd::zstd_safe::get_frame_content_size(packed)
+        .ok()
+        .flatten()
+        .expect("the embedded rank table records its size");
+    let blob = zstd::bulk::decompress(packed, size as usize).expect("the embedded rank table unpacks");
+    Box::leak(blob.into_boxed_slice())
+}
 
 impl Encoding {
     pub const ALL: [Encoding; 2] = [Encoding::O200kBase, Encoding::Cl100kBase];
@@ -53,7 +64,7 @@ impl Encoding {
         })
     }
 
-    /// The rank table (built on first use, ~10 ms).
+    /// The rank table (unpacked and indexed on first use, ~10 ms).
     pub fn vocab(self) -> &'static Vocab {
         match self {
             Encoding::O200kBase => &O200K,
