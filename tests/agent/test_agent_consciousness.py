@@ -73,3 +73,13 @@ def test_context_and_consciousness_do_not_mix(store: Store) -> None:
                        long_term_memory=False)
     with pytest.raises(InvalidInputError, match="consciousness="):
         mindcore.Agent(store, ScriptedLLM([]), embedder=HashEmbedder(), long_term_memory=False).think()
+
+
+def test_an_answer_the_history_refuses_saves_nothing_and_flushes_the_run_as_failed(store: Store) -> None:
+    llm = ScriptedLLM([Reply(tool_calls=(ToolCall("c1", "mind_set_goal", '{"description": "Rotate keys"}'),)),
+                       "Your key is ghp_R8fKq2Lm9Xv4Tz7Wn3Yb6Pc1Hd5Js0Ga2Ue4"])
+    agent = agent_on(store, llm)
+    with pytest.raises(mindcore.MindcoreError, match="secret"):
+        agent.run("What is my token?")
+    assert agent.consciousness.cycle_count == 0 and len(agent.inbox) == 1
+    assert agent.mind.goals() == []

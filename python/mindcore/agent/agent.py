@@ -449,14 +449,16 @@ class _Turn:
         assert self.stop is not None
         ok = self.stop == "final"
         agent = self.agent
+        if self.cycle is not None:
+            try:
+                if ok:
+                    self.cycle.append([_storable(m) for m in self.new[1:]])
+            except BaseException as exc:  # e.g. the secret policy refused the answer: nothing is saved
+                self.abort(exc)
+                raise
+            self._end_cycle(None if ok else RuntimeError(self.error or "the turn did not end in an answer"))
         if self.run is not None:
             self.run.flush(error=not ok)
-        if self.cycle is not None:
-            if ok:
-                self.cycle.append([_storable(m) for m in self.new[1:]])
-                self._end_cycle(None)
-            else:
-                self._end_cycle(RuntimeError(self.error or "the turn did not end in an answer"))
         if ok:
             if self.cycle is not None:
                 pass  # the consciousness keeps the exchange
