@@ -1,0 +1,40 @@
+"""Is a new memory a duplicate, an update, a contradiction of a stored one, or unrelated?
+
+When a memory being written is close to a stored one, :func:`classify_pair` decides by rules over
+both texts (negations, numbers, dates, names and places, antonyms, update cues), and
+:func:`resolve_pairs` asks an LLM about a batch of pairs in one call, falling back to the rules
+for any pair its reply does not settle.
+
+>>> from mindcore.ltm.resolve import classify_pair
+>>> verdict = classify_pair("Lives in Lyon", "Lives in Berlin")
+>>> verdict.relation, verdict.supersedes, verdict.reason
+('contradiction', True, 'changed name or place lyon -> berlin')
+"""
+
+from __future__ import annotations
+
+from mindcore.ltm.resolve._llm import (
+    MAX_PAIRS_PER_CALL,
+    RESOLVER_SYSTEM_PROMPT,
+    aresolve_pairs,
+    build_resolver_messages,
+    parse_verdicts,
+    resolve_pairs,
+)
+from mindcore.ltm.resolve._rules import classify_pair, classify_pairs
+from mindcore.ltm.resolve._types import RELATIONS, MemoryPair, PairVerdict, Relation
+
+__all__ = [
+    "MAX_PAIRS_PER_CALL",
+    "RELATIONS",
+    "RESOLVER_SYSTEM_PROMPT",
+    "MemoryPair",
+    "PairVerdict",
+    "Relation",
+    "aresolve_pairs",
+    "build_resolver_messages",
+    "classify_pair",
+    "classify_pairs",
+    "parse_verdicts",
+    "resolve_pairs",
+]
