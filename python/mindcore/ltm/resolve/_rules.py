@@ -184,7 +184,7 @@ def _phrase(words: str) -> tuple[str, ...]:
     return tuple(_stem_words(words))
 
 
-_ANTONYMS = tuple((_phrase(a), _phrase(b)) for a, b in _ANTONYMS_RAW)
+_ANTONYMS = tuple(((a, _phrase(a)), (b, _phrase(b))) for a, b in _ANTONYMS_RAW)
 _MULTI_VALUED = frozenset(s for w in _MULTI_VALUED_RAW for s in _stem_words(w))
 _SINGLE_VALUED = frozenset(s for w in _SINGLE_VALUED_RAW for s in _stem_words(w))
 _SYNONYMS: dict[str, str] = {}
@@ -212,6 +212,13 @@ class _Analysis:
     first: str | None  # the first word, lower-cased, when it may be a name ("Max, John's dog")
     update_cues: frozenset[str]
     comparisons: frozenset[tuple[str, str]]
+    written: dict[str, str]  # stem (or folded synonym) -> the word as the text has it, for reasons
+
+    def word(self, stem: str) -> str:
+        return self.written.get(stem, stem)
+
+    def words(self, stems: Iterable[str]) -> str:
+        return ", ".join(sorted(self.word(s) for s in stems)) or "-"
 
 
 def _analyse(text: str) -> _Analysis:
@@ -277,6 +284,11 @@ def _analyse(text: str) -> _Analysis:
     if subject is not None and len(lower) > 2 and lower[1] == "s" and lower[2] in _RELATIONS:
         subject = f"{subject} {lower[2]}"  # "Jolene's mother"
 
+    written: dict[str, str] = {}
+    for i, (s, w) in enumerate(zip(stems, lower, strict=True)):
+        if s not in _STOP and w not in _STOP:
+            written.setdefault(number_of.get(i) or _SYNONYMS.get(s, s), w)
+        written.setdefault(s, w)
     content = frozenset(
         number_of.get(i) or _SYNONYMS.get(s, s) for i, (s, w) in enumerate(zip(stems, lower, strict=True))
         if s not in _STOP and w not in _STOP
@@ -295,6 +307,7 @@ def _analyse(text: str) -> _Analysis:
         first=first,
         update_cues=frozenset(w for w in lower if w in _UPDATE_CUES),
         comparisons=frozenset((a.lower(), b.lower()) for a, b in _COMPARE.findall(rewritten)),
+        written=written,
     )
 
 
@@ -302,18 +315,19 @@ def _has(stems: frozenset[str], phrase: tuple[str, ...]) -> bool:
     return all(s in stems for s in phrase)
 
 
-def _antonym(old: _Analysis, new: _Analysis) -> tuple[str, str] | None:
+def _antonym(old: _Analysis, new: _Analysis) -> tuple[str, str, frozenset[str]] | None:
+    """The opposite words (as written, old then new) and their stems, if the texts hold a pair."""
     a, b = frozenset(old.stems), frozenset(new.stems)
     for left, right in _ANTONYMS:
-        for x, y in ((left, right), (right, left)):
+        for (xw, x), (yw, y) in ((left, right), (right, left)):
             if _has(a, x) and _has(b, y) and not _has(a, y) and not _has(b, x):
-                return " ".join(x), " ".join(y)
+                return xw, yw, frozenset(x + y)
     for s in a - b:
         for p in _NEG_PREFIXES:
             if p + s in b and p + s not in a:
-                return s, p + s
+                return old.word(s), new.word(p + s), frozenset((s, p + s))
             if s.startswith(p) and s[len(p):] in b and len(s) - len(p) >= 3:
-                return s, s[len(p):]
+                return old.word(s), new.word(s[len(p):]), frozenset((s, s[len(p):]))
     return None
 
 
@@ -361,8 +375,8 @@ def _decide(old: _Analysis, new: _Analysis, similarity: float | None) -> PairVer
     frame = _overlap(frame_old, frame_new) if (frame_old or frame_new) else 1.0
     ant = _antonym(old, new)
     if ant is not None:
-        rest_old = frozenset(w for w in old.content if w not in ant[0].split() + ant[1].split())
-        rest_new = frozenset(w for w in new.content if w not in ant[0].split() + ant[1].split())
+        rest_old = frozenset(w for w in old.content if w not in ant[2])
+        rest_new = frozenset(w for w in new.content if w not in ant[2])
         if _overlap(rest_old, rest_new) >= ANTONYM_OVERLAP or not (rest_old and rest_new):
             return PairVerdict("contradiction", f"antonym: {ant[0]} / {ant[1]}")
     related = overlap >= MIN_OVERLAP or frame >= 0.99 or (similarity is not None and similarity >= RELATED_COSINE)
@@ -394,14 +408,14 @@ def _decide(old: _Analysis, new: _Analysis, similarity: float | None) -> PairVer
     extra = new.content - old.content
     missing = old.content - new.content
     if cue and extra:
-        return PairVerdict("update", f"update cue '{sorted(cue)[0]}' with new detail: {_quote(extra)}")
+        return PairVerdict("update", f"'{sorted(cue)[0]}' with a new detail: {new.words(extra)}")
     if extra and len(missing) <= len(old.content) // 3 and (len(extra) >= 2 or _slots(new) - _slots(old)):
-        return PairVerdict("update", f"new detail: {_quote(extra)}")
+        return PairVerdict("update", f"new detail: {new.words(extra)}")
     if not extra or not missing:
         return PairVerdict("duplicate", "same content words" if not extra and not missing else "paraphrase")
     if similarity is not None and similarity >= DUPLICATE_COSINE:
         return PairVerdict("duplicate", f"paraphrase: cosine {similarity:.2f}")
-    return PairVerdict("unrelated", f"different details: {_quote(missing)} / {_quote(extra)}")
+    return PairVerdict("unrelated", f"different details: {old.words(missing)} / {new.words(extra)}")
 
 
 def classify_pair(old: str, new: str, *, similarity: float | None = None) -> PairVerdict:
