@@ -46,7 +46,7 @@ def load_pairs(path: str | Path) -> list[LabelledPair]:
             if "_header" in record:
                 continue
             try:
-                pair = LabelledPair(**{k: record[k] for k in LabelledPair.__slots__})  # type: ignore[attr-defined]
+                pair = LabelledPair(**{k: record[k] for k in LabelledPair.__slots__})
             except KeyError as exc:
                 raise MindcoreError(f"{path}:{n}: missing field {exc}") from None
             if pair.label not in RELATIONS:
