@@ -184,7 +184,13 @@ def _phrase(words: str) -> tuple[str, ...]:
     return tuple(_stem_words(words))
 
 
-_ANTONYMS = tuple(((a, _phrase(a)), (b, _phrase(b))) for a, b in _ANTONYMS_RAW)
+# Each opposite, both ways round, under every stem of its first side: a pair is looked up only by
+# the stems one text has and the other lacks.
+_ANTONYMS: dict[str, list[tuple[str, tuple[str, ...], str, tuple[str, ...]]]] = {}
+for _a, _b in _ANTONYMS_RAW:
+    for _x, _y in ((_a, _b), (_b, _a)):
+        for _s in _phrase(_x):
+            _ANTONYMS.setdefault(_s, []).append((_x, _phrase(_x), _y, _phrase(_y)))
 _MULTI_VALUED = frozenset(s for w in _MULTI_VALUED_RAW for s in _stem_words(w))
 _SINGLE_VALUED = frozenset(s for w in _SINGLE_VALUED_RAW for s in _stem_words(w))
 _SYNONYMS: dict[str, str] = {}
@@ -318,11 +324,12 @@ def _has(stems: frozenset[str], phrase: tuple[str, ...]) -> bool:
 def _antonym(old: _Analysis, new: _Analysis) -> tuple[str, str, frozenset[str]] | None:
     """The opposite words (as written, old then new) and their stems, if the texts hold a pair."""
     a, b = frozenset(old.stems), frozenset(new.stems)
-    for left, right in _ANTONYMS:
-        for (xw, x), (yw, y) in ((left, right), (right, left)):
+    only_old = a - b
+    for s in only_old:
+        for xw, x, yw, y in _ANTONYMS.get(s, ()):
             if _has(a, x) and _has(b, y) and not _has(a, y) and not _has(b, x):
                 return xw, yw, frozenset(x + y)
-    for s in a - b:
+    for s in only_old:
         for p in _NEG_PREFIXES:
             if p + s in b and p + s not in a:
                 return old.word(s), new.word(p + s), frozenset((s, p + s))
