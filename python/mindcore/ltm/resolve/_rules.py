@@ -23,6 +23,7 @@ order, the first match winning:
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -50,17 +51,23 @@ _COMPARE = re.compile(r"\b(\w+) (?:more than|rather than|better than|over|instea
 
 # Phrases that look negative but are not a denial, or whose negation is a polarity word; rewritten
 # before the cues are read.
-_IDIOMS = tuple(
-    (re.compile(pattern, re.IGNORECASE), repl)
-    for pattern, repl in (
-        (r"\b(?:can ?not|can[\u2019']?t) wait\b", "is eager"),
-        (r"\b(?:can ?not|can[\u2019']?t) stand\b", "hates"),
-        (r"\b(?:can ?not|can[\u2019']?t) get enough of\b", "loves"),
-        (r"\bnot only\b", "also"),
-        (r"\bno doubt\b", "surely"),
-        (r"\bno matter\b", "whatever"),
-    )
+_IDIOM_LIST = (
+    (r"(?:can ?not|can[\u2019']?t) wait", "is eager"),
+    (r"(?:can ?not|can[\u2019']?t) stand", "hates"),
+    (r"(?:can ?not|can[\u2019']?t) get enough of", "loves"),
+    (r"not only", "also"),
+    (r"no doubt", "surely"),
+    (r"no matter", "whatever"),
 )
+_IDIOM = re.compile("|".join(rf"\b(?P<i{n}>{pattern})\b" for n, (pattern, _) in enumerate(_IDIOM_LIST)),
+                    re.IGNORECASE)
+_IDIOM_HINT = re.compile(r"\bno|not|n[\u2019']t\b", re.IGNORECASE)  # most texts skip the idiom pass
+_COMPARE_HINT = re.compile(r"\b(?:than|over|instead)\b")
+
+
+def _idiom(match: re.Match[str]) -> str:
+    return _IDIOM_LIST[int(str(match.lastgroup)[1:])][1]
+
 
 _NEGATIONS = frozenset({"not", "no", "never", "cannot", "without", "none", "nor", "neither", "nobody", "nothing"})
 # The first half of a contraction the analyzer splits at the apostrophe ("doesn't" -> doesn, t).
@@ -169,6 +176,7 @@ def _stem_words(text: str) -> list[str]:
     return [_norm_stem(s) for s in bm25_tokenize(text, stem=True)]
 
 
+@functools.lru_cache(maxsize=65_536)
 def _norm_stem(stem: str) -> str:
     """The analyzer's stem, folded further so inflections meet ("runn" / "run", "lik" / "like")."""
     if len(stem) > 3 and stem[-1] == stem[-2] and stem[-1] not in "aeiouls":
@@ -199,7 +207,18 @@ for _group in _SYNONYMS_RAW:
     for _s in _stems:
         _SYNONYMS.setdefault(_s, _stems[0])
 _STOP = frozenset(ENGLISH_STOP_WORDS) | frozenset(_norm_stem(s) for w in _EXTRA_STOP for s in bm25_tokenize(w, stem=True)) | _EXTRA_STOP
-_UPDATE_STEMS = frozenset(s for w in _UPDATE_CUES for s in _stem_words(w))
+# What a (lower-case) word can be, for the one pass over a text's words; update cues that are also
+# something else ("new", "now") are checked separately.
+_KIND: dict[str, str] = {
+    **dict.fromkeys(_UPDATE_CUES, "cue"),
+    **{w: "unit" for w in _UNITS},
+    **{w: "daypart" for w in _DAYPARTS},
+    **{w: "ordinal" for w in _ORDINALS},
+    **{w: "number" for w in _NUMBER_WORDS},
+    **{w: "month" for w in _MONTHS},
+    **{d: "weekday" for d in _WEEKDAYS}, **{d + "s": "weekday" for d in _WEEKDAYS},
+    **dict.fromkeys(_NEGATIONS | _ENDINGS | {"t", "up"}, "neg"),
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -228,91 +247,105 @@ class _Analysis:
 
 
 def _analyse(text: str) -> _Analysis:
-    rewritten = text
-    for pattern, repl in _IDIOMS:
-        if pattern.search(rewritten):
-            rewritten = pattern.sub(repl, rewritten)
+    rewritten = _IDIOM.sub(_idiom, text) if _IDIOM_HINT.search(text) else text
     words = _WORD.findall(rewritten)
     lower = [w.lower() for w in words]
-    stems = _stem_words(" ".join(lower))
+    stems = [_norm_stem(s) for s in bm25_tokenize(" ".join(lower), stem=True)]
     if len(stems) != len(lower):  # a character the two splitters see differently: keep the plain words
         stems = [_norm_stem(w) for w in lower]
 
     neg_words: list[str] = []
     number_of: dict[int, str] = {}  # word position -> its value, so "four" and "4" meet in the content words
-    numbers: set[str] = set()
     times: set[str] = set()
     entities: set[str] = set()
+    cues: set[str] = set()
+    n = len(lower)
     for i, w in enumerate(lower):
+        if i and words[i][0].isupper() and w != "i":
+            entities.add(w)
+        kind = _KIND.get(w)
+        if kind is None:
+            if w[0].isdigit():
+                if w.isdigit():
+                    if len(w) == 4 and w[:2] in ("19", "20"):
+                        times.add(w)
+                    else:
+                        number_of[i] = str(int(w))
+                elif (m := _ORDINAL_SUFFIX.match(w)) is not None:
+                    number_of[i] = str(int(m.group(1)))
+            continue
         prev = lower[i - 1] if i else ""
-        if w in _NEGATIONS or w in _ENDINGS or (w == "t" and prev in _NT) or (w == "up" and prev in ("gave", "give")):
+        if kind == "neg":
+            if w == "no" and i + 1 < n and lower[i + 1] == "longer":
+                continue  # "no longer" counts once, at "longer"
             if w == "longer" and prev != "no":
                 continue
-            if w == "no" and i + 1 < len(lower) and lower[i + 1] == "longer":
-                continue  # "no longer" counts once, at "longer"
+            if w == "t" and prev not in _NT:
+                continue
+            if w == "up" and prev not in ("gave", "give"):
+                continue
             neg_words.append(f"{prev}'t" if w == "t" else ("no longer" if w == "longer" else w))
-        if w in _WEEKDAYS or w.rstrip("s") in _WEEKDAYS:
+        elif kind == "cue":
+            cues.add(w)
+        elif kind == "weekday" or kind == "daypart":
             times.add(w.rstrip("s"))
-        elif w in _MONTHS and not (w == "may" and (i == 0 or not words[i][0].isupper())):
-            times.add(w)
-        elif w in _DAYPARTS:
-            times.add(w.rstrip("s"))
-        elif w in _UNITS and i + 1 < len(lower) and lower[i + 1] == "ago":
-            times.add(f"{number_of.get(i - 1, prev)} {w.rstrip('s')} ago")  # "five years ago"
-        elif w in _UNITS and prev in _UNIT_LEADS:
-            times.add(f"{prev} {w.rstrip('s')}" if prev in ("last", "next", "this") else w.rstrip("s"))
-        elif w.isdigit() and len(w) == 4 and w[:2] in ("19", "20"):
-            times.add(w)
-        elif w.isdigit():
-            number_of[i] = str(int(w))
-        elif w in _NUMBER_WORDS and not (w == "one" and prev in ("the", "this", "that")):
-            number_of[i] = _NUMBER_WORDS[w]
-        elif w in _ORDINALS:
+        elif kind == "month":
+            if w != "may" or (i and words[i][0].isupper()):
+                times.add(w)
+        elif kind == "unit":
+            if i + 1 < n and lower[i + 1] == "ago":
+                times.add(f"{number_of.get(i - 1, prev)} {w.rstrip('s')} ago")  # "five years ago"
+            elif prev in _UNIT_LEADS:
+                times.add(f"{prev} {w.rstrip('s')}" if prev in ("last", "next", "this") else w.rstrip("s"))
+        elif kind == "number":
+            if not (w == "one" and prev in ("the", "this", "that")):
+                number_of[i] = _NUMBER_WORDS[w]
+        elif kind == "ordinal":
             number_of[i] = _ORDINALS[w]
-        elif (m := _ORDINAL_SUFFIX.match(w)) is not None:
-            number_of[i] = str(int(m.group(1)))
-        if i > 0 and words[i][0].isupper() and w not in times and w != "i":
-            entities.add(w)
+        if w in _UPDATE_CUES:  # "new", "now" ... may be cues and something else at once
+            cues.add(w)
     clock_parts: set[str] = set()
-    for m in _CLOCK.finditer(rewritten):
-        h, mins, ampm, h2, mins2 = m.groups()
-        times.add(f"{int(h or h2)}:{mins or mins2 or '00'}{(ampm or '').lower()}")
-        clock_parts.update(str(int(part)) for part in (h, mins, h2, mins2) if part is not None)
-    numbers = {v for v in number_of.values() if v not in clock_parts}
+    if number_of or times:
+        for m in _CLOCK.finditer(rewritten):
+            h, mins, ampm, h2, mins2 = m.groups()
+            times.add(f"{int(h or h2)}:{mins or mins2 or '00'}{(ampm or '').lower()}")
+            clock_parts.update(str(int(part)) for part in (h, mins, h2, mins2) if part is not None)
+    numbers = frozenset(v for v in number_of.values() if v not in clock_parts)
 
     subject = None
-    if len(lower) > 1 and lower[1] == "s" and "'" in text[: len(words[0]) + 2].replace("\u2019", "'"):
+    if n > 1 and lower[1] == "s" and "'" in text[: len(words[0]) + 2].replace("\u2019", "'"):
         subject = lower[0]  # "Wife's name", "Jolene's mother"
-    elif lower and lower[0] in _RELATIONS:
+    elif n and lower[0] in _RELATIONS:
         subject = lower[0]  # "Sister has a dog"
-    elif len(lower) > 1 and lower[0] in _DETERMINERS and lower[1] in _RELATIONS:
+    elif n > 1 and lower[0] in _DETERMINERS and lower[1] in _RELATIONS:
         subject = lower[1]  # "Their son has soccer"
-    if subject is not None and len(lower) > 2 and lower[1] == "s" and lower[2] in _RELATIONS:
+    if subject is not None and n > 2 and lower[1] == "s" and lower[2] in _RELATIONS:
         subject = f"{subject} {lower[2]}"  # "Jolene's mother"
 
     written: dict[str, str] = {}
+    content: set[str] = set()
     for i, (s, w) in enumerate(zip(stems, lower, strict=True)):
         if s not in _STOP and w not in _STOP:
-            written.setdefault(number_of.get(i) or _SYNONYMS.get(s, s), w)
+            c = number_of.get(i) or _SYNONYMS.get(s, s)
+            content.add(c)
+            written.setdefault(c, w)
         written.setdefault(s, w)
-    content = frozenset(
-        number_of.get(i) or _SYNONYMS.get(s, s) for i, (s, w) in enumerate(zip(stems, lower, strict=True))
-        if s not in _STOP and w not in _STOP
-    )
-    first = lower[0] if words and words[0][:1].isupper() and subject is None else None
+    folded = " ".join(lower)
+    comparisons = frozenset(
+        (a.lower(), b.lower()) for a, b in _COMPARE.findall(rewritten)) if _COMPARE_HINT.search(folded) else frozenset()
     return _Analysis(
-        folded=" ".join(lower),
+        folded=folded,
         stems=tuple(stems),
-        content=content,
+        content=frozenset(content),
         negations=len(neg_words),
         neg_words=tuple(neg_words),
-        numbers=frozenset(numbers),
+        numbers=numbers,
         times=frozenset(times),
         entities=frozenset(entities - times),
         subject=subject,
-        first=first,
-        update_cues=frozenset(w for w in lower if w in _UPDATE_CUES),
-        comparisons=frozenset((a.lower(), b.lower()) for a, b in _COMPARE.findall(rewritten)),
+        first=lower[0] if words and words[0][:1].isupper() and subject is None else None,
+        update_cues=frozenset(cues),
+        comparisons=comparisons,
         written=written,
     )
 
