@@ -118,6 +118,13 @@ def test_rules_with_the_default_embedders_cosine_meet_the_targets(pairs: list[La
         ("Visited Japan in 2019", "Visited Korea in 2022", "unrelated", "many-valued"),
         ("Likes hiking in the Alps", "Likes skiing in the Alps", "unrelated", "different details"),
         ("Is allergic to penicillin", "Takes vitamin D daily", "unrelated", "little in common"),
+        # Beliefs an agent records about the world (what Mind's seed dedupe merges by cosine).
+        ("The staging server is up", "The staging server is down", "contradiction", "antonym: up / down"),
+        ("CI is green on main", "CI is red on main", "contradiction", "antonym: green / red"),
+        ("Feature flag beta_ui is on", "Feature flag beta_ui is off", "contradiction", "on / off"),
+        ("The API rate limit is 100 requests per minute", "The API rate limit is 500 requests per minute",
+         "contradiction", "100 -> 500"),
+        ("Gave up coffee", "Drinks coffee", "contradiction", "gave up in the old text only"),
     ],
 )
 def test_rules(old: str, new: str, relation: str, reason_part: str) -> None:

@@ -130,6 +130,8 @@ _ANTONYMS_RAW = (
     ("morning", "afternoon"), ("morning", "evening"), ("morning", "night"), ("weekdays", "weekends"),
     ("summer", "winter"), ("spring", "autumn"), ("pass", "fail"), ("sunny", "rainy"), ("better", "worse"),
     ("older", "younger"), ("big", "small"), ("large", "small"), ("love", "hate"), ("fan", "hater"),
+    ("green", "red"), ("enabled", "disabled"), ("online", "offline"), ("succeeded", "failed"), ("works", "broken"),
+    ("working", "broken"), ("present", "absent"), ("alive", "dead"), ("awake", "asleep"), ("inside", "outside"),
 )
 _NEG_PREFIXES = ("un", "dis", "in", "im", "non", "ir", "il")
 
@@ -284,7 +286,7 @@ def _analyse(text: str) -> _Analysis:
                 continue
             if w == "up" and prev not in ("gave", "give"):
                 continue
-            neg_words.append(f"{prev}'t" if w == "t" else ("no longer" if w == "longer" else w))
+            neg_words.append({"t": f"{prev}'t", "longer": "no longer", "up": f"{prev} up"}.get(w, w))
         elif kind == "cue":
             cues.add(w)
         elif kind == "weekday" or kind == "daypart":
