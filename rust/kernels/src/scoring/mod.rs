@@ -10,6 +10,7 @@
 //! - a batch: a blocked GEMM over row blocks, each score block scanned while it is in cache.
 
 mod batch;
+pub mod grouped;
 pub(crate) mod select;
 pub(crate) mod simd;
 
@@ -162,6 +163,8 @@ pub(crate) struct Prepared<'a> {
     extra: Option<(&'a [f32], f64)>,
     mask: Option<&'a [bool]>,
     min_score: f32,
+    /// Added to row numbers in hits and errors: the arrays cover rows `base..` of a larger matrix.
+    base: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -289,6 +292,7 @@ impl<'a> Prepared<'a> {
             extra,
             mask: p.mask,
             min_score,
+            base: 0,
         })
     }
 
@@ -304,7 +308,7 @@ impl<'a> Prepared<'a> {
         #[cfg(not(target_arch = "x86_64"))]
         let ok = self.bias_body(r0, out);
         if !ok {
-            let j = r0 + out.iter().position(|b| !b.is_finite()).unwrap_or(0);
+            let j = self.base + r0 + out.iter().position(|b| !b.is_finite()).unwrap_or(0);
             return Err(KernelError::invalid(
                 "w_extra",
                 format!("the score of row {j} overflows float32"),
@@ -537,6 +541,7 @@ pub(crate) fn chunk_rows(n: usize, d: usize) -> usize {
 }
 
 /// One query: dot product, row norm and score in one pass over each row, a heap per chunk.
+/// Hits (and errors) number rows from `prep.base`.
 fn single(
     q: &[f32],
     inv_q: f32,
@@ -569,7 +574,7 @@ fn single(
                 if cosine_metric {
                     let (dot, rr) = (s.dot_norm)(q, row);
                     if rr.is_infinite() && dot.is_finite() {
-                        return Err(norm_overflow(b0 + o));
+                        return Err(norm_overflow(prep.base + b0 + o));
                     }
                     (dots[o], inv_r[o]) = (dot, rr);
                 } else {
@@ -588,7 +593,7 @@ fn single(
                 inv_q,
                 w_sim: prep.w_sim,
             };
-            simd::scan(&row, b0, &mut top)?;
+            simd::scan(&row, prep.base + b0, &mut top)?;
         }
         Ok(top.into_vec())
     })?;
