@@ -22,7 +22,7 @@ use std::hash::{BuildHasherDefault, Hasher};
 use rayon::prelude::*;
 
 use super::select::Hit;
-use super::{check_shape, finite_weight, first_non_finite, positive, query_inv_norms, single};
+use super::{check_shape, finite_weight, first_non_finite, multi, positive, query_inv_norms};
 use super::{Metric, Params, Prepared, Rows, TopK};
 use crate::analyzer::Analyzer;
 use crate::bm25::{avg_doc_len, for_each_analyzed_token, length_norm, term_score, term_weight};
@@ -361,19 +361,22 @@ impl Shared<'_> {
             mask,
             min_score: None,
         };
-        let query = |i: usize| &self.queries[i * d..(i + 1) * d];
+        let vectors: Vec<&[f32]> = queries.iter().map(|&i| &self.queries[i * d..(i + 1) * d]).collect();
+        let inv_q: Vec<f32> = queries.iter().map(|&i| self.inv_q[i]).collect();
         let Some((texts, terms)) = &self.texts else {
             let mut prep = Prepared::new(&base, n)?;
             prep.base = lo;
-            return queries.iter().map(|&i| single(query(i), self.inv_q[i], matrix, n, d, &prep)).collect();
+            let preps = vec![prep; queries.len()];
+            return multi(&vectors, &inv_q, matrix, n, d, &preps);
         };
         let query_texts: Vec<&str> = queries.iter().map(|&i| texts[i]).collect();
         let (slots, query_terms) = analyse_queries(&query_texts, &Analyzer::english());
         let postings = (!slots.is_empty()).then(|| GroupPostings::build(&terms[lo..hi], &slots, p.k1, p.b));
         let (w_importance, floor) = (p.w_importance as f32, p.lexical_floor);
-        let (mut lexical, mut extra) = (vec![0f32; n], vec![0f32; n]);
-        let mut out = Vec::with_capacity(queries.len());
-        for (&i, terms) in queries.iter().zip(&query_terms) {
+        let mut lexical = vec![0f32; n];
+        let mut extras: Vec<Vec<f32>> = Vec::with_capacity(queries.len());
+        for terms in &query_terms {
+            let mut extra = vec![0f32; n];
             match &postings {
                 Some(postings) => postings.scores(terms, p.k1, &mut lexical),
                 None => lexical.fill(0.0),
@@ -400,16 +403,22 @@ impl Shared<'_> {
                 }
                 extra[j] = e;
             }
-            let params = Params {
-                w_extra: 1.0,
-                extra: Some(&extra),
-                ..base.clone()
-            };
-            let mut prep = Prepared::new(&params, n)?;
-            prep.base = lo;
-            out.push(single(query(i), self.inv_q[i], matrix, n, d, &prep)?);
+            extras.push(extra);
         }
-        Ok(out)
+        let preps = extras
+            .iter()
+            .map(|extra| {
+                let params = Params {
+                    w_extra: 1.0,
+                    extra: Some(extra),
+                    ..base.clone()
+                };
+                let mut prep = Prepared::new(&params, n)?;
+                prep.base = lo;
+                Ok(prep)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        multi(&vectors, &inv_q, matrix, n, d, &preps)
     }
 }
 
@@ -675,6 +684,42 @@ mod tests {
                         want.iter().map(|&(j, s, m)| (j, s.to_bits(), m.to_bits())).collect();
                     assert_eq!(have, want, "round {round} query {i} k={k} w_lexical={w_lexical}");
                     assert!(got.indices[i * k + ix.len()..(i + 1) * k].iter().all(|&x| x == -1));
+                }
+            }
+        }
+    }
+
+    /// Groups large enough for several row blocks and parallel chunks, float data: still equal.
+    #[test]
+    fn large_groups_equal_one_query_at_a_time() {
+        let mut seed = 19;
+        let mut c = case(&mut seed);
+        for (n, d) in [(3000usize, 48usize), (700, 384)] {
+            let unit = |seed: &mut u64| (lcg(seed) % 100_000) as f32 / 50_000.0 - 1.0;
+            c.d = d;
+            c.matrix = (0..n * d).map(|_| unit(&mut seed)).collect();
+            for t in 0..d {
+                c.matrix[(n - 5) * d + t] = c.matrix[10 * d + t]; // a tie across blocks
+            }
+            c.offsets = vec![0, 1, n as i64 - 2, n as i64];
+            c.group = (0..24).map(|i| [1, 1, 2, 0][i % 4]).collect();
+            c.queries = (0..24 * d).map(|_| unit(&mut seed)).collect();
+            c.queries[..d].copy_from_slice(&c.matrix[10 * d..11 * d].to_vec());
+            c.texts = (0..24).map(|i| QUERIES[i % QUERIES.len()].to_owned()).collect();
+            c.terms = (0..n).map(|j| [WORDS[j % 12], WORDS[(j * 7) % 12], "tea"].join(" ")).collect();
+            c.ts = (0..n).map(|j| 1_700_000_000_000 - (j as i64 % 97) * 3_600_000).collect();
+            c.importance = (0..n).map(|j| (j % 10) as f32 / 10.0).collect();
+            c.has_vector = (0..n).map(|j| j % 11 != 3).collect();
+            for w_lexical in [1.0, 0.0] {
+                let p = RecallParams { w_lexical, now_ms: 1_700_000_000_000, ..RecallParams::new(25) };
+                let got = run(&c, &p).unwrap();
+                for i in 0..24 {
+                    let want: Vec<(i64, u32, u32)> =
+                        oracle(&c, i, &p).iter().map(|&(j, s, m)| (j, s.to_bits(), m.to_bits())).collect();
+                    let (ix, sc, si) = got.hits(i);
+                    let have: Vec<(i64, u32, u32)> =
+                        (0..ix.len()).map(|o| (ix[o], sc[o].to_bits(), si[o].to_bits())).collect();
+                    assert_eq!(have, want, "n={n} d={d} query {i} w_lexical={w_lexical}");
                 }
             }
         }

@@ -154,6 +154,7 @@ pub(crate) fn score_overflow(row: usize) -> KernelError {
 }
 
 /// Validated parameters in the form the scans use.
+#[derive(Clone)]
 pub(crate) struct Prepared<'a> {
     k: usize,
     metric: Metric,
@@ -598,6 +599,88 @@ fn single(
         Ok(top.into_vec())
     })?;
     Ok(merge(parts, prep.k))
+}
+
+/// Several queries over the same rows, each scored exactly as [`single`] scores it alone: the
+/// same dot product per (query, row) (a pure function of the two), the same row norm (`dot(r, r)`
+/// is the norm `dot_norm` returns, bit for bit, so it is computed once per row here), the same
+/// bias and scan. Only the loop order differs: each row stays in cache while every query's dot
+/// product with it is computed (several FMA chains at once instead of one query's four), so a
+/// group's rows are read from memory once, not once per query. `preps[i]` is query `i`'s (they
+/// may differ in their extra term); they share one metric and mask. Hits number rows from each prep's `base`.
+pub(crate) fn multi(
+    queries: &[&[f32]],
+    inv_q: &[f32],
+    matrix: &[f32],
+    n: usize,
+    d: usize,
+    preps: &[Prepared<'_>],
+) -> Result<Vec<Vec<Hit>>> {
+    let Some(first) = preps.first() else {
+        return Ok(Vec::new());
+    };
+    /// Rows per block: each row is read once for all queries (`dots`), then each query scans the block.
+    const STEP: usize = 128;
+    let block = STEP;
+    let s = simd::simd();
+    let cosine_metric = first.metric == Metric::Cosine;
+    let mask = first.mask;
+    let rows = chunk_rows(n, d);
+    let nq = queries.len();
+    let parts = par_map(n.div_ceil(rows), n * d.max(1) * nq, |c| {
+        let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
+        let mut tops: Vec<TopSel> = preps.iter().map(|p| TopSel::new(p.k, p.min_score, r1 - r0)).collect();
+        let (mut bias, mut inv_r, mut sq) = ([0f32; STEP], [0f32; STEP], [0f32; STEP]);
+        // Row-major (row, query) dot products of the block; `per_row` is one row's.
+        let mut all = vec![0f32; block * nq];
+        let mut per_row = vec![0f32; nq];
+        let mut dots = [0f32; STEP];
+        for b0 in (r0..r1).step_by(block) {
+            let len = block.min(r1 - b0);
+            for o in 0..len {
+                if mask.is_some_and(|m| !m[b0 + o]) {
+                    continue; // masked out: not even read
+                }
+                let row = &matrix[(b0 + o) * d..(b0 + o + 1) * d];
+                if cosine_metric {
+                    sq[o] = (s.dot)(row, row);
+                    inv_r[o] = inv_norm(sq[o]);
+                }
+                (s.dots)(queries, row, &mut per_row);
+                all[o * nq..(o + 1) * nq].copy_from_slice(&per_row);
+            }
+            for (qi, prep) in preps.iter().enumerate() {
+                let (bias, dots) = (&mut bias[..len], &mut dots[..len]);
+                prep.fill_bias(b0, bias)?;
+                for (o, &b) in bias.iter().enumerate() {
+                    if b == f32::NEG_INFINITY {
+                        continue; // masked out: not read above either
+                    }
+                    let dot = all[o * nq + qi];
+                    if cosine_metric && sq[o].is_infinite() && dot.is_finite() {
+                        return Err(norm_overflow(prep.base + b0 + o));
+                    }
+                    dots[o] = dot;
+                }
+                let row = ScanRow {
+                    s: dots,
+                    inv_r: cosine_metric.then_some(&inv_r[..len]),
+                    bias,
+                    inv_q: inv_q[qi],
+                    w_sim: prep.w_sim,
+                };
+                simd::scan(&row, prep.base + b0, &mut tops[qi])?;
+            }
+        }
+        Ok(tops.into_iter().map(TopSel::into_vec).collect::<Vec<_>>())
+    })?;
+    let mut per_query: Vec<Vec<Vec<Hit>>> = (0..nq).map(|_| Vec::with_capacity(parts.len())).collect();
+    for part in parts {
+        for (qi, hits) in part.into_iter().enumerate() {
+            per_query[qi].push(hits);
+        }
+    }
+    Ok(per_query.into_iter().zip(preps).map(|(parts, p)| merge(parts, p.k)).collect())
 }
 
 #[cfg(test)]
