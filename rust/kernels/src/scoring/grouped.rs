@@ -177,6 +177,10 @@ impl Hasher for Fnv {
 
 type TermSlots = HashMap<String, u32, BuildHasherDefault<Fnv>>;
 
+/// Queries of one group scored together: they share each pass over the group's rows; the batch
+/// bounds the per-query buffers (an extra term per row) a group with many queries holds at once.
+const QUERY_BATCH: usize = 32;
+
 fn renamed(e: KernelError, arg: &'static str) -> KernelError {
     match e {
         KernelError::Invalid { reason, .. } => KernelError::Invalid { arg, reason },
@@ -366,18 +370,56 @@ impl Shared<'_> {
         let Some((texts, terms)) = &self.texts else {
             let mut prep = Prepared::new(&base, n)?;
             prep.base = lo;
-            let preps = vec![prep; queries.len()];
-            return multi(&vectors, &inv_q, matrix, n, d, &preps);
+            let preps = vec![prep; QUERY_BATCH.min(queries.len())];
+            let mut out = Vec::with_capacity(queries.len());
+            for (vectors, inv_q) in vectors.chunks(QUERY_BATCH).zip(inv_q.chunks(QUERY_BATCH)) {
+                out.extend(multi(vectors, inv_q, matrix, n, d, &preps[..vectors.len()])?);
+            }
+            return Ok(out);
         };
         let query_texts: Vec<&str> = queries.iter().map(|&i| texts[i]).collect();
         let (slots, query_terms) = analyse_queries(&query_texts, &Analyzer::english());
         let postings = (!slots.is_empty()).then(|| GroupPostings::build(&terms[lo..hi], &slots, p.k1, p.b));
+        let mut out = Vec::with_capacity(queries.len());
+        let batches = vectors.chunks(QUERY_BATCH).zip(inv_q.chunks(QUERY_BATCH)).zip(query_terms.chunks(QUERY_BATCH));
+        for ((vectors, inv_q), query_terms) in batches {
+            let extras = self.lexical_extras((lo, hi), query_terms, postings.as_ref(), mask)?;
+            let preps = extras
+                .iter()
+                .map(|extra| {
+                    let params = Params {
+                        w_extra: 1.0,
+                        extra: Some(extra),
+                        ..base.clone()
+                    };
+                    let mut prep = Prepared::new(&params, n)?;
+                    prep.base = lo;
+                    Ok(prep)
+                })
+                .collect::<Result<Vec<_>>>()?;
+            out.extend(multi(vectors, inv_q, matrix, n, d, &preps)?);
+        }
+        Ok(out)
+    }
+
+    /// Per query, `w_importance·importance + (w_lexical/scale)·bm25` over the group's rows
+    /// `lo..hi` (0 for rows without a vector), as long-term memory computes it.
+    fn lexical_extras(
+        &self,
+        (lo, hi): (usize, usize),
+        query_terms: &[Vec<(u32, u32)>],
+        postings: Option<&GroupPostings>,
+        mask: Option<&[bool]>,
+    ) -> Result<Vec<Vec<f32>>> {
+        let p = self.p;
+        let importance = &self.importance[lo..hi];
+        let n = hi - lo;
         let (w_importance, floor) = (p.w_importance as f32, p.lexical_floor);
         let mut lexical = vec![0f32; n];
-        let mut extras: Vec<Vec<f32>> = Vec::with_capacity(queries.len());
-        for terms in &query_terms {
+        let mut extras: Vec<Vec<f32>> = Vec::with_capacity(query_terms.len());
+        for terms in query_terms {
             let mut extra = vec![0f32; n];
-            match &postings {
+            match postings {
                 Some(postings) => postings.scores(terms, p.k1, &mut lexical),
                 None => lexical.fill(0.0),
             }
@@ -405,20 +447,7 @@ impl Shared<'_> {
             }
             extras.push(extra);
         }
-        let preps = extras
-            .iter()
-            .map(|extra| {
-                let params = Params {
-                    w_extra: 1.0,
-                    extra: Some(extra),
-                    ..base.clone()
-                };
-                let mut prep = Prepared::new(&params, n)?;
-                prep.base = lo;
-                Ok(prep)
-            })
-            .collect::<Result<Vec<_>>>()?;
-        multi(&vectors, &inv_q, matrix, n, d, &preps)
+        Ok(extras)
     }
 }
 
@@ -692,6 +721,7 @@ mod tests {
     /// Groups large enough for several row blocks and parallel chunks, float data: still equal.
     #[test]
     fn large_groups_equal_one_query_at_a_time() {
+        // 80 queries, 40 of them on group 1: more than one batch of queries per group.
         let mut seed = 19;
         let mut c = case(&mut seed);
         for (n, d) in [(3000usize, 48usize), (700, 384)] {
@@ -702,10 +732,10 @@ mod tests {
                 c.matrix[(n - 5) * d + t] = c.matrix[10 * d + t]; // a tie across blocks
             }
             c.offsets = vec![0, 1, n as i64 - 2, n as i64];
-            c.group = (0..24).map(|i| [1, 1, 2, 0][i % 4]).collect();
-            c.queries = (0..24 * d).map(|_| unit(&mut seed)).collect();
+            c.group = (0..80).map(|i| [1, 1, 2, 0][i % 4]).collect();
+            c.queries = (0..80 * d).map(|_| unit(&mut seed)).collect();
             c.queries[..d].copy_from_slice(&c.matrix[10 * d..11 * d].to_vec());
-            c.texts = (0..24).map(|i| QUERIES[i % QUERIES.len()].to_owned()).collect();
+            c.texts = (0..80).map(|i| QUERIES[i % QUERIES.len()].to_owned()).collect();
             c.terms = (0..n).map(|j| [WORDS[j % 12], WORDS[(j * 7) % 12], "tea"].join(" ")).collect();
             c.ts = (0..n).map(|j| 1_700_000_000_000 - (j as i64 % 97) * 3_600_000).collect();
             c.importance = (0..n).map(|j| (j % 10) as f32 / 10.0).collect();
@@ -713,7 +743,7 @@ mod tests {
             for w_lexical in [1.0, 0.0] {
                 let p = RecallParams { w_lexical, now_ms: 1_700_000_000_000, ..RecallParams::new(25) };
                 let got = run(&c, &p).unwrap();
-                for i in 0..24 {
+                for i in 0..80 {
                     let want: Vec<(i64, u32, u32)> =
                         oracle(&c, i, &p).iter().map(|&(j, s, m)| (j, s.to_bits(), m.to_bits())).collect();
                     let (ix, sc, si) = got.hits(i);

@@ -261,6 +261,8 @@ mod avx2 {
         }
     }
 
+    // Indexing by `u` and `k` mirrors `dot_norm` line for line (the point of this function).
+    #[allow(clippy::needless_range_loop)]
     /// `dot_norm::<false>(q, r).0` for each of `N` queries, with each query's accumulators
     /// updated by exactly the same FMAs in the same order (only interleaved with the others'),
     /// the same fold and the same scalar tail: equal bit for bit.
