@@ -28,6 +28,30 @@ def _hybrid_topk(
     min_score: float | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float32], NDArray[np.float32]]: ...
 
+# --- recall ---
+def _grouped_recall(
+    queries: NDArray[np.float32],
+    query_group: NDArray[np.int64],
+    matrix: NDArray[np.float32],
+    group_offsets: NDArray[np.int64],
+    timestamps: NDArray[np.int64],
+    importance: NDArray[np.float32],
+    *,
+    k: int,
+    w_sim: float,
+    w_rec: float,
+    w_importance: float,
+    w_lexical: float,
+    half_life_ms: float,
+    now_ms: int,
+    lexical_floor: float = 2.0,
+    k1: float = 0.9,
+    b: float = 0.4,
+    query_texts: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None,
+    terms: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None,
+    has_vector: NDArray[np.bool_] | None = None,
+) -> tuple[NDArray[np.int64], NDArray[np.float32], NDArray[np.float32]]: ...
+
 # --- dedupe ---
 def _near_duplicates(
     new: NDArray[np.float32], existing: NDArray[np.float32], *, threshold: float, metric: str = "cosine"

@@ -22,6 +22,10 @@ from mindcore.kernels.scoring import Metric as Metric
 from mindcore.kernels.scoring import TopK as TopK
 from mindcore.kernels.scoring import hybrid_topk as hybrid_topk
 
+# --- recall ---
+# isort: split
+from mindcore.kernels.recall import grouped_recall as grouped_recall
+
 # --- tokens ---
 # isort: split
 from mindcore.kernels.tokens import ENCODINGS as ENCODINGS
@@ -82,6 +86,7 @@ __all__ = [
     "estimate_message_tokens",
     "estimate_tokens",
     "find_secrets",
+    "grouped_recall",
     "hash_embed",
     "hybrid_topk",
     "looks_like_secret",

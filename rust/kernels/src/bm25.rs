@@ -12,6 +12,7 @@
 //! optional stemmer). Documents can be removed: the statistics then are exactly those of an
 //! index built from the remaining documents, so its scores are too.
 
+use std::borrow::Cow;
 use std::collections::{BinaryHeap, HashMap};
 
 use rayon::prelude::*;
@@ -45,7 +46,7 @@ fn count_terms(analyzer: Option<&Analyzer>, text: &str) -> DocTerms {
     let (buf, spans) = match analyzer {
         Some(a) => a.spans(text),
         None => {
-            let lower = text.to_lowercase();
+            let lower = lowered(text).into_owned();
             let mut spans = Vec::new();
             token_spans(&lower, |a, b| spans.push((a, b)));
             (lower, spans)
@@ -76,6 +77,54 @@ fn count_all<S: AsRef<str> + Sync>(documents: &[S], analyzer: Option<&Analyzer>)
 pub fn idf(n_docs: usize, doc_freq: usize) -> f64 {
     let (n, df) = (n_docs as f64, doc_freq as f64);
     (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// An already analysed document lower-cased as [`Bm25Index::add_analyzed`] indexes it (stored
+/// terms usually are lower-case ASCII already: then it is borrowed, not copied).
+pub(crate) fn lowered(text: &str) -> Cow<'_, str> {
+    if text.bytes().any(|c| c.is_ascii_uppercase() || !c.is_ascii()) {
+        Cow::Owned(text.to_lowercase())
+    } else {
+        Cow::Borrowed(text)
+    }
+}
+
+/// The tokens of an already analysed document, in order, as [`Bm25Index::add_analyzed`] counts them.
+pub(crate) fn for_each_analyzed_token(text: &str, mut f: impl FnMut(&str)) {
+    let lower = lowered(text);
+    token_spans(&lower, |a, b| f(&lower[a..b]));
+}
+
+/// A document's length normalisation `k1·(1 − b + b·|d|/avgdl)`, rounded to f32 as the index keeps it.
+#[inline]
+pub(crate) fn length_norm(k1: f64, b: f64, doc_len: u32, avgdl: f64) -> f32 {
+    // avgdl == 0 only when every document is empty; then no postings exist and the norm is never read.
+    let rel = if avgdl > 0.0 { f64::from(doc_len) / avgdl } else { 0.0 };
+    (k1 * (1.0 - b + b * rel)) as f32
+}
+
+/// `total_len / n_docs` (0 for no documents), the mean document length the norms use.
+#[inline]
+pub(crate) fn avg_doc_len(total_len: u64, n_docs: usize) -> f64 {
+    if n_docs == 0 {
+        0.0
+    } else {
+        total_len as f64 / n_docs as f64
+    }
+}
+
+/// The weight of a query term found in `doc_freq` of `n_docs` documents, `qf` times in the
+/// query: `idf·qf·(k1 + 1)` in f32.
+#[inline]
+pub(crate) fn term_weight(k1: f64, n_docs: usize, doc_freq: usize, qf: u32) -> f32 {
+    (idf(n_docs, doc_freq) * f64::from(qf)) as f32 * (k1 + 1.0) as f32
+}
+
+/// One posting's share of a document's score: `w·tf / (tf + norm)` in f32.
+#[inline(always)]
+pub(crate) fn term_score(w: f32, tf: u32, norm: f32) -> f32 {
+    let tf = tf as f32;
+    w * tf / (tf + norm)
 }
 
 /// A BM25 index. Document ids are positions in insertion order; removing documents moves the
@@ -255,19 +304,9 @@ impl Bm25Index {
     }
 
     fn refresh_norms(&mut self) {
-        let n = self.doc_len.len();
-        let avgdl = if n == 0 { 0.0 } else { self.total_len as f64 / n as f64 };
+        let avgdl = avg_doc_len(self.total_len, self.doc_len.len());
         let (k1, b) = (self.k1, self.b);
-        self.norm = self
-            .doc_len
-            .iter()
-            .map(|&dl| {
-                // avgdl == 0 only when every document is empty; then no postings exist and
-                // the norm is never read.
-                let rel = if avgdl > 0.0 { f64::from(dl) / avgdl } else { 0.0 };
-                (k1 * (1.0 - b + b * rel)) as f32
-            })
-            .collect();
+        self.norm = self.doc_len.iter().map(|&dl| length_norm(k1, b, dl, avgdl)).collect();
     }
 
     /// The query's known terms with their query frequency, in first-occurrence order.
@@ -288,17 +327,15 @@ impl Bm25Index {
     /// each document the first time it gets a contribution (they are always > 0).
     fn accumulate<const TRACK: bool>(&self, terms: &[(u32, u32)], acc: &mut [f32], touched: &mut Vec<u32>) {
         let n_docs = self.len();
-        let k1p1 = (self.k1 + 1.0) as f32;
         for &(tid, qf) in terms {
             let plist = &self.postings[tid as usize];
-            let w = (idf(n_docs, plist.len()) * f64::from(qf)) as f32 * k1p1;
+            let w = term_weight(self.k1, n_docs, plist.len(), qf);
             for p in plist {
-                let tf = p.tf as f32;
                 let slot = &mut acc[p.doc as usize];
                 if TRACK && *slot == 0.0 {
                     touched.push(p.doc);
                 }
-                *slot += w * tf / (tf + self.norm[p.doc as usize]);
+                *slot += term_score(w, p.tf, self.norm[p.doc as usize]);
             }
         }
     }

@@ -8,6 +8,7 @@ mod bm25;
 mod dedupe;
 mod hashing;
 mod packing;
+mod recall;
 mod scoring;
 mod secrets;
 mod tokens;
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dedupe::register(m)?;
     hashing::register(m)?;
     packing::register(m)?;
+    recall::register(m)?;
     scoring::register(m)?;
     secrets::register(m)?;
     tokens::register(m)?;

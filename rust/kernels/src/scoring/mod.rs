@@ -10,6 +10,7 @@
 //! - a batch: a blocked GEMM over row blocks, each score block scanned while it is in cache.
 
 mod batch;
+pub mod grouped;
 pub(crate) mod select;
 pub(crate) mod simd;
 
@@ -153,6 +154,7 @@ pub(crate) fn score_overflow(row: usize) -> KernelError {
 }
 
 /// Validated parameters in the form the scans use.
+#[derive(Clone)]
 pub(crate) struct Prepared<'a> {
     k: usize,
     metric: Metric,
@@ -162,6 +164,8 @@ pub(crate) struct Prepared<'a> {
     extra: Option<(&'a [f32], f64)>,
     mask: Option<&'a [bool]>,
     min_score: f32,
+    /// Added to row numbers in hits and errors: the arrays cover rows `base..` of a larger matrix.
+    base: usize,
 }
 
 #[derive(Clone, Copy)]
@@ -289,6 +293,7 @@ impl<'a> Prepared<'a> {
             extra,
             mask: p.mask,
             min_score,
+            base: 0,
         })
     }
 
@@ -304,7 +309,7 @@ impl<'a> Prepared<'a> {
         #[cfg(not(target_arch = "x86_64"))]
         let ok = self.bias_body(r0, out);
         if !ok {
-            let j = r0 + out.iter().position(|b| !b.is_finite()).unwrap_or(0);
+            let j = self.base + r0 + out.iter().position(|b| !b.is_finite()).unwrap_or(0);
             return Err(KernelError::invalid(
                 "w_extra",
                 format!("the score of row {j} overflows float32"),
@@ -537,6 +542,7 @@ pub(crate) fn chunk_rows(n: usize, d: usize) -> usize {
 }
 
 /// One query: dot product, row norm and score in one pass over each row, a heap per chunk.
+/// Hits (and errors) number rows from `prep.base`.
 fn single(
     q: &[f32],
     inv_q: f32,
@@ -569,7 +575,7 @@ fn single(
                 if cosine_metric {
                     let (dot, rr) = (s.dot_norm)(q, row);
                     if rr.is_infinite() && dot.is_finite() {
-                        return Err(norm_overflow(b0 + o));
+                        return Err(norm_overflow(prep.base + b0 + o));
                     }
                     (dots[o], inv_r[o]) = (dot, rr);
                 } else {
@@ -588,11 +594,93 @@ fn single(
                 inv_q,
                 w_sim: prep.w_sim,
             };
-            simd::scan(&row, b0, &mut top)?;
+            simd::scan(&row, prep.base + b0, &mut top)?;
         }
         Ok(top.into_vec())
     })?;
     Ok(merge(parts, prep.k))
+}
+
+/// Several queries over the same rows, each scored exactly as [`single`] scores it alone: the
+/// same dot product per (query, row) (a pure function of the two), the same row norm (`dot(r, r)`
+/// is the norm `dot_norm` returns, bit for bit, so it is computed once per row here), the same
+/// bias and scan. Only the loop order differs: each row stays in cache while every query's dot
+/// product with it is computed (several FMA chains at once instead of one query's four), so a
+/// group's rows are read from memory once, not once per query. `preps[i]` is query `i`'s (they
+/// may differ in their extra term); they share one metric and mask. Hits number rows from each prep's `base`.
+pub(crate) fn multi(
+    queries: &[&[f32]],
+    inv_q: &[f32],
+    matrix: &[f32],
+    n: usize,
+    d: usize,
+    preps: &[Prepared<'_>],
+) -> Result<Vec<Vec<Hit>>> {
+    let Some(first) = preps.first() else {
+        return Ok(Vec::new());
+    };
+    /// Rows per block: each row is read once for all queries (`dots`), then each query scans the block.
+    const STEP: usize = 128;
+    let block = STEP;
+    let s = simd::simd();
+    let cosine_metric = first.metric == Metric::Cosine;
+    let mask = first.mask;
+    let rows = chunk_rows(n, d);
+    let nq = queries.len();
+    let parts = par_map(n.div_ceil(rows), n * d.max(1) * nq, |c| {
+        let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
+        let mut tops: Vec<TopSel> = preps.iter().map(|p| TopSel::new(p.k, p.min_score, r1 - r0)).collect();
+        let (mut bias, mut inv_r, mut sq) = ([0f32; STEP], [0f32; STEP], [0f32; STEP]);
+        // Row-major (row, query) dot products of the block; `per_row` is one row's.
+        let mut all = vec![0f32; block * nq];
+        let mut per_row = vec![0f32; nq];
+        let mut dots = [0f32; STEP];
+        for b0 in (r0..r1).step_by(block) {
+            let len = block.min(r1 - b0);
+            for o in 0..len {
+                if mask.is_some_and(|m| !m[b0 + o]) {
+                    continue; // masked out: not even read
+                }
+                let row = &matrix[(b0 + o) * d..(b0 + o + 1) * d];
+                if cosine_metric {
+                    sq[o] = (s.dot)(row, row);
+                    inv_r[o] = inv_norm(sq[o]);
+                }
+                (s.dots)(queries, row, &mut per_row);
+                all[o * nq..(o + 1) * nq].copy_from_slice(&per_row);
+            }
+            for (qi, prep) in preps.iter().enumerate() {
+                let (bias, dots) = (&mut bias[..len], &mut dots[..len]);
+                prep.fill_bias(b0, bias)?;
+                for (o, &b) in bias.iter().enumerate() {
+                    if b == f32::NEG_INFINITY {
+                        continue; // masked out: not read above either
+                    }
+                    let dot = all[o * nq + qi];
+                    if cosine_metric && sq[o].is_infinite() && dot.is_finite() {
+                        return Err(norm_overflow(prep.base + b0 + o));
+                    }
+                    dots[o] = dot;
+                }
+                let row = ScanRow {
+                    s: dots,
+                    inv_r: cosine_metric.then_some(&inv_r[..len]),
+                    bias,
+                    inv_q: inv_q[qi],
+                    w_sim: prep.w_sim,
+                };
+                simd::scan(&row, prep.base + b0, &mut tops[qi])?;
+            }
+        }
+        Ok(tops.into_iter().map(TopSel::into_vec).collect::<Vec<_>>())
+    })?;
+    let mut per_query: Vec<Vec<Vec<Hit>>> = (0..nq).map(|_| Vec::with_capacity(parts.len())).collect();
+    for part in parts {
+        for (qi, hits) in part.into_iter().enumerate() {
+            per_query[qi].push(hits);
+        }
+    }
+    Ok(per_query.into_iter().zip(preps).map(|(parts, p)| merge(parts, p.k)).collect())
 }
 
 #[cfg(test)]
