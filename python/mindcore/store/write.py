@@ -31,6 +31,7 @@ from mindcore.store.ids import check_ids, check_namespace, new_id
 from mindcore.store.locks import Lock
 from mindcore.store.schema import Row, now_ms, rows_from_arrow, rows_to_arrow
 from mindcore.store.versions import VersionTracker
+from mindcore.validation import check_bool
 
 __all__ = ["TableWrites", "UnitOfWork", "WriteResult"]
 
@@ -228,8 +229,7 @@ class TableWrites:
         return self._commit_uow(uow, purge)
 
     def _commit_uow(self, uow: UnitOfWork, purge: bool) -> WriteResult:
-        if not isinstance(purge, bool):
-            raise TypeError(f"purge: expected a bool, got {purge!r}")
+        check_bool(purge, "purge")
         uow._live()
         uow._done = True
         uow.result = self._commit(uow.namespace, uow._ops, purge=purge)
