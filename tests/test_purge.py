@@ -213,7 +213,10 @@ def test_ltm_forget_purge_takes_that_memorys_history(tmp_path: Path) -> None:
     history = store.table("ltm_history", {"memory_id": pa.string(), "text": pa.string()})
     history.upsert(ltm._repo.ns, [{"id": "h1", "memory_id": m.id, "text": f"was: {MARKER}eight"},
                                   {"id": "h2", "memory_id": other.id, "text": f"was: {MARKER}nine"}])
+    assert [r.id for r in ltm.recall("Where does Alice work? the bakery", k=1)] == [m.id]  # a bump is pending
     assert ltm.forget(m.id, purge=True) is True
+    ltm.flush()
+    assert ltm.get(m.id) is None and len(ltm) == 1
     assert folder_files_with(root, f"{MARKER}eight") == []
     assert [r["id"] for r in history.scan(ltm._repo.ns)] == ["h2"] and folder_files_with(root, f"{MARKER}nine")
 
