@@ -19,15 +19,18 @@ import pyarrow as pa
 from mindcore.kernels import BM25Index, looks_like_secret, near_duplicates, near_duplicates_pruned
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, indexed_text
+from mindcore.store.filters import col
 from mindcore.store.schema import take_rows
 from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
+__all__ = ["HISTORY_TABLE", "TABLE", "MemoryRepo", "NewMemory", "scope_key"]
 
 TABLE = "ltm_memories"
+#: The versions of each memory (namespace: the scope key, ``memory_id``: the memory's id).
+HISTORY_TABLE = "ltm_history"
 COLUMNS: dict[str, pa.DataType] = {
     "text": pa.string(),
     "kind": pa.string(),
@@ -154,6 +157,7 @@ class MemoryRepo:
     """The rows of one scope in the ``ltm_memories`` table."""
 
     def __init__(self, store: Any, *, user_id: str, namespace: str, workspace_id: str | None, embedder: Any) -> None:
+        self._store = store
         self.table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
         self.ns = scope_key(user_id, namespace, workspace_id)
         # BM25 over the stored terms of the cached namespace `_indexed`, patched as the cache is.
@@ -321,10 +325,34 @@ class MemoryRepo:
             for (accessed, recency), ids in groups.items():
                 uow.update(ids, {"last_accessed_at": accessed, "recency_at": recency})
 
-    def delete(self, ids: Sequence[str]) -> int:
-        if not ids:
-            return 0
-        return int(self.table.delete(self.ns, ids=list(ids)).deleted)
+    def delete(self, ids: Sequence[str], *, purge: bool = False) -> int:
+        """Delete memories by id; ``purge``: and their history, leaving neither in any file of
+        the store (see ``Table.purge``)."""
+        if ids:
+            deleted = int(self.table.delete(self.ns, ids=list(ids), purge=purge).deleted)
+        else:
+            deleted = 0
+            if purge:
+                self.table.purge()
+        if purge:
+            self._purge_history(list(ids))
+        return deleted
 
-    def clear(self) -> int:
-        return int(self.table.clear(self.ns).deleted)
+    def clear(self, *, purge: bool = False) -> int:
+        deleted = int(self.table.clear(self.ns, purge=purge).deleted)
+        if purge:
+            self._purge_history(None)
+        return deleted
+
+    def _purge_history(self, ids: list[str] | None) -> None:
+        """Delete and purge the scope's rows of the history table (all of them when ``ids`` is
+        ``None``, else those whose ``memory_id`` is one of ``ids``), if the store has that table."""
+        if HISTORY_TABLE not in self._store.table_names():
+            return
+        history = self._store.open_table(HISTORY_TABLE)
+        if ids is None:
+            history.clear(self.ns, purge=True)
+        elif ids and "memory_id" in history.schema.names:
+            history.delete(self.ns, where=col("memory_id").is_in(ids), purge=True)
+        else:
+            history.purge()

@@ -44,7 +44,7 @@ from mindcore.ltm.tools import build_toolset
 from mindcore.ltm.types import DEFAULT_KIND, ExtractionReport, Memory, RememberResult
 from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset
-from mindcore.validation import check_callable
+from mindcore.validation import check_bool, check_callable
 
 if TYPE_CHECKING:
     from mindcore.embed import Embedder
@@ -433,20 +433,44 @@ class LongTermMemory:
 
     # -- removal and inspection -----------------------------------------------------------------
 
-    def forget(self, memory_id: str) -> bool:
-        """Delete one memory for good; ``False`` if there was no such memory."""
+    def forget(self, memory_id: str, *, purge: bool = False) -> bool:
+        """Delete one memory for good; ``False`` if there was no such memory.
+
+        The memory is no longer recalled, but until the store's next compaction and the end of
+        ``StoreConfig.cleanup_grace`` its text stays in files of the store (old versions serve
+        readers in other processes). ``purge=True`` erases it at once, with its history: when
+        this returns, neither is in any file of the store, on a folder or on object storage.
+        Purging rewrites the table's files holding deleted rows and drops every old version, so
+        it costs a compaction; processes reading the store meanwhile re-open the latest version.
+
+        >>> import mindcore
+        >>> from mindcore.embed import HashEmbedder
+        >>> ltm = mindcore.LongTermMemory(mindcore.open("memory://"), user_id="u1", embedder=HashEmbedder())
+        >>> m = ltm.remember("Lives at 12 Rue Oberkampf")
+        >>> ltm.forget(m.id, purge=True), len(ltm)
+        (True, 0)
+        """
         _require_id("memory_id", memory_id)
-        return self._repo.delete([memory_id]) > 0
+        check_bool(purge, "purge")
+        # A pending last-access bump is written first, so nothing writes the row after the purge.
+        self._touches.flush()
+        return self._repo.delete([memory_id], purge=purge) > 0
 
-    def clear(self) -> int:
-        """Delete every memory in this scope for good; returns how many there were."""
-        return self._repo.clear()
+    def clear(self, *, purge: bool = False) -> int:
+        """Delete every memory in this scope for good; returns how many there were.
 
-    async def aforget(self, memory_id: str) -> bool:
-        return await asyncio.to_thread(self.forget, memory_id)
+        ``purge=True``: as in :meth:`forget`, the texts and the scope's history are in no file of
+        the store when this returns. Other scopes are untouched.
+        """
+        check_bool(purge, "purge")
+        self._touches.flush()
+        return self._repo.clear(purge=purge)
 
-    async def aclear(self) -> int:
-        return await asyncio.to_thread(self.clear)
+    async def aforget(self, memory_id: str, *, purge: bool = False) -> bool:
+        return await asyncio.to_thread(lambda: self.forget(memory_id, purge=purge))
+
+    async def aclear(self, *, purge: bool = False) -> int:
+        return await asyncio.to_thread(lambda: self.clear(purge=purge))
 
     async def aremember_many(self, items: Iterable[str | Mapping[str, Any] | Candidate], *, dedupe: bool = True,
                              source: str = "manual") -> list[RememberResult]:

@@ -52,7 +52,16 @@ Examples
 from __future__ import annotations
 
 from mindcore.mind.config import MindConfig, TtlDefaults, parse_due_by, parse_duration
-from mindcore.mind.entries import Belief, Confidence, Goal, GoalStatus, Priority, RecallResult, Reflection
+from mindcore.mind.entries import (
+    Belief,
+    BeliefChange,
+    Confidence,
+    Goal,
+    GoalStatus,
+    Priority,
+    RecallResult,
+    Reflection,
+)
 from mindcore.mind.mind import Believed, FlushReport, Mind, MindRun, Reflected
 from mindcore.mind.tools import TOOL_NAMES, TOOL_SPECS
 from mindcore.mind.validate import MindError
@@ -61,6 +70,7 @@ __all__ = [
     "TOOL_NAMES",
     "TOOL_SPECS",
     "Belief",
+    "BeliefChange",
     "Believed",
     "Confidence",
     "FlushReport",

@@ -44,6 +44,8 @@ COLUMNS: dict[str, pa.DataType] = {
     "expires_at": pa.int64(),
     "error": pa.bool_(),
     "related_to": pa.string(),
+    # A belief's replaced contents, JSON (mindcore.mind.entries.history_to_json).
+    "history": pa.string(),
 }
 _SCALARS = ["id", "created_at", "updated_at", "tags", *COLUMNS]
 _COLUMNS = [*_SCALARS, "vector"]

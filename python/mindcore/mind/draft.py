@@ -8,7 +8,9 @@ Flush rules (clean run / crashed run):
 
 * beliefs: each draft belief merges into the stored row with its id, else into a stored belief
   that became similar meanwhile (another process), else is created; a crashed run writes them
-  with ``error=True``, a clean one clears that flag;
+  with ``error=True``, a clean one clears that flag. When the merged content contradicts or
+  updates the content it replaces (:func:`mindcore.relations.classify_pair`), the replaced
+  content goes into the belief's history, in the same commit; a paraphrase leaves no entry;
 * reflections: appended (``error=True`` after a crash); a pin beyond the cap is stored unpinned;
 * goals: created (while under the cap) and updated (while still active) after a clean run only;
 * unpins: applied after a clean run only (a crash keeps the rule pinned, the safe default).
@@ -20,11 +22,19 @@ import threading
 import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
-from mindcore.mind.entries import Confidence, Priority, recall_weight
+from mindcore.mind.entries import (
+    BeliefChange,
+    Confidence,
+    Priority,
+    history_from_json,
+    history_to_json,
+    recall_weight,
+)
+from mindcore.relations import classify_pair
 
 __all__ = [
     "Claims",
@@ -38,6 +48,7 @@ __all__ = [
     "belief_key",
     "merge_belief",
     "plan_flush",
+    "replaced",
 ]
 
 Row = dict[str, Any]
@@ -47,6 +58,33 @@ _RANK = {"low": 0, "medium": 1, "high": 2}
 def belief_key(content: str) -> str:
     """What two concurrent runs compare to spot the same belief: trimmed, lower-cased text."""
     return content.strip().lower()
+
+
+def _cosine(a: Any, b: Any) -> float | None:
+    if a is None or b is None:
+        return None
+    x, y = np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(np.dot(x, y) / norm) if norm > 0 and x.shape == y.shape else None
+
+
+def replaced(old: str, new: str, *, at: int, old_vector: Any = None, new_vector: Any = None) -> BeliefChange | None:
+    """The history entry for belief content ``old`` when ``new`` replaces it: ``None`` when ``new``
+    says the same thing (or is judged unrelated: the merge is then the seed's plain dedupe), else
+    the contradiction or update the rules find, with their reason.
+
+    >>> replaced("The staging server is up", "The staging server is down", at=7).relation
+    'contradiction'
+    >>> replaced("The staging server is up", "the staging server is up", at=7) is None
+    True
+    """
+    if belief_key(old) == belief_key(new):
+        return None
+    verdict = classify_pair(old, new, similarity=_cosine(old_vector, new_vector))
+    if not verdict.supersedes:
+        return None
+    relation = cast("Any", verdict.relation)
+    return BeliefChange(old, at, relation, verdict.reason)
 
 
 @dataclass
@@ -61,9 +99,24 @@ class DraftBelief:
     created_at: int
     #: Table version this belief was checked against for duplicates (-1: never).
     seen_version: int = -1
+    #: Contents this draft entry held before a later contradicting or updating belief replaced them.
+    history: list[BeliefChange] = field(default_factory=list)
+    #: The content (and vector) it started with: what replaces the stored content at flush.
+    first_content: str = ""
+    first_vector: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        if not self.first_content:
+            self.first_content = self.content
+        if self.first_vector is None:
+            self.first_vector = self.vector
 
     def absorb(self, other: DraftBelief) -> None:
         """A later ``mind_believe`` that matched this draft entry."""
+        change = replaced(self.content, other.content, at=other.created_at, old_vector=self.vector,
+                          new_vector=other.vector)
+        if change is not None:
+            self.history.append(change)
         self.seen_version = min(self.seen_version, other.seen_version)
         self.content = other.content
         self.vector = other.vector
@@ -254,10 +307,19 @@ def merge_belief(row: Row, d: DraftBelief, *, clean: bool, now: int) -> Row:
     """A stored belief row after ``d`` matched it: content (and vector) replaced, confidence
     raised (or lowered only with ``allow_downgrade``), tags replaced only when given, expiry
     refreshed, creation time kept; a clean run clears the crashed-run flag, a crashed one sets it.
+    The history gains the stored content if ``d`` contradicts or updates it (see :func:`replaced`),
+    then the contents ``d`` itself replaced during the run.
     """
     out = dict(row)
     conf = _merge_confidence(str(row.get("confidence") or "low"), d.confidence, d.allow_downgrade)
+    history = history_from_json(row.get("history"))
+    change = replaced(str(row.get("content") or ""), d.first_content, at=d.created_at,
+                      old_vector=row.get("vector"), new_vector=d.first_vector)
+    if change is not None:
+        history.append(change)
+    history.extend(d.history)
     out.update(
+        history=history_to_json(history),
         content=d.content,
         vector=d.vector,
         confidence=conf,
@@ -276,7 +338,7 @@ def new_belief_row(d: DraftBelief, *, clean: bool, now: int) -> Row:
         "id": d.id, "type": "belief", "content": d.content, "confidence": d.confidence,
         "recall_weight": recall_weight("belief", d.confidence, not clean), "tags": list(d.tags or []),
         "expires_at": d.expires_at, "error": not clean, "vector": d.vector,
-        "created_at": d.created_at, "updated_at": now,
+        "created_at": d.created_at, "updated_at": now, "history": history_to_json(d.history),
     }
 
 

@@ -6,16 +6,19 @@ to a model), leaving out optional fields that are not set. Timestamps are unix m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "BELIEF_HISTORY_LIMIT",
     "CONFIDENCE_WEIGHT",
     "CRASHED_WEIGHT",
     "PRIORITY_RANK",
     "REFLECTION_WEIGHT",
     "Belief",
+    "BeliefChange",
     "Confidence",
     "EntryType",
     "Goal",
@@ -25,6 +28,8 @@ __all__ = [
     "Reflection",
     "entry_from_row",
     "entry_to_row",
+    "history_from_json",
+    "history_to_json",
     "recall_weight",
 ]
 
@@ -102,6 +107,55 @@ class Goal:
         return out
 
 
+#: A belief keeps at most this many replaced contents (the oldest go first).
+BELIEF_HISTORY_LIMIT = 20
+
+
+@dataclass(frozen=True, slots=True)
+class BeliefChange:
+    """A content a belief held until a contradicting or updating belief replaced it.
+
+    ``relation`` is ``"contradiction"`` (the new content denies the old one or gives a conflicting
+    value) or ``"update"`` (the same subject, a newer detail); ``reason`` says which cue decided
+    (see :func:`mindcore.relations.classify_pair`); ``replaced_at`` is unix ms.
+
+    >>> BeliefChange("The staging server is up", 5, "contradiction", "antonym: up / down").to_dict()["replacedAt"]
+    5
+    """
+
+    content: str
+    replaced_at: int
+    relation: Literal["update", "contradiction"]
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"content": self.content, "replacedAt": self.replaced_at, "relation": self.relation,
+                "reason": self.reason}
+
+
+def history_to_json(history: Sequence[BeliefChange]) -> str | None:
+    """The stored form of a belief's history (``None`` when empty), newest
+    :data:`BELIEF_HISTORY_LIMIT` kept."""
+    if not history:
+        return None
+    kept = list(history)[-BELIEF_HISTORY_LIMIT:]
+    return json.dumps([{"content": c.content, "replaced_at": c.replaced_at, "relation": c.relation,
+                        "reason": c.reason} for c in kept], ensure_ascii=False)
+
+
+def history_from_json(raw: object) -> list[BeliefChange]:
+    """A belief's history from its stored form (``[]`` for ``None`` or an unreadable value)."""
+    if not isinstance(raw, str) or not raw:
+        return []
+    try:
+        items = json.loads(raw)
+        return [BeliefChange(str(i["content"]), int(i["replaced_at"]),
+                             "update" if i.get("relation") == "update" else "contradiction", str(i.get("reason") or ""))
+                for i in items]
+    except (ValueError, TypeError, KeyError):
+        return []
+
+
 @dataclass(frozen=True, slots=True)
 class Belief:
     """A statement the agent holds true, with a confidence and an optional expiry.
@@ -118,6 +172,9 @@ class Belief:
     created_at: int = 0
     updated_at: int = 0
     error: bool = False
+    #: The contents this belief held before contradicting or updating beliefs replaced them,
+    #: oldest first (a paraphrase merged into it leaves no entry).
+    history: list[BeliefChange] = field(default_factory=list)
 
     @property
     def type(self) -> Literal["belief"]:
@@ -135,6 +192,8 @@ class Belief:
         out["createdAt"], out["updatedAt"] = self.created_at, self.updated_at
         if self.error:
             out["error"] = True
+        if self.history:
+            out["history"] = [c.to_dict() for c in self.history]
         return out
 
 
@@ -245,7 +304,8 @@ def entry_from_row(row: Mapping[str, Any]) -> Entry:
     common.update(content=str(row["content"]), expires_at=None if expires is None else int(expires),
                   error=bool(row.get("error")))
     if kind == "belief":
-        return Belief(confidence=row.get("confidence") or "medium", **common)
+        return Belief(confidence=row.get("confidence") or "medium", history=history_from_json(row.get("history")),
+                      **common)
     if kind == "reflection":
         return Reflection(pinned=bool(row.get("pinned")), related_to=row.get("related_to"), **common)
     raise ValueError(f"row {row.get('id')!r}: unknown entry type {kind!r}")
@@ -256,14 +316,14 @@ def entry_to_row(e: Entry, vector: Any = None) -> dict[str, Any]:
     row: dict[str, Any] = {
         "id": e.id, "type": e.type, "tags": list(e.tags), "created_at": e.created_at, "updated_at": e.updated_at,
         "confidence": None, "priority": None, "status": None, "pinned": None, "progress": None, "outcome": None,
-        "due_by": None, "expires_at": None, "error": None, "related_to": None, "vector": vector,
+        "due_by": None, "expires_at": None, "error": None, "related_to": None, "history": None, "vector": vector,
     }
     if isinstance(e, Goal):
         row.update(content=e.description, priority=e.priority, status=e.status, progress=list(e.progress),
                    outcome=e.outcome, due_by=e.due_by, recall_weight=None)
     elif isinstance(e, Belief):
         row.update(content=e.content, confidence=e.confidence, expires_at=e.expires_at, error=e.error,
-                   recall_weight=recall_weight("belief", e.confidence, e.error))
+                   recall_weight=recall_weight("belief", e.confidence, e.error), history=history_to_json(e.history))
     else:
         row.update(content=e.content, pinned=e.pinned, related_to=e.related_to, expires_at=e.expires_at,
                    error=e.error, recall_weight=recall_weight("reflection", None, e.error))

@@ -31,6 +31,7 @@ from mindcore.mind.draft import (
     belief_key,
     goal_row,
     plan_flush,
+    replaced,
 )
 from mindcore.mind.entries import (
     CONFIDENCES,
@@ -38,6 +39,7 @@ from mindcore.mind.entries import (
     PRIORITY_RANK,
     STATUSES,
     Belief,
+    BeliefChange,
     Confidence,
     Goal,
     GoalStatus,
@@ -86,10 +88,12 @@ def _now_ms() -> int:
 
 class Believed(NamedTuple):
     """What :meth:`MindRun.believe` did: ``action`` is ``created``, ``updated_store`` or
-    ``updated_draft``; ``id`` is the belief's id."""
+    ``updated_draft``; ``id`` is the belief's id. ``replaced`` is set when the new content
+    contradicts or updates the content it replaced (which goes into the belief's history)."""
 
     action: Literal["created", "updated_store", "updated_draft"]
     id: str
+    replaced: BeliefChange | None = None
 
 
 class Reflected(NamedTuple):
@@ -257,6 +261,25 @@ class Mind:
     def get(self, id: str) -> Goal | Belief | Reflection | None:
         """The committed entry with this id."""
         return self._repo.snapshot().entries.get(id)
+
+    def history(self, belief_id: str) -> list[BeliefChange]:
+        """The contents the committed belief ``belief_id`` held before contradicting or updating
+        beliefs replaced them, oldest first, each with when it was replaced, the relation
+        (``contradiction`` or ``update``) and the reason. A paraphrase merged into the belief
+        leaves no entry. Raises :class:`MindError` if there is no such belief.
+
+        >>> import mindcore
+        >>> from mindcore.embed import HashEmbedder
+        >>> mind = mindcore.Mind("memory://", agent="ops", embedder=HashEmbedder())
+        >>> b = mind.believe("The staging server is up")
+        >>> _ = mind.believe("The staging server is down")
+        >>> [(c.content, c.relation) for c in mind.history(b.id)], mind.get(b.id).content
+        ([('The staging server is up', 'contradiction')], 'The staging server is down')
+        """
+        entry = self.get(belief_id)
+        if not isinstance(entry, Belief):
+            raise MindError(f"history: no belief with id {belief_id!r}")
+        return list(entry.history)
 
     def recall(
         self,
@@ -475,9 +498,10 @@ class MindRun:
             # 1. this run's draft
             hit = self._draft.similar_belief(vec, thr)
             if hit is not None:
+                known = len(hit.history)
                 self._draft.absorb_into(hit.id, d)
                 mind._claims.claim(key, self, hit.id)
-                return Believed("updated_draft", hit.id)
+                return Believed("updated_draft", hit.id, hit.history[-1] if len(hit.history) > known else None)
             # 2. another live run of this mind holds the same text
             other = mind._claims.holder(key, self)
             if other is not None:
@@ -490,9 +514,14 @@ class MindRun:
             sid = snap.similar_belief(vec, thr, now)
             if sid is not None:
                 d.id = sid
-                self._draft.put_belief(d)
+                held = self._draft.put_belief(d)
                 mind._claims.claim(key, self, sid)
-                return Believed("updated_store", sid)
+                stored = snap.entries.get(sid)
+                # What the flush will record (it re-checks against the row it then reads).
+                change = None if stored is None or held is not d else replaced(
+                    getattr(stored, "content", ""), content, at=now, old_vector=snap.vectors.get(sid),
+                    new_vector=vec)
+                return Believed("updated_store", sid, change)
             # 4. new
             self._draft.put_belief(d)
             mind._claims.claim(key, self, d.id)

@@ -183,7 +183,12 @@ def build_toolset(run: MindRun) -> Toolset:
         ttl = None if expires is None else check_duration(expires, "expiresIn")
         r = run._believe(a["content"], a.get("confidence", "medium"), a.get("tags"), ttl,
                          a.get("allowDowngrade", False))
-        return {"status": "ok", "action": r.action, "id": r.id}
+        out: dict[str, Any] = {"status": "ok", "action": r.action, "id": r.id}
+        if r.replaced is not None:
+            # Tell the model it changed its mind, and from what.
+            out["replaced"] = {"content": r.replaced.content, "relation": r.replaced.relation,
+                               "reason": r.replaced.reason}
+        return out
 
     def reflect(a: dict[str, Any]) -> dict[str, Any]:
         check_text(a["content"], "content")

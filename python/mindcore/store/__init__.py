@@ -47,6 +47,12 @@ processes can never insert the same id twice. After ``StoreConfig.compact_every`
 on big tables, see ``compact_amplification``) the table is compacted in the background, keeping
 old versions for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
 
+**Erasing for good.** A delete hides rows at once, but their values stay in the table's files
+(old versions, and data files whose other rows live on) until compaction and the grace period
+remove them. ``delete(..., purge=True)``, ``clear(ns, purge=True)`` and ``table.purge()`` erase
+them at once: when they return, no file of the table, on a folder or on object storage, holds a
+deleted row. Readers in other processes that were on an older version re-open the latest one.
+
 **What a store holds.** ``store.stats()`` (every table's rows per namespace, versions kept,
 sizes on disk, the recorded embedding models) and ``table.stats()`` read without writing;
 ``store.open_table(name)`` opens a stored table as it is, for tools that handle any table.

@@ -8,8 +8,8 @@ stores).
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from mindcore.store.cache import VectorCache
@@ -59,6 +59,8 @@ class TableContext:
     schedule_maintenance: Callable[[str], None]
     #: Opened ``read_only=True``: every write raises ``StoreNotWritableError``.
     read_only: bool = False
+    #: Object storage: the credentials and endpoint the store was opened with.
+    storage_options: Mapping[str, str] = field(default_factory=dict)
 
     def refuse_writes(self, what: str) -> None:
         """Raise ``StoreNotWritableError`` (saying it could not ``what``) on a read-only store."""

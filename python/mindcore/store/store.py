@@ -186,6 +186,7 @@ class Store:
             store=self, uri=uri, kind=kind, config=config, cache=self._cache,
             read_consistency_s=None if self._read_consistency is None else self._read_consistency.total_seconds(),
             schedule_maintenance=self._schedule_maintenance, read_only=read_only,
+            storage_options=dict(storage_options),
         )
         self._tables: dict[str, Table] = {}
         self._locks: dict[str, Lock] = {}

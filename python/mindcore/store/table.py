@@ -7,9 +7,9 @@ import functools
 import logging
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, final
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, final
 
 import numpy as np
 import pyarrow as pa
@@ -71,6 +71,13 @@ class Hit:
 
 
 # -- the table -------------------------------------------------------------------------------------
+
+_T = TypeVar("_T")
+
+
+def _vanished(e: BaseException) -> bool:
+    """Whether a LanceDB read failed because a file of the version it read no longer exists."""
+    return isinstance(e, FileNotFoundError) or "Not found" in str(e) or "NotFound" in str(e)
 
 
 @functools.lru_cache(maxsize=256, typed=True)
@@ -184,6 +191,20 @@ class Table(TableWrites):
 
     # -- reads ----------------------------------------------------------------------------------
 
+    def _read(self, read: Callable[[], _T]) -> _T:
+        """Run ``read`` against the loaded version; if that version's files are gone (another
+        process purged the table, deleting every old version), re-open the latest version and
+        run it again."""
+        try:
+            return read()
+        except (RuntimeError, OSError) as e:
+            if not _vanished(e):
+                raise
+            log.info("table %r: version %d was purged by another process; reading the latest",
+                     self.name, self._versions.loaded)
+        self._exact()
+        return read()
+
     def _refresh_schema(self) -> bool:
         """Re-read the stored schema (another process may have added columns); True if it moved."""
         fresh = self._tbl.schema
@@ -232,11 +253,14 @@ class Table(TableWrites):
             self._columns([order_by])
         # Sorting needs the key and the tie-breaker (id) even when they are not asked for.
         select = cols if cols is None or order_by is None else list(dict.fromkeys([*cols, order_by, "id"]))
-        q = self._tbl.search().where(w)
-        if select is not None:
-            q = q.select(select)
-        q = q.limit(None if order_by is not None else limit)
-        out: pa.Table = q.to_arrow()
+        def read() -> pa.Table:
+            q = self._tbl.search().where(w)
+            if select is not None:
+                q = q.select(select)
+            out: pa.Table = q.limit(None if order_by is not None else limit).to_arrow()
+            return out
+
+        out = self._read(read)
         if order_by is not None:
             out = out.sort_by([(order_by, "descending" if descending else "ascending"), ("id", "ascending")])
             if limit is not None:
@@ -294,7 +318,8 @@ class Table(TableWrites):
     def count(self, namespace: str | AllNamespaces, where: Filter | None = None) -> int:
         """Number of rows of ``namespace`` matching ``where``."""
         self._version()
-        return int(self._tbl.count_rows(self._where(namespace, where)))
+        w = self._where(namespace, where)
+        return self._read(lambda: int(self._tbl.count_rows(w)))
 
     def stats(self) -> TableStats:
         """What the table holds at its latest version (rows per namespace, versions kept, sizes):
@@ -337,7 +362,8 @@ class Table(TableWrites):
         if e is not None:
             return e
         # Label with the version read *before* the scan: data at least that new, never older.
-        data = self._tbl.search().where(to_where(namespace, None, self._schema)).limit(None).to_arrow()
+        w = to_where(namespace, None, self._schema)
+        data = self._read(lambda: self._tbl.search().where(w).limit(None).to_arrow())
         e = CacheEntry.from_arrow(data, v, self.dim or 0)
         cache.put(self.name, namespace, e)
         return e
@@ -517,13 +543,14 @@ class Table(TableWrites):
         self, namespace: str, q: np.ndarray, metric: Metric, where: Filter | None, candidates: int
     ) -> CacheEntry:
         """The rows the vector index proposes for ``q``, as an uncached entry to be scored exactly."""
-        data = (
+        w = self._where(namespace, where)
+        data = self._read(lambda: (
             self._tbl.search(q, vector_column_name=VECTOR)
             .distance_type("dot" if metric == "dot" else "cosine")
-            .where(self._where(namespace, where), prefilter=True)
+            .where(w, prefilter=True)
             .limit(candidates)
             .to_arrow()
-        )
+        ))
         data = data.drop_columns([c for c in data.column_names if c.startswith("_")])
         return CacheEntry.from_arrow(data, -1, self.dim or 0)
 
@@ -563,7 +590,34 @@ class Table(TableWrites):
         ):
             self.create_vector_index()
 
+    def purge(self) -> int:
+        """Remove deleted rows from every file of the table now, and every old version with them;
+        returns the table's new version.
+
+        After a delete, LanceDB keeps the deleted values in data files (a fragment is rewritten
+        only once enough of its rows are deleted) and in old versions (kept for
+        ``StoreConfig.cleanup_grace``). When this returns, no file of the table holds a row that
+        was deleted before it: each fragment with deleted rows is rewritten without them, then the
+        table is compacted, its indexes updated and every version but the latest deleted, all
+        under the table's write lock. Live rows are unchanged. Readers in other processes that
+        were reading an old version re-open the latest one at their next read. Rather than
+        calling it after a delete, pass ``purge=True`` to :meth:`delete` or :meth:`clear`.
+
+        >>> import mindcore, pyarrow as pa
+        >>> t = mindcore.open("memory://").table("notes", {"text": pa.string()})
+        >>> _ = t.upsert("u", [{"id": "a", "text": "keep"}, {"id": "b", "text": "forget me"}])
+        >>> _ = t.delete("u", ids=["b"], purge=True)
+        >>> [r["text"] for r in t.scan("u")], t.stats().versions
+        (['keep'], 1)
+        """
+        self._ctx.refuse_writes(f"purge table {self.name!r}")
+        with self._lock.hold(self._ctx.config.lock_timeout):
+            return self._purge_locked()
+
     # -- async twins ----------------------------------------------------------------------------
+
+    async def apurge(self) -> int:
+        return await asyncio.to_thread(self.purge)
 
     async def aget(self, namespace: str, ids: Iterable[str], *, columns: Sequence[str] | None = None) -> list[Row]:
         return await asyncio.to_thread(lambda: self.get(namespace, ids, columns=columns))

@@ -10,9 +10,13 @@ after a write needs no scan.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import os
 import threading
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
@@ -27,6 +31,7 @@ from mindcore.store.ids import check_ids, check_namespace, new_id
 from mindcore.store.locks import Lock
 from mindcore.store.schema import Row, now_ms, rows_from_arrow, rows_to_arrow
 from mindcore.store.versions import VersionTracker
+from mindcore.validation import check_bool
 
 __all__ = ["TableWrites", "UnitOfWork", "WriteResult"]
 
@@ -203,18 +208,31 @@ class TableWrites:
         assert uow.result is not None
         return uow.result
 
-    def delete(self, namespace: str, *, ids: Iterable[str] | None = None, where: Filter | None = None) -> WriteResult:
-        """Delete rows of ``namespace`` by id and/or filter, in one commit."""
-        with self.unit_of_work(namespace) as uow:
-            uow.delete(ids=ids, where=where)
-        assert uow.result is not None
-        return uow.result
+    def delete(
+        self, namespace: str, *, ids: Iterable[str] | None = None, where: Filter | None = None, purge: bool = False
+    ) -> WriteResult:
+        """Delete rows of ``namespace`` by id and/or filter, in one commit.
 
-    def clear(self, namespace: str) -> WriteResult:
-        """Delete every row of ``namespace``."""
-        with self.unit_of_work(namespace) as uow:
-            uow.clear()
-        assert uow.result is not None
+        A plain delete leaves the deleted values in the table's files until compaction has
+        rewritten them and the old versions have outlived ``StoreConfig.cleanup_grace``.
+        ``purge=True`` then runs :meth:`~mindcore.store.Table.purge` under the same hold of the
+        write lock: when it returns, no file of the table holds the deleted rows.
+        """
+        uow = self.unit_of_work(namespace)
+        uow.delete(ids=ids, where=where)
+        return self._commit_uow(uow, purge)
+
+    def clear(self, namespace: str, *, purge: bool = False) -> WriteResult:
+        """Delete every row of ``namespace`` (``purge``: as :meth:`delete`)."""
+        uow = self.unit_of_work(namespace)
+        uow.clear()
+        return self._commit_uow(uow, purge)
+
+    def _commit_uow(self, uow: UnitOfWork, purge: bool) -> WriteResult:
+        check_bool(purge, "purge")
+        uow._live()
+        uow._done = True
+        uow.result = self._commit(uow.namespace, uow._ops, purge=purge)
         return uow.result
 
     def insert_new(self, namespace: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> WriteResult:
@@ -307,13 +325,85 @@ class TableWrites:
         self._note_write()
         return res
 
-    def _commit(self, namespace: str, ops: list[_Op]) -> WriteResult:
-        if not ops:
+    def _commit(self, namespace: str, ops: list[_Op], *, purge: bool = False) -> WriteResult:
+        if not ops and not purge:
             return WriteResult(self._version())
         with self._lock.hold(self._ctx.config.lock_timeout):
             res = self._commit_locked(namespace, ops)
-        self._note_write()
+            if purge:
+                self._purge_locked()
+        if not purge:
+            self._note_write()
         return res
+
+    # -- purging --------------------------------------------------------------------------------
+
+    def _purge_locked(self) -> int:
+        """Leave no trace of deleted rows in the table's files; the caller holds the write lock.
+
+        A LanceDB delete only marks rows in a deletion file beside the fragment that holds them,
+        and compaction rewrites such a fragment only past a share of deleted rows, so deleted
+        values can stay in a live data file indefinitely. Every fragment that has a deletion file
+        is rewritten first (its live rows re-written unchanged, one atomic merge per fragment, so
+        readers never miss a row); then LanceDB's optimize compacts, folds the rewritten rows into the
+        indexes and deletes every old version and every file no version references. Nothing else
+        writes meanwhile (every write holds the lock), so the unreferenced files it deletes are
+        never another writer's work in progress. Returns the table's new version.
+        """
+        old = self._exact()
+        if self._ctx.kind != "memory":
+            for fragment in sorted(self._fragments_with_deletions()):
+                self._rewrite_fragment(fragment)
+        with warnings.catch_warnings():
+            # LanceDB warns that removing every old version breaks readers of those versions:
+            # purging means exactly that, and readers of this store re-open the latest version.
+            warnings.filterwarnings("ignore", message=r".*cleanup_older_than", category=UserWarning)
+            # Optimize compacts, then deletes old versions, then updates the indexes in a new
+            # version, so the version before that (and its index files, which still hold the
+            # deleted rows' indexed values) outlives the first pass; the second pass, with
+            # nothing left to compact or index, only deletes it.
+            for _ in range(2):
+                self._tbl.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        new = int(self._tbl.version)
+        # Row contents are unchanged by the rewrite: cached namespaces stay valid.
+        self._after_commit(old, new, set())
+        self._writes = 0
+        return new
+
+    def _fragments_with_deletions(self) -> set[int]:
+        """Ids of the fragments that have (or had, in a version not yet cleaned up) a deletion
+        file: LanceDB names them ``_deletions/<fragment>-<read version>-<id>.<arrow|bin>``."""
+        names: list[str] = []
+        if self._ctx.kind == "local":
+            folder = os.path.join(self._ctx.uri, f"{self.name}.lance", "_deletions")
+            with contextlib.suppress(FileNotFoundError):
+                names = os.listdir(folder)
+        else:
+            from obstore.store import from_url
+
+            from mindcore.store.locks import _split_options
+
+            config, client = _split_options(self._ctx.storage_options)
+            objects: Any = from_url(f"{self._ctx.uri}/{self.name}.lance",  # type: ignore[call-overload]
+                                    config=config, client_options=client)
+            for batch in objects.list("_deletions"):
+                names.extend(str(meta["path"]).rsplit("/", 1)[-1] for meta in batch)
+        found: set[int] = set()
+        for n in names:
+            head = n.split("-", 1)[0]
+            if head.isdigit():
+                found.add(int(head))
+        return found
+
+    def _rewrite_fragment(self, fragment: int) -> None:
+        """Write the live rows of ``fragment`` again, unchanged, in one commit: LanceDB moves
+        them to a new fragment and drops the old one with its deleted rows."""
+        lo, hi = fragment << 32, (fragment + 1) << 32  # a row address is fragment id << 32 | offset
+        rows = self._tbl.search().where(f"_rowaddr >= {lo} AND _rowaddr < {hi}").limit(None).to_arrow()
+        if rows.num_rows == 0:
+            return
+        (self._tbl.merge_insert(["namespace", "id"]).when_matched_update_all()
+         .execute(rows, on_bad_vectors="null"))
 
     def _exact(self) -> int:
         """The table at its latest version, for a writer holding the lock; the schema is re-read
@@ -465,9 +555,9 @@ class TableWrites:
         return await asyncio.to_thread(self.modify, namespace, id, fn)
 
     async def adelete(
-        self, namespace: str, *, ids: Iterable[str] | None = None, where: Filter | None = None
+        self, namespace: str, *, ids: Iterable[str] | None = None, where: Filter | None = None, purge: bool = False
     ) -> WriteResult:
-        return await asyncio.to_thread(lambda: self.delete(namespace, ids=ids, where=where))
+        return await asyncio.to_thread(lambda: self.delete(namespace, ids=ids, where=where, purge=purge))
 
-    async def aclear(self, namespace: str) -> WriteResult:
-        return await asyncio.to_thread(self.clear, namespace)
+    async def aclear(self, namespace: str, *, purge: bool = False) -> WriteResult:
+        return await asyncio.to_thread(lambda: self.clear(namespace, purge=purge))

@@ -86,6 +86,6 @@ class StateRepo:
             self.table.delete(self.namespace, where=col("key").eq(self.key) & col("seq").lt(seq))
         return state
 
-    def delete(self) -> None:
-        self.table.delete(self.namespace, where=col("key").eq(self.key))
+    def delete(self, *, purge: bool = False) -> None:
+        self.table.delete(self.namespace, where=col("key").eq(self.key), purge=purge)
         self._seen = None

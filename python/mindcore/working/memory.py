@@ -16,7 +16,7 @@ from mindcore.errors import InvalidInputError, InvalidTypeError, ReadOnlyError, 
 from mindcore.kernels import estimate_tokens
 from mindcore.store import Store, StoreLike, resolve_store
 from mindcore.toolspec import Toolset, ToolSpec
-from mindcore.validation import check_storable
+from mindcore.validation import check_bool, check_storable
 from mindcore.working._repo import StateRepo
 from mindcore.working.config import Scope, WorkingMemoryConfig
 from mindcore.working.merge import MergeError, deep_merge
@@ -152,14 +152,20 @@ class WorkingMemory:
     async def aupdate(self, patch: Mapping[str, Any]) -> State:
         return await asyncio.to_thread(self.update, patch)
 
-    def clear(self) -> None:
-        """Forget the stored state (the template, if any, shows again)."""
+    def clear(self, *, purge: bool = False) -> None:
+        """Forget the stored state (the template, if any, shows again).
+
+        ``purge=True`` also erases it, and every earlier state of this memory, from the files of
+        the store at once (see ``Table.purge``): when this returns no file holds them. Without
+        it they stay until compaction and ``StoreConfig.cleanup_grace`` remove them.
+        """
         if self.read_only:
             raise ReadOnlyError("working memory is read-only; updates are disabled")
-        self._repo.delete()
+        check_bool(purge, "purge")
+        self._repo.delete(purge=purge)
 
-    async def aclear(self) -> None:
-        await asyncio.to_thread(self.clear)
+    async def aclear(self, *, purge: bool = False) -> None:
+        await asyncio.to_thread(lambda: self.clear(purge=purge))
 
     # -- tools ----------------------------------------------------------------------------------
 

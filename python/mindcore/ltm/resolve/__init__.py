@@ -3,7 +3,8 @@
 When a memory being written is close to a stored one, :func:`classify_pair` decides by rules over
 both texts (negations, numbers, dates, names and places, antonyms, update cues), and
 :func:`resolve_pairs` asks an LLM about a batch of pairs in one call, falling back to the rules
-for any pair its reply does not settle.
+for any pair its reply does not settle. The rules and the verdict types live in
+:mod:`mindcore.relations` (the mind uses them too) and are re-exported here.
 
 >>> from mindcore.ltm.resolve import classify_pair
 >>> verdict = classify_pair("Lives in Lyon", "Lives in Berlin")
@@ -21,8 +22,7 @@ from mindcore.ltm.resolve._llm import (
     parse_verdicts,
     resolve_pairs,
 )
-from mindcore.ltm.resolve._rules import classify_pair, classify_pairs
-from mindcore.ltm.resolve._types import RELATIONS, MemoryPair, PairVerdict, Relation
+from mindcore.relations import RELATIONS, MemoryPair, PairVerdict, Relation, classify_pair, classify_pairs
 
 __all__ = [
     "MAX_PAIRS_PER_CALL",

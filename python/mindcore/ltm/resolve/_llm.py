@@ -19,9 +19,8 @@ from mindcore.blocks import one_line, render_block
 from mindcore.errors import ExtractionParseError, InvalidTypeError
 from mindcore.llm.base import LLM, Message
 from mindcore.ltm.extract import loads_lenient
-from mindcore.ltm.resolve._rules import classify_pair
-from mindcore.ltm.resolve._types import RELATIONS, MemoryPair, PairVerdict
 from mindcore.ltm.types import MAX_TEXT_CHARS
+from mindcore.relations import RELATIONS, MemoryPair, PairVerdict, classify_pair
 
 __all__ = [
     "MAX_PAIRS_PER_CALL",

@@ -29,7 +29,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from mindcore.kernels import ENGLISH_STOP_WORDS, bm25_tokenize
-from mindcore.ltm.resolve._types import PairVerdict
+from mindcore.relations._types import PairVerdict
 
 __all__ = ["classify_pair", "classify_pairs"]
 
