@@ -284,9 +284,9 @@ class BulkPipeline:
         return out
 
     def ingest(self, scopes: Mapping[str, Sequence[Row]], *, dedupe: bool,
-               source: str) -> tuple[dict[str, list[Outcome]], int]:
-        """Store each scope's rows (``scope_key -> rows``); one outcome per row, in order, per scope,
-        and how many memories were evicted in all."""
+               source: str) -> tuple[dict[str, list[Outcome]], int, bool]:
+        """Store each scope's rows (``scope_key -> rows``): one outcome per row, in order, per scope;
+        how many memories were evicted in all; whether anything was committed."""
         secret: Outcome = ("secret", None)
         results: dict[str, list[Outcome]] = {ns: [secret] * len(rows) for ns, rows in scopes.items()}
         screened = self._screen([row for rows in scopes.values() for row in rows])
@@ -302,7 +302,7 @@ class BulkPipeline:
                 plans[ns] = _Scope(kept, clean, np.empty(0), np.empty(0), np.empty(0))
                 texts += [embedded_text(row[0], row[4]) for row in kept]
         if not plans:
-            return results, 0
+            return results, 0, False
         vectors = self._embed(texts)
         start = 0
         for plan in plans.values():
@@ -353,6 +353,7 @@ class BulkPipeline:
                 writes[ns] = ([new[n] for n in stay], new_vectors[stay], victims)
                 staged[ns] = (ids, existing, fresh, new, dropped, set(victims))
             written = self._repo.write(writes)
+            committed = bool(written) or any(victims for _, _, victims in writes.values())
         for ns, plan in plans.items():
             ids, existing, fresh, new, dropped, gone = staged[ns]
             outcome: dict[int, Outcome] = {}
@@ -374,4 +375,4 @@ class BulkPipeline:
                     out[i] = ("duplicate", outcome[root][1])
                 else:
                     out[i] = outcome[root]
-        return results, evicted
+        return results, evicted, committed
