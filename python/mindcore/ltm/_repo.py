@@ -355,11 +355,12 @@ class MemoryRepo:
         return {h.id: h.score for h in hits}
 
     @staticmethod
-    def new_memory(row: NewMemory) -> Memory:
-        """The memory ``row`` becomes when written (a fresh, time-ordered, collision-free id)."""
+    def new_memory(row: NewMemory, memory_id: str | None = None) -> Memory:
+        """The memory ``row`` becomes when written: ``memory_id``, else a fresh, time-ordered,
+        collision-free id (bulk writes make theirs with ``store.new_ids``)."""
         from mindcore.store import new_id
 
-        return Memory(id=new_id(), text=row.text, kind=row.kind, importance=row.importance,
+        return Memory(id=new_id() if memory_id is None else memory_id, text=row.text, kind=row.kind, importance=row.importance,
                       created_at=row.created_at, last_accessed_at=row.created_at, source=row.source,
                       context=row.context)
 

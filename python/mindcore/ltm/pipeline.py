@@ -40,7 +40,7 @@ from mindcore.ltm.types import (
     RememberStatus,
     embedded_text,
 )
-from mindcore.store import Store
+from mindcore.store import Store, new_ids
 from mindcore.store.scoring import Weights, rank
 from mindcore.validation import text_problem
 
@@ -337,8 +337,8 @@ class BulkPipeline:
                 fresh = [int(j) for j in candidates if existing[j] < 0]
                 new = [MemoryRepo.new_memory(NewMemory(
                     text=text, kind=kind, importance=importance, created_at=now if created_at is None else created_at,
-                    source=source, context=context)) for text, kind, importance, created_at, context in
-                    (plan.rows[j] for j in fresh)]
+                    source=source, context=context), memory_id) for (text, kind, importance, created_at, context),
+                    memory_id in zip((plan.rows[j] for j in fresh), new_ids(len(fresh)), strict=True)]
                 new_vectors = plan.vectors[fresh]
                 victims: list[str] = []
                 dropped: set[int] = set()
