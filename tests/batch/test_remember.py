@@ -343,6 +343,11 @@ def test_every_input_form(tmp_path: Path, form: str) -> None:
     check_rows_stored(store)
 
 
+def test_the_package_face_reaches_it() -> None:
+    assert mindcore.batch.remember is remember and mindcore.batch.BulkReport is BulkReport
+    assert "batch" in dir(mindcore)
+
+
 def test_a_store_path_is_opened_and_closed(tmp_path: Path) -> None:
     report = remember(tmp_path / "store", pa.table({"user_id": ["ann"], "text": ["Likes tea"]}),
                       embedder=HashEmbedder(), namespace="chat")
@@ -356,6 +361,30 @@ def test_hostile_ids_stay_in_their_own_scope(store: Store) -> None:
     remember(store, rows, embedder=HashEmbedder())
     for i, user in enumerate(users):
         assert texts_of(store, user) == [f"fact of user {i} {WORDS[i]}"]
+
+
+def test_a_file_and_a_store_on_object_storage(tmp_path: Path) -> None:
+    moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+    boto3 = pytest.importorskip("boto3")
+    import pyarrow.parquet as pq
+
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        options = {"aws_endpoint": f"http://{host}:{port}", "aws_access_key_id": "testing",
+                   "aws_secret_access_key": "testing", "aws_region": "us-east-1", "allow_http": "true"}
+        client = boto3.client("s3", endpoint_url=options["aws_endpoint"], aws_access_key_id="testing",
+                              aws_secret_access_key="testing", region_name="us-east-1")
+        client.create_bucket(Bucket="bulk")
+        pq.write_table(pa.Table.from_pylist(ROWS, schema=as_table(ROWS).schema), tmp_path / "rows.parquet")
+        client.upload_file(str(tmp_path / "rows.parquet"), "bulk", "in/rows.parquet")
+        report = remember("s3://bulk/store", "s3://bulk/in/rows.parquet", embedder=HashEmbedder(),
+                          storage_options=options)
+        assert report.stored == 2
+        check_rows_stored(mindcore.open("s3://bulk/store", storage_options=options))
+    finally:
+        server.stop()
 
 
 # -- a concurrent single-user writer --------------------------------------------------------------------

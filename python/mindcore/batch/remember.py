@@ -437,8 +437,8 @@ def _filesystem(path: str, storage_options: Mapping[str, str] | None) -> tuple[A
             if arg is not None:
                 options[arg] = value
         endpoint = options.get("endpoint_override")
-        if isinstance(endpoint, str) and endpoint.startswith("http://"):
-            options["scheme"] = "http"
+        if isinstance(endpoint, str) and "://" in endpoint:  # pyarrow takes the scheme apart
+            options["scheme"], options["endpoint_override"] = endpoint.split("://", 1)
         return fs.S3FileSystem(**options), path.removeprefix("s3://")
     filesystem, location = fs.FileSystem.from_uri(path)
     return filesystem, location
