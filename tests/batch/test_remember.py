@@ -25,7 +25,7 @@ from mindcore.errors import InvalidInputError
 from mindcore.ltm import LongTermMemory
 from mindcore.ltm._repo import TABLE
 from mindcore.policy import SecretPolicy
-from mindcore.store import ALL_NAMESPACES, Store, StoreConfig
+from mindcore.store import ALL_NAMESPACES, EmbedderMismatchError, Store, StoreConfig
 
 DAY = 86_400_000
 NOW = time.time_ns() // 1_000_000
@@ -238,6 +238,20 @@ def test_a_bad_row_raises_before_anything_is_written(store: Store, change: dict[
 def test_bad_columns_raise(store: Store, table: pa.Table, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         remember(store, table, embedder=HashEmbedder())
+
+
+def test_a_store_written_with_another_embedder_is_refused_before_any_write(store: Store) -> None:
+    ltm(store, "ann").remember("Likes tea")
+    before = version(store)
+    with pytest.raises(EmbedderMismatchError):
+        remember(store, pa.table({"user_id": ["ann"], "text": ["Lives in Lyon"]}), embedder=HashEmbedder(64))
+    assert version(store) == before and texts_of(store, "ann") == ["Likes tea"]
+
+
+def test_no_rows_store_nothing(store: Store) -> None:
+    empty = pa.table({"user_id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+    report = remember(store, empty, embedder=HashEmbedder(), progress=lambda d, t: pytest.fail("no chunk"))
+    assert (report.rows, report.stored, report.commits, report.results.num_rows) == (0, 0, 0, 0)
 
 
 def test_bad_options_raise(store: Store) -> None:
