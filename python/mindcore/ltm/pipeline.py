@@ -6,6 +6,10 @@ The read of the scope (for duplicates and eviction) and the commit happen under 
 store shared by every thread, process and machine writing that scope, so two writers can neither
 both add the same fact nor leave the scope over ``max_items``; inserts and evictions land in one
 commit, so no reader sees the scope over its cap.
+
+:class:`BulkPipeline` applies the same rules to many scopes at once (``mindcore.batch.remember``):
+it takes the locks of all of them, in sorted order so that it cannot deadlock with single-scope
+writers or another bulk write, reads them with one scan and commits them together.
 """
 
 from __future__ import annotations
@@ -45,7 +49,8 @@ from mindcore.store.scoring import Weights, rank
 from mindcore.validation import text_problem
 
 __all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "BulkPipeline", "Outcome", "Row",
-           "WritePipeline", "eviction_cut", "retention_weights", "scope_lock_name", "validate_item", "validate_items"]
+           "WritePipeline", "eviction_cut", "retention_weights", "scope_lock_name", "validate_item", "validate_items",
+           "within_batch"]
 
 DUPLICATE_THRESHOLD = 0.92
 # Eviction ranks by the seed's recency and importance weights, whatever recall's weights are.
@@ -135,12 +140,7 @@ class WritePipeline:
             return results, 0
         rows = [screened[i] for i in clean]  # type: ignore[misc]
         vectors = self._embed([embedded_text(row[0], row[4]) for row in rows])
-        keep = dedupe_within(vectors, threshold=DUPLICATE_THRESHOLD) if dedupe else np.ones(len(rows), bool)
-        # Within the batch, a dropped item is a duplicate of the first kept item it matches.
-        first_of = np.arange(len(rows))
-        if not keep.all():
-            kept = np.flatnonzero(keep)
-            first_of[~keep] = kept[near_duplicates(vectors[~keep], vectors[kept], threshold=DUPLICATE_THRESHOLD)[0]]
+        keep, first_of = within_batch(vectors, dedupe=dedupe)
         with self._lock.hold():
             now = self._clock()
             candidates = np.flatnonzero(keep)
@@ -200,6 +200,18 @@ class WritePipeline:
         cut, dropped = eviction_cut(np.array([stored.get(i, -np.inf) for i in ids], dtype=np.float64), new,
                                     new_vectors, now, max_items=max_items, weights=weights)
         return [ids[int(i)] for i in cut], dropped
+
+
+def within_batch(vectors: np.ndarray, *, dedupe: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Which rows of one batch to keep (``dedupe``: not a near-duplicate of an earlier kept row),
+    and for each row the kept row it duplicates (itself when kept): the first kept row it matches."""
+    n = len(vectors)
+    keep = dedupe_within(vectors, threshold=DUPLICATE_THRESHOLD) if dedupe else np.ones(n, bool)
+    first_of = np.arange(n)
+    if not keep.all():
+        kept = np.flatnonzero(keep)
+        first_of[~keep] = kept[near_duplicates(vectors[~keep], vectors[kept], threshold=DUPLICATE_THRESHOLD)[0]]
+    return keep, first_of
 
 
 def scope_lock_name(namespace: str) -> str:
@@ -308,14 +320,7 @@ class BulkPipeline:
         for plan in plans.values():
             plan.vectors = vectors[start:start + len(plan.rows)]
             start += len(plan.rows)
-            n = len(plan.rows)
-            plan.keep = dedupe_within(plan.vectors, threshold=DUPLICATE_THRESHOLD) if dedupe else np.ones(n, bool)
-            # Within a scope, a dropped row is a duplicate of the first kept row it matches.
-            plan.first_of = np.arange(n)
-            if not plan.keep.all():
-                kept_at = np.flatnonzero(plan.keep)
-                plan.first_of[~plan.keep] = kept_at[near_duplicates(
-                    plan.vectors[~plan.keep], plan.vectors[kept_at], threshold=DUPLICATE_THRESHOLD)[0]]
+            plan.keep, plan.first_of = within_batch(plan.vectors, dedupe=dedupe)
         evicted = 0
         with contextlib.ExitStack() as held:
             for name in sorted({scope_lock_name(ns) for ns in plans}):
