@@ -18,14 +18,15 @@ import pyarrow as pa
 
 from mindcore.kernels import BM25Index, looks_like_secret, near_duplicates, near_duplicates_pruned
 from mindcore.ltm._lexical import lexical_index, lexical_terms
-from mindcore.ltm.types import Memory, indexed_text
+from mindcore.ltm.types import Memory, embedded_text, indexed_text
+from mindcore.store.rewrite import VectorTexts
 from mindcore.store.schema import take_rows
 from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
+__all__ = ["TABLE", "VECTOR_TEXTS", "MemoryRepo", "NewMemory", "scope_key"]
 
 TABLE = "ltm_memories"
 COLUMNS: dict[str, pa.DataType] = {
@@ -49,6 +50,16 @@ _MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
 # weight. One distinctive word shared with a memory scores above this in any collection of more
 # than a handful of memories.
 LEXICAL_FLOOR = 2.0
+
+
+def _embedded_texts(rows: pa.Table) -> list[str]:
+    return [embedded_text(str(t or ""), c)
+            for t, c in zip(rows.column("text").to_pylist(), rows.column("context").to_pylist(), strict=True)]
+
+
+#: What each memory's vector embeds (:func:`~mindcore.ltm.types.embedded_text` of its text and
+#: context): how ``mindcore.batch.reembed`` rebuilds this table's vectors for another model.
+VECTOR_TEXTS = VectorTexts(TABLE, _embedded_texts)
 
 
 class _Ids(Sequence[str]):
