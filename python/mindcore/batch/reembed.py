@@ -244,10 +244,11 @@ def reembed(
         raise InvalidTypeError(f"texts: expected a dict of table -> column or function, got {describe(texts)}")
     skipped_names = [skip] if isinstance(skip, str) else list(skip)
     user = {str(k): _user_source(str(k), v) for k, v in (texts or {}).items()}
+    columns = {str(k): v for k, v in (texts or {}).items() if isinstance(v, str)}
     resolved = resolve_store(store)
     try:
         with resolved.lock(LOCK).hold(resolved.config.lock_timeout):
-            report = _run(resolved, emb, target, user, skipped_names, chunk_size, progress)
+            report = _run(resolved, emb, target, user, skipped_names, columns, chunk_size, progress)
     finally:
         if resolved is not store:
             resolved.close()
@@ -262,28 +263,39 @@ def _timed(report: ReembedReport, started: float) -> ReembedReport:
 
 def _run(
     store: Store, embedder: Embedder, target: EmbeddingInfo, user: dict[str, VectorTexts], skip: list[str],
-    chunk_size: int, progress: Callable[[ReembedProgress], None] | None,
+    columns: dict[str, str], chunk_size: int, progress: Callable[[ReembedProgress], None] | None,
 ) -> ReembedReport:
     plan = load_plan(store)
-    resumed = plan is not None
-    if plan is not None and (plan["model_id"], plan["dim"]) != (target.model_id, target.dim):
-        if plan["phase"] == "switch":
+    resumed = plan is not None and (plan["model_id"], plan["dim"]) == (target.model_id, target.dim)
+    sources = _capability_sources() | user
+    if plan is not None and plan["phase"] == "switch":
+        if not resumed:
             raise InvalidInputError(
                 f"store {store.uri} is half-way through a re-embedding to {plan['model_id']!r} (dim {plan['dim']}): "
                 "some tables already hold its vectors; run reembed with that model to finish, then re-embed again"
             )
-        log.warning("discarding the unfinished re-embedding to %r: %r was asked for", plan["model_id"], target.model_id)
-        for name in plan["tables"]:
-            Shadow(store, name, target).drop()
-        clear_plan(store)
-        plan, resumed = None, False
-    if plan is None:
-        plan = _plan(store, target, user, skip)
-        if plan is None:
+        missing = [n for n in plan["tables"] if n not in plan["switched"] and n not in sources]
+        if missing:
+            raise InvalidInputError(f"the re-embedding under way still has to switch tables {missing}: "
+                                    "pass texts= for them as the interrupted run did")
+    else:
+        # Nothing was switched yet: plan again from these arguments (shadows already filled for the
+        # same model are kept and continued; the others are dropped).
+        fresh = _plan(store, target, user, skip, columns)
+        keep = set() if fresh is None else set(fresh["tables"])
+        for name in [] if plan is None else plan["tables"]:
+            if name not in keep or not resumed:
+                Shadow(store, name, target).drop()
+        if fresh is None:
+            if plan is not None:
+                clear_plan(store)
             store.bind_embedder(embedder)
             return ReembedReport(target.model_id, target.dim, store.embedding, noop=True)
+        if plan is not None and not resumed:
+            log.warning("discarding the unfinished re-embedding to %r: %r was asked for",
+                        plan["model_id"], target.model_id)
+        plan = fresh
         save_plan(store, plan)
-    sources = _capability_sources() | user
     previous = None if plan["previous"] is None else EmbeddingInfo(**plan["previous"])
     tables: dict[str, int] = {}
     caught_up: dict[str, int] = {}
@@ -354,7 +366,9 @@ def _run(
     )
 
 
-def _plan(store: Store, target: EmbeddingInfo, user: dict[str, VectorTexts], skip: list[str]) -> dict[str, Any] | None:
+def _plan(
+    store: Store, target: EmbeddingInfo, user: dict[str, VectorTexts], skip: list[str], columns: dict[str, str],
+) -> dict[str, Any] | None:
     """What to re-embed (``None``: nothing, the store already uses ``target``); refuses, before
     anything is written, vector tables with no known text."""
     names = store.table_names()
@@ -368,6 +382,9 @@ def _plan(store: Store, target: EmbeddingInfo, user: dict[str, VectorTexts], ski
             what = "texts" if name in user else "skip"
             raise InvalidInputError(f"{what}: store {store.uri} has no vector table {name!r} "
                                     f"(vector tables: {sorted(vector_tables)})")
+    for name, column in columns.items():
+        if column not in store.open_table(name).schema.names:
+            raise InvalidInputError(f"texts[{name!r}]: table {name!r} has no column {column!r}")
     both = sorted(set(user) & set(skip))
     if both:
         raise InvalidInputError(f"tables {both} are both in texts and in skip; pick one")

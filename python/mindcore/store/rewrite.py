@@ -195,9 +195,9 @@ class Shadow:
             keys = zip(filled.column("namespace").to_pylist(), filled.column("id").to_pylist(), strict=True)
             if any(k in have for k in keys):
                 (self._shadow.merge_insert(["namespace", "id"]).when_matched_update_all()
-                 .when_not_matched_insert_all().execute(filled))
+                 .when_not_matched_insert_all().execute(filled, on_bad_vectors="null"))
             else:
-                self._shadow.add(filled)
+                self._shadow.add(filled, on_bad_vectors="null")
             result.written += filled.num_rows
             pending, pending_rows = [], 0
             if on_chunk is not None:
@@ -253,7 +253,9 @@ class Shadow:
                 had_vector_index = any(VECTOR in ix.columns for ix in self._source.list_indices())
                 result = self.sync(fill, chunk_size)
                 self._shadow.checkout_latest()
-                self._source.add(self._shadow.search().limit(None).to_batches(_SCAN_BATCH), mode="overwrite")
+                # Null vectors (rows that never had one) are what the store's writes pass as "null".
+                self._source.add(self._shadow.search().limit(None).to_batches(_SCAN_BATCH), mode="overwrite",
+                                 on_bad_vectors="null")
                 if had_vector_index and int(self._source.count_rows()) > 0:
                     from mindcore.store.table import Table
 
