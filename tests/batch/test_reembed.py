@@ -58,7 +58,7 @@ def populate(path: Path) -> None:
     context.discover("weather in Paris", strategy="semantic")
     notes = store.table("notes", {"text": pa.string()}, vectors=True, embedder=OLD)
     texts = ["buy milk", "call the bank", "book the dentist"]
-    notes.upsert("me", [{"id": f"n{i}", "text": t, "vector": v} for i, (t, v) in enumerate(zip(texts, OLD.embed(texts)))])
+    notes.upsert("me", [{"id": f"n{i}", "text": t, "vector": v} for i, (t, v) in enumerate(zip(texts, OLD.embed(texts), strict=True))])
     store.close()
 
 
@@ -122,8 +122,8 @@ def test_every_capability_is_reembedded_and_recall_works_with_the_new_model(buil
         assert not [n for n in store._all_tables() if n.startswith("_mindcore_reembed_")]  # shadows dropped
         # the mind recalls with the new model
         mind = mindcore.Mind(store, agent="agent-1", embedder=NEW)
-        assert [r.content for r in mind.recall("deploy pipeline flaky", type="belief")][0] == \
-            "The deploy pipeline is flaky on Fridays"
+        best = mind.recall("deploy pipeline flaky", type="belief")[0]
+        assert best.content == "The deploy pipeline is flaky on Fridays"
         with pytest.raises(EmbedderMismatchError):
             mindcore.Mind(store, agent="agent-1", embedder=OLD)
         # namespace index rebuilt by the swap
@@ -133,11 +133,11 @@ def test_every_capability_is_reembedded_and_recall_works_with_the_new_model(buil
 def test_context_tool_vectors_are_stored_for_the_new_model_beside_the_old(built: Path) -> None:
     reembed(built, embedder=NEW, texts={"notes": "text"})
 
-    class Counting(HashEmbedder):
-        calls: list[list[str]] = []
+    calls: list[list[str]] = []
 
+    class Counting(HashEmbedder):
         def embed(self, texts: Sequence[str]) -> NDArray[np.float32]:
-            self.calls.append(list(texts))
+            calls.append(list(texts))
             return super().embed(texts)
 
     counting = Counting(dim=NEW.dim, seed=1)
@@ -147,7 +147,7 @@ def test_context_tool_vectors_are_stored_for_the_new_model_beside_the_old(built:
         context = mindcore.Context(store, dataset="tools", embedder=counting)
         found = context.discover("weather in Paris", strategy="semantic", limit=1)
     assert [t.name for t in found] == ["get_weather"]
-    assert counting.calls == [["weather in Paris"]]  # the tool texts were embedded already
+    assert calls == [["weather in Paris"]]  # the tool texts were embedded already
 
 
 def test_a_handle_opened_with_the_old_model_refuses_after_the_switch(built: Path) -> None:

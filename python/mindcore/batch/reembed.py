@@ -127,7 +127,7 @@ def _user_source(table: str, source: object) -> VectorTexts:
     if isinstance(source, str):
         column = source
 
-        def from_column(rows: pa.Table) -> list[str]:
+        def from_column(rows: pa.Table) -> list[Any]:
             if column not in rows.column_names:
                 raise InvalidInputError(f"texts[{table!r}]: table {table!r} has no column {column!r} "
                                         f"(columns: {[c for c in rows.column_names if c != VECTOR]})")
@@ -318,10 +318,7 @@ def _run(
         shadow.open()
         filler = fillers[name] = _Filler(sources[name], embedder, target, shadow.schema)
         if plan["phase"] == "copy":
-            total = shadow.rows()
-            cb = report_to("copy", name)
-            shadow.sync(filler, chunk_size, None if cb is None else (lambda done, _w, cb=cb, total=total:
-                                                                     cb(min(done, total), total)))
+            shadow.sync(filler, chunk_size, _copy_progress(progress, name, shadow.rows()))
         tables[name] = filler.embedded
     if plan["phase"] == "copy":
         from mindcore.context import embed_tool_texts
@@ -364,6 +361,19 @@ def _run(
         skipped={n: "no known text (named in skip)" for n in plan["skipped"]},
         tool_texts=int(plan.get("tool_texts", 0)),
     )
+
+
+def _copy_progress(
+    progress: Callable[[ReembedProgress], None] | None, table: str, total: int,
+) -> Callable[[int, int], None] | None:
+    if progress is None:
+        return None
+    report = progress
+
+    def on_chunk(examined: int, _written: int) -> None:
+        report(ReembedProgress("copy", table, min(examined, total), total))
+
+    return on_chunk
 
 
 def _plan(

@@ -9,6 +9,7 @@
 ``export``  a store as JSONL (every table's rows, with their vectors or marked for re-embedding)
 ``import``  a JSONL export into a store, one committed write per batch
 ``compact`` store maintenance: merge fragments, drop old versions
+``reembed`` rewrite every vector with another embedding model (resumable, readers undisturbed)
 ``eval``    LoCoMo recall and tool-discovery quality from the evaluation data
 ``bench``   run the benches, write BENCHMARKS.md and PNG plots
 =========== =====================================================================================
@@ -55,6 +56,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("export", "mindcore.cli.export"),
     Subcommand("import", "mindcore.cli.import_"),
     Subcommand("compact", "mindcore.cli.compact"),
+    Subcommand("reembed", "mindcore.cli.reembed"),
     Subcommand("eval", "mindcore.cli.eval"),
     Subcommand("bench", "mindcore.cli.bench"),
 )
