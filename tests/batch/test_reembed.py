@@ -333,3 +333,16 @@ def test_kill_9_mid_copy_then_resume_gives_the_uninterrupted_result(built: Path)
     for name in ("ltm_memories", "mind_entries", "notes"):
         assert table_rows(built, name) == table_rows(reference, name)
     assert recall(built, NEW, "carol", "Studies Japanese (carol #2)") == expected_recall
+
+
+def test_a_store_opened_before_reads_every_table_after_the_switch(built: Path) -> None:
+    early = mindcore.open(built)
+    old_ltm = mindcore.LongTermMemory(early, user_id="bob", embedder=OLD)
+    assert old_ltm.recall("dog", touch=False)
+    reembed(built, embedder=NEW, texts={"notes": "text"})
+    # raw reads (inspect, stats, compact) go on through a fresh handle; the capability's handle refuses
+    assert early.open_table("ltm_memories").dim == NEW.dim
+    assert {t.name: t.dim for t in early.stats().tables}["ltm_memories"] == NEW.dim
+    with pytest.raises(EmbedderMismatchError):
+        old_ltm.recall("dog", touch=False)
+    early.close()

@@ -504,9 +504,8 @@ class Store:
         embedder bound): for tools that read or maintain any table. A table that does not exist
         raises :class:`StoreError`; nothing is created."""
         with self._lock:
-            table = self._tables.get(name)
-            if table is not None:
-                return table
+            if name in self._tables:
+                return self._table(name, None, None)  # brought up to date (a retired handle is replaced)
         if name not in self._all_tables():
             raise StoreError(f"store {self.uri} has no table {name!r} (tables: {self.table_names()})")
         return self._table(name, None, None)

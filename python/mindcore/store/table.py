@@ -199,13 +199,13 @@ class Table(TableWrites):
         """Use ``schema`` as the stored schema. When the vector column now holds another model's
         vectors than the bound embedder's (the table was re-embedded), retire this handle and raise
         :class:`EmbedderMismatchError`: its queries would be scored against the wrong model."""
+        if self._bound is not None and self._retired is None:
+            model, dim = vector_model(schema), vector_dim(schema)
+            if (model is not None and model != self._bound[0]) or (dim is not None and dim != self._bound[1]):
+                # Keep the old schema: the handle's users still see the dimension of their own model.
+                self._retire(model or "(not recorded)", dim)
+                raise EmbedderMismatchError(self._retired)
         self._schema = schema
-        if self._bound is None or self._retired is not None:
-            return
-        model, dim = vector_model(schema), vector_dim(schema)
-        if (model is not None and model != self._bound[0]) or (dim is not None and dim != self._bound[1]):
-            self._retire(model or "(not recorded)", dim)
-            raise EmbedderMismatchError(self._retired)
 
     def _retire(self, model_id: str, dim: int | None) -> None:
         """Refuse every further use of this handle: the table now holds ``model_id``'s vectors."""
