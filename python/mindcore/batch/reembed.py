@@ -347,9 +347,12 @@ def _run(
         if progress is not None:
             progress(ReembedProgress("switch", name, i + 1, len(todo)))
     for name in plan["skipped"]:
-        info = _table_model(store, name, store.open_table(name).schema)
-        if info is not None and store.table_embedding(name) is None:
-            store._record("table-embedding", name, info)  # so the new model never binds to it silently
+        # Record the skipped table's own model, so the new one never binds to it silently.
+        schema = store.open_table(name).schema
+        info = _table_model(store, name, schema) or EmbeddingInfo("(unknown model, skipped by reembed)",
+                                                                  vector_dim(schema) or 1)
+        if store.table_embedding(name) != info:
+            store._record("table-embedding", name, info)
     store._record("store", "embedding", target)
     store._embedder = embedder
     for name in plan["tables"]:
