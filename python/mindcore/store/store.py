@@ -66,7 +66,7 @@ class EmbeddingInfo:
 def _mismatch(what: str, stored: EmbeddingInfo, given: EmbeddingInfo) -> EmbedderMismatchError:
     return EmbedderMismatchError(
         f"{what} was built with embedding model {stored}, but the embedder given is {given}; "
-        "use the same model, or a new store (re-embedding is a separate step)"
+        "use the same model, or move the store to the new one with mindcore.batch.reembed (mindcore reembed)"
     )
 
 
