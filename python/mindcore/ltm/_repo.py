@@ -53,8 +53,10 @@ LEXICAL_FLOOR = 2.0
 
 
 def _embedded_texts(rows: pa.Table) -> list[str]:
-    return [embedded_text(str(t or ""), c)
-            for t, c in zip(rows.column("text").to_pylist(), rows.column("context").to_pylist(), strict=True)]
+    texts = rows.column("text").to_pylist()
+    # Rows stored before the context column existed have none.
+    contexts = rows.column("context").to_pylist() if "context" in rows.column_names else [None] * len(texts)
+    return [embedded_text(str(t or ""), c) for t, c in zip(texts, contexts, strict=True)]
 
 
 #: What each memory's vector embeds (:func:`~mindcore.ltm.types.embedded_text` of its text and
