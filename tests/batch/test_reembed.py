@@ -346,3 +346,20 @@ def test_a_store_opened_before_reads_every_table_after_the_switch(built: Path) -
     with pytest.raises(EmbedderMismatchError):
         old_ltm.recall("dog", touch=False)
     early.close()
+
+
+def test_a_write_prepared_with_the_old_model_and_committed_after_the_switch_is_refused(built: Path) -> None:
+    """A writer that embedded with the old model and then waited for the table's lock (held by the
+    switch) must not commit old-model vectors into the re-embedded table."""
+    writer = mindcore.open(built)
+    notes = writer.table("notes", vectors=True, embedder=OLD)
+    uow = notes.unit_of_work("me")
+    uow.upsert([{"id": "late", "text": "water the plants", "vector": OLD.embed(["water the plants"])[0]}])
+    reembed(built, embedder=SAME_DIM, texts={"notes": lambda rows: [f"note: {t}" for t in rows.column("text").to_pylist()]})
+    with pytest.raises(EmbedderMismatchError):
+        uow.commit()
+    rows = table_rows(built, "notes")
+    assert [r["id"] for r in rows] == ["n0", "n1", "n2"]
+    for r in rows:  # a function of the rows gave the texts
+        assert np.array_equal(np.asarray(r["vector"], np.float32), SAME_DIM.embed([f"note: {r['text']}"])[0])
+    writer.close()
