@@ -10,6 +10,7 @@
 ``import``        a JSONL export into a store, one committed write per batch
 ``remember-bulk`` many users' long-term memories from a Parquet, CSV or JSON-lines file
 ``compact``       store maintenance: merge fragments, drop old versions
+``reembed``       rewrite every vector with another embedding model (resumable, readers undisturbed)
 ``eval``          LoCoMo recall and tool-discovery quality from the evaluation data
 ``bench``         run the benches, write BENCHMARKS.md and PNG plots
 ================= =====================================================================================
@@ -57,6 +58,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("import", "mindcore.cli.import_"),
     Subcommand("remember-bulk", "mindcore.cli.remember_bulk"),
     Subcommand("compact", "mindcore.cli.compact"),
+    Subcommand("reembed", "mindcore.cli.reembed"),
     Subcommand("eval", "mindcore.cli.eval"),
     Subcommand("bench", "mindcore.cli.bench"),
 )

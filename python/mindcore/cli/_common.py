@@ -114,7 +114,7 @@ class Progress:
         self.done = 0
         self._stream = stream if stream is not None else sys.stderr
         self._every = every
-        self._last_line = 0.0
+        self._last_line = float("-inf")  # the first update always prints (monotonic time may start near 0)
         self._printed_at = -1
         is_tty = self._stream.isatty() if tty is None else tty
         self._bar: Any = None

@@ -23,23 +23,26 @@ import numpy as np
 import pyarrow as pa
 
 from mindcore.errors import MindcoreError
+from mindcore.ltm import VECTOR_TEXTS as LTM_TEXTS
+from mindcore.mind import VECTOR_TEXTS as MIND_TEXTS
 from mindcore.store import RESERVED, Row
+from mindcore.store.rewrite import VectorTexts
 
 FORMAT = "mindcore-export"
 VERSION = 1
 
 
-def _embedded_ltm(row: Row) -> str:
-    from mindcore.ltm.types import embedded_text
+def _row_text(source: VectorTexts) -> Callable[[Row], str]:
+    """``source``'s text for one exported row (its text columns; what the capability embedded)."""
+    def text(row: Row) -> str:
+        columns = {k: pa.array([v], pa.string()) for k, v in row.items() if v is None or isinstance(v, str)}
+        return str(source.texts(pa.table(columns))[0])
 
-    return embedded_text(str(row["text"]), row.get("context"))
+    return text
 
 
 #: How to embed a row of each vector table again (what its capability embedded when it wrote it).
-EMBEDDED_TEXT: dict[str, Callable[[Row], str]] = {
-    "ltm_memories": _embedded_ltm,
-    "mind_entries": lambda row: str(row["content"]),
-}
+EMBEDDED_TEXT: dict[str, Callable[[Row], str]] = {s.table: _row_text(s) for s in (LTM_TEXTS, MIND_TEXTS)}
 #: Tables left out of an export without vectors: caches of vectors whose texts are not stored (the
 #: context recomputes tool vectors on first use).
 VECTOR_CACHES = frozenset({"context_embeddings"})

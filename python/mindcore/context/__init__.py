@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from mindcore.context.assembly import AssembledContext, ContextBuilder
 from mindcore.context.config import ContextConfig
-from mindcore.context.context import Context
+from mindcore.context.context import Context, embed_tool_texts
 from mindcore.context.events import ContextAssembledEvent, RecallEvent
 from mindcore.context.session import Session
 from mindcore.context.types import (
@@ -46,4 +46,5 @@ __all__ = [
     "Tool",
     "ToolFields",
     "UnsupportedStrategyError",
+    "embed_tool_texts",
 ]

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from mindcore.llm import LLM
     from mindcore.store import Store
 
-__all__ = ["MAX_DISCOVER_LIMIT", "MAX_ID_CHARS", "Context", "check_key"]
+__all__ = ["MAX_DISCOVER_LIMIT", "MAX_ID_CHARS", "Context", "check_key", "embed_tool_texts"]
 
 #: Discovery returns at most this many ranked tools, whatever ``limit`` asks.
 MAX_DISCOVER_LIMIT = 100
@@ -302,6 +302,58 @@ class Context:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.close()
+
+
+def embed_tool_texts(
+    store: Store, embedder: Embedder, *, chunk_size: int = 256,
+    on_chunk: Callable[[int, int], None] | None = None,
+) -> int:
+    """Embed, with ``embedder``, every text semantic discovery embeds for the tools registered in
+    ``store`` (every dataset), and store the vectors under ``embedder``'s model id, so contexts
+    using that model embed nothing on their first discovery. Texts already stored for that model
+    are skipped, so a rerun continues where one stopped; vectors of other models are kept (a
+    context still using one reads its own). One model call and one commit per ``chunk_size``
+    texts; ``on_chunk(done, total)`` after each. Returns how many texts were embedded.
+
+    >>> import mindcore
+    >>> from mindcore.embed import HashEmbedder
+    >>> ctx = mindcore.Context("memory://tool-texts")
+    >>> ctx.register([mindcore.Tool("get_weather", "Weather for a city")])
+    1
+    >>> embed_tool_texts(ctx.store, HashEmbedder(dim=64)), embed_tool_texts(ctx.store, HashEmbedder(dim=64))
+    (2, 0)
+    """
+    from mindcore.context._repo import TOOLS
+
+    check_embedder(embedder)
+    check_int(chunk_size, "chunk_size", minimum=1)
+    if TOOLS not in store.table_names():
+        return 0
+    datasets: dict[str, list[str]] = {}
+    tools = store.open_table(TOOLS)
+    for dataset in tools.namespaces():
+        texts: list[str] = []
+        for tool in Catalog(tools.cached(dataset)).tools():
+            texts += [t for t in tool.embedding_texts() if t is not None]
+        datasets[dataset] = list(dict.fromkeys(texts))
+    model, dim = embedder.model_id, embedder.dim
+    embedded = 0
+
+    def embed(texts: list[str]) -> np.ndarray:
+        nonlocal embedded
+        embedded += len(texts)
+        return check_vectors(embedder.embed(texts), len(texts), dim, f"embedder {model!r}")
+
+    total, done = sum(len(t) for t in datasets.values()), 0
+    for dataset, texts in sorted(datasets.items()):
+        repo = ContextRepo(store, dataset)
+        for i in range(0, len(texts), chunk_size):
+            chunk = texts[i:i + chunk_size]
+            repo.vectors(model, chunk, embed)
+            done += len(chunk)
+            if on_chunk is not None:
+                on_chunk(done, total)
+    return embedded
 
 
 def _names(values: Sequence[str] | None, name: str) -> list[str]:

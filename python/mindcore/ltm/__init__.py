@@ -7,6 +7,7 @@ the caller or ``MINDCORE_MEMORY_ENABLED`` turns it on.
 
 from __future__ import annotations
 
+from mindcore.ltm._repo import VECTOR_TEXTS
 from mindcore.ltm.config import LongTermMemoryConfig, resolve_enabled, resolve_max_items
 from mindcore.ltm.extract import ExtractionParseError, parse_candidates, render_conversation
 from mindcore.ltm.memory import DUPLICATE_THRESHOLD, LongTermMemory, RecallWeights
@@ -16,6 +17,7 @@ from mindcore.ltm.types import KINDS, ExtractionReport, Memory, RememberResult
 __all__ = [
     "DUPLICATE_THRESHOLD",
     "KINDS",
+    "VECTOR_TEXTS",
     "ExtractionParseError",
     "ExtractionReport",
     "LongTermMemory",

@@ -18,9 +18,10 @@ import pyarrow as pa
 
 from mindcore.kernels import BM25Index, looks_like_secret, near_duplicates, near_duplicates_pruned
 from mindcore.ltm._lexical import lexical_index, lexical_terms
-from mindcore.ltm.types import Memory, indexed_text
+from mindcore.ltm.types import Memory, embedded_text, indexed_text
 from mindcore.store.filters import col
 from mindcore.store.ids import new_id
+from mindcore.store.rewrite import VectorTexts
 from mindcore.store.schema import take_rows
 from mindcore.store.scoring import Weights, rank
 
@@ -28,8 +29,8 @@ if TYPE_CHECKING:
     from mindcore.store import Table
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["HISTORY_TABLE", "TABLE", "MemoryRepo", "NewMemory", "ScopesRepo", "entry_duplicates", "entry_retention",
-           "entry_vectors", "scope_key", "storable"]
+__all__ = ["HISTORY_TABLE", "TABLE", "VECTOR_TEXTS", "MemoryRepo", "NewMemory", "ScopesRepo", "entry_duplicates",
+           "entry_retention", "entry_vectors", "scope_key", "storable"]
 
 TABLE = "ltm_memories"
 #: The versions of each memory (namespace: the scope key, ``memory_id``: the memory's id).
@@ -55,6 +56,18 @@ _MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
 # weight. One distinctive word shared with a memory scores above this in any collection of more
 # than a handful of memories.
 LEXICAL_FLOOR = 2.0
+
+
+def _embedded_texts(rows: pa.Table) -> list[str]:
+    texts = rows.column("text").to_pylist()
+    # Rows stored before the context column existed have none.
+    contexts = rows.column("context").to_pylist() if "context" in rows.column_names else [None] * len(texts)
+    return [embedded_text(str(t or ""), c) for t, c in zip(texts, contexts, strict=True)]
+
+
+#: What each memory's vector embeds (:func:`~mindcore.ltm.types.embedded_text` of its text and
+#: context): how ``mindcore.batch.reembed`` rebuilds this table's vectors for another model.
+VECTOR_TEXTS = VectorTexts(TABLE, _embedded_texts)
 
 
 class _Ids(Sequence[str]):

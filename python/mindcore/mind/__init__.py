@@ -51,6 +51,7 @@ Examples
 
 from __future__ import annotations
 
+from mindcore.mind._repo import VECTOR_TEXTS
 from mindcore.mind.config import MindConfig, TtlDefaults, parse_due_by, parse_duration
 from mindcore.mind.entries import (
     Belief,
@@ -69,6 +70,7 @@ from mindcore.mind.validate import MindError
 __all__ = [
     "TOOL_NAMES",
     "TOOL_SPECS",
+    "VECTOR_TEXTS",
     "Belief",
     "BeliefChange",
     "Believed",

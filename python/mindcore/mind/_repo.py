@@ -22,12 +22,13 @@ import pyarrow as pa
 from mindcore.mind.entries import Belief, Entry, Goal, Reflection, entry_from_row, entry_to_row, recall_weight
 from mindcore.mind.header import HeaderIndex
 from mindcore.mind.recall import RECALL_WEIGHTS
+from mindcore.store.rewrite import VectorTexts
 from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
     from mindcore.store import Store, Table
 
-__all__ = ["COLUMNS", "TABLE", "Repo", "Snapshot", "StoreView"]
+__all__ = ["COLUMNS", "TABLE", "VECTOR_TEXTS", "Repo", "Snapshot", "StoreView"]
 
 TABLE = "mind_entries"
 COLUMNS: dict[str, pa.DataType] = {
@@ -47,6 +48,9 @@ COLUMNS: dict[str, pa.DataType] = {
     # A belief's replaced contents, JSON (mindcore.mind.entries.history_to_json).
     "history": pa.string(),
 }
+#: What each entry's vector embeds (beliefs and reflections embed their content; goals have no
+#: vector): how ``mindcore.batch.reembed`` rebuilds this table's vectors for another model.
+VECTOR_TEXTS = VectorTexts(TABLE, lambda rows: [str(c or "") for c in rows.column("content").to_pylist()])
 _SCALARS = ["id", "created_at", "updated_at", "tags", *COLUMNS]
 _COLUMNS = [*_SCALARS, "vector"]
 

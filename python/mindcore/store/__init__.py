@@ -88,7 +88,9 @@ importance, confidence, a lexical score), with an optional row mask, in one Rust
 
 **Embedders.** A store records the model id and dimension of its embedder, and each vector table
 its own; opening either with another model or dimension raises :class:`EmbedderMismatchError`
-naming both.
+naming both. ``mindcore.batch.reembed`` moves a store to another model; a table it rewrote names
+the model in its ``vector`` field, and a handle still bound to the old model raises
+:class:`EmbedderMismatchError` at its next use.
 
 **Capabilities.** ``Mind``, ``WorkingMemory`` and ``LongTermMemory`` take a ``Store`` or anything
 ``open`` takes as their first argument; :func:`resolve_store` is that rule (and refuses, when a

@@ -14,6 +14,10 @@ column         type                               meaning
 ``metadata``   string (JSON)                      any JSON value; decoded on read
 ``vector``     fixed_size_list<float32>[dim]      only in tables made with ``vectors=True``
 ============== ================================== ===============================================
+
+A table whose vectors were rewritten for another model (``mindcore.batch.reembed``) names that
+model in the ``vector`` field's metadata (:func:`vector_model`), in the same commit as the vectors,
+so the table itself says which model made them.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ __all__ = [
     "rows_to_arrow",
     "take_rows",
     "vector_dim",
+    "vector_model",
+    "with_vector_model",
 ]
 
 Row: TypeAlias = dict[str, Any]
@@ -121,6 +127,35 @@ def vector_dim(schema: pa.Schema) -> int | None:
     if not pa.types.is_fixed_size_list(t) or not pa.types.is_float32(t.value_type):
         raise SchemaError(f"column 'vector' has type {t}; expected fixed_size_list<float32>")
     return int(t.list_size)
+
+
+#: Key of the ``vector`` field's metadata naming the model that made the table's vectors.
+MODEL_KEY = b"mindcore.model_id"
+
+
+def vector_model(schema: pa.Schema) -> str | None:
+    """The model id the ``vector`` field's metadata records (``None``: not recorded, the table was
+    never re-embedded; the store's records then say which model it holds)."""
+    idx = schema.get_field_index(VECTOR)
+    if idx < 0:
+        return None
+    meta = schema.field(idx).metadata or {}
+    model = meta.get(MODEL_KEY)
+    return None if model is None else model.decode("utf-8")
+
+
+def with_vector_model(schema: pa.Schema, model_id: str, dim: int) -> pa.Schema:
+    """``schema`` with its ``vector`` column made ``dim`` wide and labelled as ``model_id``'s.
+
+    >>> s = with_vector_model(build_schema(None, 3), "m2", 8)
+    >>> vector_dim(s), vector_model(s)
+    (8, 'm2')
+    """
+    idx = schema.get_field_index(VECTOR)
+    if idx < 0:
+        raise SchemaError("the table has no 'vector' column")
+    field = pa.field(VECTOR, pa.list_(pa.float32(), dim), metadata={MODEL_KEY: model_id.encode("utf-8")})
+    return schema.set(idx, field)
 
 
 def missing_fields(existing: pa.Schema, wanted: pa.Schema) -> list[pa.Field[Any]]:

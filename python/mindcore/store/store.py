@@ -27,7 +27,7 @@ from mindcore.store.config import StoreConfig
 from mindcore.store.context import TableContext
 from mindcore.store.errors import EmbedderMismatchError, StoreError, StoreNotWritableError
 from mindcore.store.locks import FileLock, LeaseLock, Lock, ThreadLock
-from mindcore.store.schema import ColumnsSpec, build_schema, missing_fields, vector_dim
+from mindcore.store.schema import ColumnsSpec, build_schema, missing_fields, vector_dim, vector_model
 from mindcore.store.stats import StoreStats, folder_bytes
 from mindcore.store.table import EmbedderLike, Table
 
@@ -66,7 +66,7 @@ class EmbeddingInfo:
 def _mismatch(what: str, stored: EmbeddingInfo, given: EmbeddingInfo) -> EmbedderMismatchError:
     return EmbedderMismatchError(
         f"{what} was built with embedding model {stored}, but the embedder given is {given}; "
-        "use the same model, or a new store (re-embedding is a separate step)"
+        "use the same model, or move the store to the new one with mindcore.batch.reembed (mindcore reembed)"
     )
 
 
@@ -272,6 +272,12 @@ class Store:
         if stored is not None and stored != info:
             raise _mismatch(what, stored, info)
 
+    def _record(self, ns: str, key: str, info: EmbeddingInfo) -> None:
+        """Record ``info`` under ``key``, replacing what was recorded (a re-embedding's last step)."""
+        self._refuse_writes("record an embedding model")
+        assert self._meta is not None
+        self._meta.upsert(ns, [{"id": key, "metadata": {"model_id": info.model_id, "dim": info.dim}}])
+
     def bind_embedder(self, embedder: EmbedderLike) -> None:
         """Make ``embedder`` the store's model (recorded on first use; a different model or
         dimension than the recorded one raises :class:`EmbedderMismatchError`)."""
@@ -375,6 +381,12 @@ class Store:
         wanted = build_schema(columns, info.dim if vectors and info is not None else None)
         with self._lock:
             t = self._tables.get(name)
+            if t is not None:
+                try:
+                    t._version()  # a handle that missed a re-embedding must see the new vector column
+                except EmbedderMismatchError:
+                    t = None  # retired (still held by whoever opened it with the old model): start afresh
+                    del self._tables[name]
             lance = t._tbl if t is not None else self._try_open(name)
             bind = False
             if lance is not None and info is not None:
@@ -397,7 +409,7 @@ class Store:
             if bind and emb is not None and info is not None:
                 if explicit:
                     self._claim("table-embedding", name, info, f"table {name!r}")
-                t._embedder = emb
+                t._bind(emb, info.model_id, info.dim)
         return t
 
     def _embedding_ok(self, name: str, schema: pa.Schema, info: EmbeddingInfo, explicit: bool) -> bool:
@@ -407,6 +419,11 @@ class Store:
         if dim is None:
             return False
         stored = self._recorded("table-embedding", name)
+        labelled = vector_model(schema)
+        if labelled is not None and (stored is None or stored.model_id != labelled):
+            # A re-embedded table names its model in the same commit as its vectors: that wins over
+            # a record written after it (or not yet, if the re-embedding stopped in between).
+            stored = EmbeddingInfo(labelled, dim)
         if stored is None and dim != info.dim:
             stored = EmbeddingInfo("(not recorded)", dim)
         if stored is None or stored == info:
@@ -488,9 +505,8 @@ class Store:
         embedder bound): for tools that read or maintain any table. A table that does not exist
         raises :class:`StoreError`; nothing is created."""
         with self._lock:
-            table = self._tables.get(name)
-            if table is not None:
-                return table
+            if name in self._tables:
+                return self._table(name, None, None)  # brought up to date (a retired handle is replaced)
         if name not in self._all_tables():
             raise StoreError(f"store {self.uri} has no table {name!r} (tables: {self.table_names()})")
         return self._table(name, None, None)

@@ -18,9 +18,10 @@ import pyarrow.compute as pc
 from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry, split_by_namespace
 from mindcore.store.context import StoreHandle, TableContext
+from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.filters import Filter, col, to_mask, to_where
 from mindcore.store.ids import check_ids, check_namespace
-from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, vector_dim
+from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, vector_dim, vector_model
 from mindcore.store.scoring import Weights, rank
 from mindcore.store.stats import TableStats, folder_bytes
 from mindcore.store.versions import VersionTracker
@@ -126,6 +127,11 @@ class Table(TableWrites):
         self._tbl = lance
         self._lock = lock
         self._embedder = embedder
+        # (model id, dim) of the bound embedder, read once when bound (reading .dim may cost a request).
+        self._bound: tuple[str, int] | None = None
+        # Set when the table's vectors were rewritten for another model than the bound one: every
+        # read and write of this handle then raises instead of mixing two models' vectors.
+        self._retired: str | None = None
         self._schema: pa.Schema = lance.schema
         self._writes = 0
         table_dir = os.path.join(ctx.uri, f"{name}.lance") if ctx.kind == "local" else None
@@ -177,17 +183,44 @@ class Table(TableWrites):
 
     def _version(self) -> int:
         """Bring the LanceDB table object up to the latest version; every read starts here."""
+        if self._retired is not None:
+            raise EmbedderMismatchError(self._retired)
         before = self._versions.loaded
         v = self._versions.current()
         if v != before:
-            self._schema = self._tbl.schema
+            self._adopt(self._tbl.schema)
         return v
 
     def _reset(self, lance: Any) -> None:
         """Use a new LanceDB object for this table (after the store altered its schema)."""
         self._tbl = lance
         self._versions.reset(lance)
-        self._schema = lance.schema
+        self._adopt(lance.schema)
+
+    def _bind(self, embedder: EmbedderLike, model_id: str, dim: int) -> None:
+        """Embed text queries with ``embedder`` (model ``model_id``, ``dim`` wide)."""
+        self._embedder = embedder
+        self._bound = (model_id, dim)
+
+    def _adopt(self, schema: pa.Schema) -> None:
+        """Use ``schema`` as the stored schema. When the vector column now holds another model's
+        vectors than the bound embedder's (the table was re-embedded), retire this handle and raise
+        :class:`EmbedderMismatchError`: its queries would be scored against the wrong model."""
+        if self._bound is not None and self._retired is None:
+            model, dim = vector_model(schema), vector_dim(schema)
+            if (model is not None and model != self._bound[0]) or (dim is not None and dim != self._bound[1]):
+                # Keep the old schema: the handle's users still see the dimension of their own model.
+                self._retire(model or "(not recorded)", dim)
+                raise EmbedderMismatchError(self._retired)
+        self._schema = schema
+
+    def _retire(self, model_id: str, dim: int | None) -> None:
+        """Refuse every further use of this handle: the table now holds ``model_id``'s vectors."""
+        bound = "(none)" if self._bound is None else f"{self._bound[0]!r} (dim {self._bound[1]})"
+        self._retired = (
+            f"table {self.name!r} was re-embedded with model {model_id!r} (dim {dim}) but this handle uses "
+            f"embedding model {bound}; open the store again with the new model"
+        )
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -210,7 +243,7 @@ class Table(TableWrites):
         fresh = self._tbl.schema
         if fresh.equals(self._schema):
             return False
-        self._schema = fresh
+        self._adopt(fresh)
         return True
 
     def _where(self, namespace: str | AllNamespaces, where: Filter | None) -> str:

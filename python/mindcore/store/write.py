@@ -26,6 +26,7 @@ import pyarrow.compute as pc
 
 from mindcore.store.cache import CacheEntry, split_by_namespace
 from mindcore.store.context import TableContext
+from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
 from mindcore.store.ids import check_ids, check_namespace, new_id
 from mindcore.store.locks import Lock
@@ -178,8 +179,11 @@ class TableWrites:
     _state_lock: threading.Lock
     _count_cache: dict[str, tuple[int, int]]
     _writes: int
+    _retired: str | None
 
     if TYPE_CHECKING:
+
+        def _adopt(self, schema: pa.Schema) -> None: ...
 
         @property
         def dim(self) -> int | None: ...
@@ -472,10 +476,12 @@ class TableWrites:
     def _exact(self) -> int:
         """The table at its latest version, for a writer holding the lock; the schema is re-read
         only when another process moved the table (reading it costs a round trip)."""
+        if self._retired is not None:
+            raise EmbedderMismatchError(self._retired)
         before = self._versions.loaded
         version = self._versions.exact()
         if version != before:
-            self._schema = self._tbl.schema
+            self._adopt(self._tbl.schema)
         return version
 
     def _commit_locked(self, namespace: str, ops: list[_Op]) -> WriteResult:
