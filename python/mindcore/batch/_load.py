@@ -131,12 +131,20 @@ def load_scopes(table: Table, keys: Sequence[str]) -> Scopes:
         recency=entry.int64("recency_at"), importance=entry.float32("importance"),
         created=entry.int64("created_at"), terms=stored_terms(scalars),
         ids=scalars.column("id").combine_chunks(),
-        texts=pc.fill_null(scalars.column("text"), "").combine_chunks(),
+        texts=_filled(scalars.column("text"), ""),
         kinds=_kinds(scalars.column("kind")),
     )
 
 
+def _filled(column: pa.ChunkedArray[Any], value: str) -> pa.Array[Any]:
+    """``column`` as one array, nulls replaced by ``value``."""
+    filled: Any = pc.fill_null(column, pa.scalar(value, pa.string()))
+    return filled.combine_chunks()  # type: ignore[no-any-return]
+
+
 def _kinds(column: pa.ChunkedArray[Any]) -> pa.Array[Any]:
     """The ``kind`` column as recall reports it: a missing or empty kind reads as ``"fact"``."""
-    kinds = pc.fill_null(column, "fact").combine_chunks()
-    return pc.if_else(pc.equal(kinds, ""), "fact", kinds)
+    kinds = _filled(column, "fact")
+    fact = pa.scalar("fact", pa.string())
+    out: Any = pc.if_else(pc.equal(kinds, pa.scalar("", pa.string())), fact, kinds)
+    return out  # type: ignore[no-any-return]

@@ -37,16 +37,17 @@ Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
 
 #: The columns of :func:`recall`'s result, one row per hit.
-RESULT_SCHEMA = pa.schema([
-    ("user_id", pa.string()),
-    ("query_index", pa.int64()),
-    ("rank", pa.int32()),
-    ("memory_id", pa.string()),
-    ("text", pa.string()),
-    ("kind", pa.string()),
-    ("score", pa.float32()),
-    ("similarity", pa.float32()),
-])
+_RESULT_COLUMNS: dict[str, pa.DataType] = {
+    "user_id": pa.string(),
+    "query_index": pa.int64(),
+    "rank": pa.int32(),
+    "memory_id": pa.string(),
+    "text": pa.string(),
+    "kind": pa.string(),
+    "score": pa.float32(),
+    "similarity": pa.float32(),
+}
+RESULT_SCHEMA = pa.schema(_RESULT_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -333,6 +334,6 @@ def _recall_chunk(table: Table, rows: QueryRows, embedder: Embedder | None, opts
 
 def _collect_touches(scopes: Scopes, groups: NDArray[np.int64], hit_rows: NDArray[np.int64],
                      touched: dict[str, dict[str, int]]) -> None:
-    ids = scopes.ids.take(pa.array(hit_rows, pa.int64())).to_pylist()
+    ids: list[Any] = scopes.ids.take(pa.array(hit_rows, pa.int64())).to_pylist()
     for g, memory_id, created in zip(groups.tolist(), ids, scopes.created[hit_rows].tolist(), strict=True):
         touched[scopes.keys[g]][memory_id] = created
