@@ -36,7 +36,6 @@ __all__ = ["RESULT_SCHEMA", "recall"]
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
 
-#: The columns of :func:`recall`'s result, one row per hit.
 _RESULT_COLUMNS: dict[str, pa.DataType] = {
     "user_id": pa.string(),
     "query_index": pa.int64(),
@@ -47,6 +46,7 @@ _RESULT_COLUMNS: dict[str, pa.DataType] = {
     "score": pa.float32(),
     "similarity": pa.float32(),
 }
+#: The columns of :func:`recall`'s result, one row per hit.
 RESULT_SCHEMA = pa.schema(_RESULT_COLUMNS)
 
 
@@ -228,8 +228,6 @@ def _recall(db: Store, source: QuerySource, embedder: Embedder | None, opts: _Op
         for _ in chunks:  # every query is still checked; none has a memory to recall
             pass
         return RESULT_SCHEMA.empty_table()
-    if embedder is None and not source.has_vectors:
-        raise InvalidInputError("embedder: needed to embed the queries (they have no 'vector' column)")
     parts: list[pa.Table] = []
     touched: dict[str, dict[str, int]] = defaultdict(dict)
     for rows, keys in chunks:
