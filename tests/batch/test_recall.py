@@ -417,3 +417,60 @@ def test_an_object_storage_store_with_storage_options(store_path: Path) -> None:
             recall(mindcore.open("memory://x"), queries, embedder=EMB, storage_options=options)
     finally:
         server.stop()
+
+
+def test_a_bad_row_late_in_a_reader_fails_the_call_and_writes_nothing(store_path: Path) -> None:
+    queries = _queries(300, seed=6)
+    texts = queries.column("query").to_pylist()
+    texts[250] = "   "
+    bad = queries.set_column(1, "query", pa.array(texts))
+    reader = pa.RecordBatchReader.from_batches(bad.schema, bad.to_batches(max_chunksize=40))
+    before = _version(store_path)
+    with pytest.raises(InvalidInputError, match="queries row 250: query is blank"):
+        recall(store_path, reader, k=3, embedder=EMB, touch=True, chunk_size=100)
+    assert _version(store_path) == before
+
+
+def test_loads_stay_under_max_rows_in_memory(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    module = sys.modules["mindcore.batch.recall"]
+    real = module.load_scopes
+    loads: list[tuple[int, int]] = []
+
+    def counting(table: Any, keys: Any) -> Any:
+        scopes = real(table, keys)
+        loads.append((len(scopes.keys), int(scopes.offsets[-1])))
+        return scopes
+
+    queries = _queries(400, seed=12)
+    reference = recall(store, queries, k=3, embedder=EMB, now_ms=NOW)
+    monkeypatch.setattr(module, "load_scopes", counting)
+    assert recall(store, queries, k=3, embedder=EMB, now_ms=NOW, max_rows_in_memory=200).equals(reference)
+    assert len(loads) > 5
+    # Two loads may be held at once (one scored, one read ahead): each is at most half the bound,
+    # unless it is a single scope larger than that.
+    assert all(rows <= 100 or scopes == 1 for scopes, rows in loads), loads
+
+
+def test_engine_ray_hands_every_option_to_the_ray_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    seen: dict[str, Any] = {}
+    fake = types.ModuleType("mindcore.batch._ray")
+
+    def recall_ray(store: Any, queries: Any, **options: Any) -> str:
+        seen.update(options, store=store, queries=queries)
+        return "from ray"
+
+    fake.recall_ray = recall_ray  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mindcore.batch._ray", fake)
+    weights = RecallWeights(lexical=0)
+    out = recall("s3://b/p", "q.parquet", 4, namespace="n", embedder=EMB, workspace_id="w", weights=weights,
+                 now_ms=5, touch=True, engine="ray", chunk_size=7, max_rows_in_memory=9, embed_batch_size=3,
+                 storage_options={"a": "b"})
+    assert out == "from ray"
+    assert seen == {"store": "s3://b/p", "queries": "q.parquet", "k": 4, "namespace": "n", "embedder": EMB,
+                    "workspace_id": "w", "weights": weights, "now_ms": 5, "touch": True, "chunk_size": 7,
+                    "max_rows_in_memory": 9, "embed_batch_size": 3, "storage_options": {"a": "b"}}
