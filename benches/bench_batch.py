@@ -148,7 +148,8 @@ def data() -> Iterator[dict[str, Any]]:
 def test_batch_recall(benchmark: Any, data: dict[str, Any]) -> None:
     queries: pa.Table = data["queries"]
     finish(benchmark, "mindcore", GROUP, queries.num_rows)
-    hits = benchmark.pedantic(lambda: recall(data["store"], queries, k=K, now_ms=NOW), rounds=2, iterations=1)
+    hits = benchmark.pedantic(lambda: recall(data["store"], queries, k=K, now_ms=NOW), rounds=3, iterations=1,
+                              warmup_rounds=1)
     assert hits.num_rows == queries.num_rows * K
     print(f"\nbatch.recall: {queries.num_rows / benchmark.stats.stats.median:,.0f} queries/s")
 
@@ -172,7 +173,7 @@ def test_ltm_loop(benchmark: Any, data: dict[str, Any]) -> None:
         return n
 
     finish(benchmark, "ltm-loop", GROUP, min(SAMPLE, USERS) * PER_USER)
-    benchmark.pedantic(loop, setup=setup, rounds=2)
+    benchmark.pedantic(loop, setup=setup, rounds=3)
     print(f"\nLongTermMemory.recall loop: {min(SAMPLE, USERS) * PER_USER / benchmark.stats.stats.median:,.0f} "
           "queries/s")
 

@@ -474,3 +474,22 @@ def test_engine_ray_hands_every_option_to_the_ray_engine(monkeypatch: pytest.Mon
     assert seen == {"store": "s3://b/p", "queries": "q.parquet", "k": 4, "namespace": "n", "embedder": EMB,
                     "workspace_id": "w", "weights": weights, "now_ms": 5, "touch": True, "chunk_size": 7,
                     "max_rows_in_memory": 9, "embed_batch_size": 3, "storage_options": {"a": "b"}}
+
+
+def test_an_in_memory_input_loads_each_scope_once(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    module = sys.modules["mindcore.batch.recall"]
+    real = module.load_scopes
+    loaded: list[str] = []
+
+    def recording(table: Any, keys: Any) -> Any:
+        scopes = real(table, keys)
+        loaded.extend(scopes.keys)
+        return scopes
+
+    queries = _queries(600, seed=13)  # about 12 queries per scope, in random order
+    reference = recall(store, queries, k=3, embedder=EMB, now_ms=NOW)
+    monkeypatch.setattr(module, "load_scopes", recording)
+    assert recall(store, queries, k=3, embedder=EMB, now_ms=NOW, chunk_size=50).equals(reference)
+    assert len(loaded) == len(set(loaded)) > 30  # chunks end where a scope ends

@@ -274,13 +274,29 @@ def _checked_chunks(source: QuerySource, dim: int | None, opts: _Options) -> Ite
         keys = _keys(rows, opts)
         order = np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
         return ((rows.take(part), [keys[i] for i in part.tolist()])
-                for part in (order[a:a + opts.chunk_size] for a in range(0, len(rows), opts.chunk_size)))
+                for part in _scope_chunks(order, [keys[i] for i in order.tolist()], opts.chunk_size))
     if source.rereadable:
         offset = 0
         for part in source.batches(opts.chunk_size):
             parse_rows(part, offset, dim=dim, max_query_chars=MAX_QUERY_CHARS)
             offset += part.num_rows
     return _parsed(source, dim, opts)
+
+
+def _scope_chunks(order: NDArray[np.int64], keys: list[str], size: int) -> Iterator[NDArray[np.int64]]:
+    """``order`` (queries sorted by scope, ``keys`` their scopes) cut into chunks of at most
+    ``size``, each ending where a scope ends unless one scope has more queries than that."""
+    start, n = 0, len(order)
+    while start < n:
+        end = min(start + size, n)
+        if end < n and keys[end] == keys[end - 1]:  # the cut falls inside a scope: move it to its start
+            cut = end - 1
+            while cut > start and keys[cut - 1] == keys[end]:
+                cut -= 1
+            if cut > start:  # else that scope alone fills the chunk: it is split
+                end = cut
+        yield order[start:end]
+        start = end
 
 
 def _parsed(source: QuerySource, dim: int | None, opts: _Options) -> Iterator[tuple[QueryRows, list[str]]]:
