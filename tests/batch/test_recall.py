@@ -66,6 +66,11 @@ def _build(path: Path) -> None:
     table.upsert(ns, [{"id": f"novec-{i}", "text": "tea coffee piano", "kind": "fact", "importance": 0.9,
                        "recency_at": NOW, "last_accessed_at": NOW, "terms": lexical_terms("tea coffee piano"),
                        "vector": None, "created_at": NOW} for i in range(3)])
+    # Rows written before the terms column existed: their terms are analysed when read.
+    old_rows = [{"id": f"old-{i}", "text": text, "kind": "fact", "importance": 0.5, "recency_at": NOW - DAY,
+                 "last_accessed_at": NOW - DAY, "terms": None, "vector": EMB.embed([text])[0], "created_at": NOW - DAY}
+                for i, text in enumerate(["drinks green tea daily", "has a dog called Rex"])]
+    table.upsert(scope_key("user-8", "default", None), old_rows)
     store.close()
 
 

@@ -109,7 +109,7 @@ class Scopes:
     recency: NDArray[np.int64]
     importance: NDArray[np.float32]
     created: NDArray[np.int64]
-    terms: list[str]
+    terms: pa.Array[Any]  # strings, no nulls (rows stored before the column existed are analysed here)
     ids: pa.Array[Any]
     texts: pa.Array[Any]
     kinds: pa.Array[Any]
@@ -142,11 +142,19 @@ def load_scopes(table: Table, keys: Sequence[str]) -> Scopes:
     return Scopes(
         keys=list(keys), offsets=offsets, matrix=entry.matrix, has_vector=entry.has_vector,
         recency=entry.int64("recency_at"), importance=entry.float32("importance"),
-        created=entry.int64("created_at"), terms=stored_terms(scalars),
+        created=entry.int64("created_at"), terms=_terms(scalars),
         ids=scalars.column("id").combine_chunks(),
         texts=_filled(scalars.column("text"), ""),
         kinds=_kinds(scalars.column("kind")),
     )
+
+
+def _terms(scalars: pa.Table) -> pa.Array[Any]:
+    """The stored BM25 terms of every row, as one string array (read in place when complete)."""
+    column = scalars.column("terms")
+    if column.null_count:
+        return pa.array(stored_terms(scalars), pa.string())
+    return column.combine_chunks()
 
 
 def _filled(column: pa.ChunkedArray[Any], value: str) -> pa.Array[Any]:

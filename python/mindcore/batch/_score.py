@@ -11,8 +11,10 @@ otherwise, rows without a vector never matching, ties to the lower row.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import pyarrow as pa
 from numpy.typing import NDArray
 
 from mindcore.errors import InvalidInputError
@@ -54,7 +56,7 @@ def score_groups(
     group_offsets: NDArray[np.int64],
     timestamps: NDArray[np.int64],
     importance: NDArray[np.float32],
-    terms: Sequence[str],
+    terms: pa.Array[Any] | Sequence[str],
     has_vector: NDArray[np.bool_] | None,
     *,
     k: int,
@@ -70,7 +72,7 @@ def score_groups(
 
     Group ``g`` is rows ``group_offsets[g]:group_offsets[g+1]`` of ``matrix`` (``(N, d)``
     float32) and of the per-row ``timestamps`` (the memories' ``recency_at``), ``importance``,
-    ``terms`` (the stored BM25 terms) and ``has_vector`` (``None``: every row has one). Query
+    ``terms`` (the stored BM25 terms: an Arrow string array or a sequence of str) and ``has_vector`` (``None``: every row has one). Query
     ``i`` (row ``i`` of ``queries``, text ``query_texts[i]``) searches group ``query_group[i]``.
 
     The score is long-term memory's: ``w_sim·cosine + w_rec·2^(-age/half_life_ms) + extra``,
@@ -103,7 +105,9 @@ def score_groups(
             # As MemoryRepo.search_lexical: BM25 over every row of the scope, then only the rows
             # with a vector are ranked (the matrix and the columns subset together).
             bm25 = lexical_index()
-            bm25.add(list(terms[start:stop]), analyzed=True)
+            group_terms: list[Any] = (terms.slice(start, stop - start).to_pylist() if isinstance(terms, pa.Array)
+                                      else list(terms[start:stop]))
+            bm25.add(group_terms, analyzed=True)
             keep = None if present is None or present.all() else np.flatnonzero(present)
             if keep is not None:
                 view, recency, weight = view[keep], recency[keep], weight[keep]
