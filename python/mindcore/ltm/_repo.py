@@ -24,6 +24,7 @@ from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
     from mindcore.store.cache import CacheEntry
+    from mindcore.store.table import Table
 
 __all__ = ["COLUMNS", "LEXICAL_FLOOR", "TABLE", "MemoryRepo", "NewMemory", "scope_key", "stored_terms", "touch_rows"]
 
@@ -82,7 +83,7 @@ def scope_key(user_id: str, namespace: str, workspace_id: str | None) -> str:
     return "ltm:" + json.dumps([user_id, namespace, workspace_id], ensure_ascii=False, separators=(",", ":"))
 
 
-def touch_rows(table: Any, ns: str, pending: Mapping[str, tuple[int, int]]) -> None:
+def touch_rows(table: Table, ns: str, pending: Mapping[str, tuple[int, int]]) -> None:
     """Record last access of memories of the store namespace ``ns`` of ``table`` (the
     ``ltm_memories`` table): ``id -> (last_accessed_at, recency_at)``, all in one commit."""
     groups: dict[tuple[int, int], list[str]] = defaultdict(list)
