@@ -144,7 +144,7 @@ _LAZY: dict[str, str] = {
 __all__ = ["MindcoreError", "__version__", "looks_like_secret", *sorted(_LAZY)]
 
 
-# subpackages reachable as attributes without importing them first (``mindcore.batch.remember``)
+# subpackages reachable as attributes without importing them first (``mindcore.batch.recall``)
 _SUBPACKAGES = frozenset({"batch"})
 
 

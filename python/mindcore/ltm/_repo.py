@@ -29,8 +29,9 @@ if TYPE_CHECKING:
     from mindcore.store import Table
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["HISTORY_TABLE", "TABLE", "VECTOR_TEXTS", "MemoryRepo", "NewMemory", "ScopesRepo", "entry_duplicates",
-           "entry_retention", "entry_vectors", "scope_key", "storable"]
+__all__ = ["COLUMNS", "HISTORY_TABLE", "LEXICAL_FLOOR", "TABLE", "VECTOR_TEXTS", "MemoryRepo", "NewMemory",
+           "ScopesRepo", "entry_duplicates", "entry_retention", "entry_vectors", "scope_key", "stored_terms",
+           "storable", "touch_rows"]
 
 TABLE = "ltm_memories"
 #: The versions of each memory (namespace: the scope key, ``memory_id``: the memory's id).
@@ -101,6 +102,17 @@ def scope_key(user_id: str, namespace: str, workspace_id: str | None) -> str:
     return "ltm:" + json.dumps([user_id, namespace, workspace_id], ensure_ascii=False, separators=(",", ":"))
 
 
+def touch_rows(table: Table, ns: str, pending: Mapping[str, tuple[int, int]]) -> None:
+    """Record last access of memories of the store namespace ``ns`` of ``table`` (the
+    ``ltm_memories`` table): ``id -> (last_accessed_at, recency_at)``, all in one commit."""
+    groups: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for memory_id, stamps in pending.items():
+        groups[stamps].append(memory_id)
+    with table.unit_of_work(ns) as uow:
+        for (accessed, recency), ids in groups.items():
+            uow.update(ids, {"last_accessed_at": accessed, "recency_at": recency})
+
+
 @dataclass(frozen=True, slots=True)
 class NewMemory:
     text: str
@@ -159,7 +171,7 @@ class _LexicalView:
     lexical: np.ndarray
 
 
-def _stored_terms(rows: pa.Table) -> list[str]:
+def stored_terms(rows: pa.Table) -> list[str]:
     """The ``terms`` of ``rows``; rows written before that column existed are analysed now."""
     terms: list[str | None] = rows.column("terms").to_pylist()
     if None in terms:
@@ -332,7 +344,7 @@ class MemoryRepo:
         else:
             dropped, start = changes
             self._bm25.remove(dropped)
-        self._bm25.add(_stored_terms(entry.scalars.slice(start)), analyzed=True)
+        self._bm25.add(stored_terms(entry.scalars.slice(start)), analyzed=True)
         self._indexed = entry
 
     def vectors(self) -> tuple[Sequence[str], np.ndarray]:
@@ -404,12 +416,7 @@ class MemoryRepo:
 
     def touch(self, pending: Mapping[str, tuple[int, int]]) -> None:
         """Record last access: ``id -> (last_accessed_at, recency_at)``, all in one commit."""
-        groups: dict[tuple[int, int], list[str]] = defaultdict(list)
-        for memory_id, stamps in pending.items():
-            groups[stamps].append(memory_id)
-        with self.table.unit_of_work(self.ns) as uow:
-            for (accessed, recency), ids in groups.items():
-                uow.update(ids, {"last_accessed_at": accessed, "recency_at": recency})
+        touch_rows(self.table, self.ns, pending)
 
     def delete(self, ids: Sequence[str], *, purge: bool = False) -> int:
         """Delete memories by id; ``purge``: and their history, leaving neither in any file of
