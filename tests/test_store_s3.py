@@ -11,41 +11,19 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import S3_BUCKET as BUCKET
 
 import mindcore
 from mindcore.store import LockTimeoutError, StoreConfig, col
 from mindcore.store.locks import LeaseLock
 
-moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
 boto3 = pytest.importorskip("boto3")
-
-BUCKET = "mindcore-test"
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[dict[str, str]]:
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-        region_name="us-east-1",
-    ).create_bucket(Bucket=BUCKET)
-    yield {
-        "aws_endpoint": endpoint,
-        "aws_access_key_id": "testing",
-        "aws_secret_access_key": "testing",
-        "aws_region": "us-east-1",
-        "allow_http": "true",
-    }
-    server.stop()
 
 
 def _uri() -> str:

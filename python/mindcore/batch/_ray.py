@@ -1,0 +1,261 @@
+"""The Ray engine of :func:`mindcore.batch.recall` (``engine="ray"``): the same result table as the
+local engine, computed by the workers of a Ray cluster that each read the store themselves.
+
+How a call runs:
+
+1. On the driver, before Ray does any work: the arguments and every query row are checked by the
+   local engine's validation (a bad row or column raises here, naming it), the store's location
+   is resolved to a URI every worker can open (a :class:`~mindcore.store.Store` given by the
+   caller becomes its URI and storage options; a ``memory://`` store lives in one process and is
+   refused), ``now_ms`` is fixed once so every worker scores at the same instant, and the
+   embedder is checked to be picklable.
+2. The queries are sorted by scope (namespace, workspace, user) and cut into Arrow blocks at user
+   boundaries: all of a user's queries land in one block, so a namespace's vectors are loaded by
+   one worker, once.
+3. ``ray.data.from_arrow(blocks).map_batches(...)`` runs a callable class on an actor pool: each
+   actor opens the store once (by URI, with the caller's ``storage_options``: a folder on shared
+   disk or object storage), keeps the embedder (the default embedder is loaded once per actor),
+   and runs the local engine on each block it receives. Store data never passes through the
+   driver; only the query blocks and the hit tables do.
+4. The driver gathers the hit tables and orders them by ``query_index`` and ``rank``.
+
+An existing Ray connection (``ray.is_initialized()``) is used as it is; otherwise this call starts
+Ray with ``ray.init(**ray_init_kwargs)`` (the dashboard off unless asked for) and shuts it down when
+it returns. On a cluster, every node needs ``mindcore`` installed (or a ``runtime_env`` in
+``ray_init_kwargs``) and must reach the store.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import time
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from mindcore.errors import InvalidInputError, InvalidTypeError, MindcoreError
+from mindcore.store import Store
+
+__all__ = ["recall_ray"]
+
+# Each input row's position in the caller's queries, carried through the blocks so the workers'
+# hits can be given the caller's query_index back.
+_INDEX = "__mindcore_query_index"
+# The columns that name a query's scope, coarsest first: a block never splits one scope.
+_SCOPE_COLUMNS = ("namespace", "workspace_id", "user_id")
+# Blocks per worker when the queries are plentiful: several, so a worker that finishes early takes
+# another block instead of idling while a slow one finishes.
+_BLOCKS_PER_WORKER = 4
+
+
+def recall_ray(
+    store: Store | str | os.PathLike[str],
+    queries: Any,
+    *,
+    num_workers: int | None = None,
+    ray_init_kwargs: Mapping[str, Any] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    embedder: Any = None,
+    now_ms: int | None = None,
+    touch: bool = False,
+    chunk_size: int | None = None,
+    **options: Any,
+) -> pa.Table:
+    """:func:`mindcore.batch.recall` on a Ray cluster: the same table, row for row.
+
+    ``store`` is a folder every worker can read (shared disk), an object-storage URI (with
+    ``storage_options``, sent to every worker) or an open :class:`~mindcore.store.Store` of either
+    kind (its URI and storage options are used). ``num_workers`` actors run the work (default: the
+    cluster's CPUs); ``ray_init_kwargs`` go to ``ray.init`` when no Ray connection exists yet.
+    ``embedder`` must be picklable (it is sent to every worker); ``None`` loads the default embedder
+    once per worker, and a ``vector`` column in ``queries`` skips embedding. The other options are
+    the local engine's and mean the same thing.
+
+    Raises :class:`~mindcore.errors.InvalidInputError` (naming the argument, row or column) before
+    Ray runs anything; an error raised by a worker is raised again here, unwrapped.
+    """
+    from mindcore.batch import _input
+
+    _check_workers(num_workers)
+    if ray_init_kwargs is not None and not isinstance(ray_init_kwargs, Mapping):
+        raise InvalidTypeError(f"ray_init_kwargs: expected a mapping, got {type(ray_init_kwargs).__name__}")
+    uri, shared_options = _location(store, storage_options)
+    if now_ms is None:
+        # Fixed once, here: workers scoring at their own "now" would disagree with the local engine.
+        now_ms = int(time.time() * 1000)
+    checked = _input.prepare(
+        store, queries, storage_options=storage_options, embedder=embedder, now_ms=now_ms, touch=touch,
+        chunk_size=chunk_size, **options,
+    )
+    table = checked.queries
+    if embedder is not None and "vector" not in table.column_names:
+        _check_picklable(embedder)
+    table = table.append_column(_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
+    worker_options = dict(checked.options, now_ms=now_ms, touch=touch)
+    if chunk_size is not None:
+        worker_options["chunk_size"] = chunk_size
+
+    ray = _import_ray()
+    started = _connect(ray, ray_init_kwargs)
+    try:
+        workers = num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        blocks = list(_blocks(table, workers=workers, max_rows=chunk_size))
+        if not blocks:
+            return checked.empty_result()
+        ds = ray.data.from_arrow(blocks).map_batches(
+            _RecallWorker,
+            fn_constructor_kwargs={
+                "uri": uri, "storage_options": shared_options, "embedder": embedder, "options": worker_options,
+            },
+            batch_size=None,  # one call per block: a block holds whole users
+            batch_format="pyarrow",
+            zero_copy_batch=True,
+            compute=ray.data.ActorPoolStrategy(size=min(workers, len(blocks))),
+        )
+        # A worker's exception itself, not Ray Data's "UDF failed" wrapper that drops it.
+        ds.context.raise_original_map_exception = True
+        try:
+            parts = ray.get(ds.to_arrow_refs())
+        except Exception as exc:
+            cause = _worker_error(exc)
+            if cause is None:
+                raise
+            raise cause from exc
+    finally:
+        if started:
+            ray.shutdown()
+    hits = pa.concat_tables(parts)
+    return hits.sort_by([("query_index", "ascending"), ("rank", "ascending")])
+
+
+class _RecallWorker:
+    """One Ray actor: opens the store once, then runs the local engine on each block it is given."""
+
+    def __init__(self, uri: str, storage_options: dict[str, str], embedder: Any, options: dict[str, Any]) -> None:
+        import mindcore
+
+        # A recall that touches writes last-access times; otherwise the worker only reads.
+        self._store = mindcore.open(uri, storage_options=storage_options or None, read_only=not options["touch"])
+        self._embedder = embedder
+        self._options = options
+
+    def __call__(self, block: pa.Table) -> pa.Table:
+        from mindcore.batch import recall
+
+        index = block.column(_INDEX)
+        hits = recall(self._store, block.drop_columns([_INDEX]), embedder=self._embedder, engine="local",
+                      **self._options)
+        at = hits.schema.get_field_index("query_index")
+        caller_index = pc.take(index, hits.column(at)).cast(hits.schema.field(at).type)
+        return hits.set_column(at, hits.schema.field(at), caller_index)
+
+
+def _location(store: Any, storage_options: Mapping[str, str] | None) -> tuple[str, dict[str, str]]:
+    """Where every worker opens the store: an absolute folder or an object-storage URI, and the
+    storage options they open it with."""
+    if isinstance(store, Store):
+        if store.kind == "memory":
+            raise InvalidInputError(_MEMORY_REFUSED.format(store.uri))
+        # An open store's own options, unless the caller gives others.
+        options = store._storage_options if storage_options is None else storage_options
+        return store.uri, dict(options)
+    if isinstance(store, str | os.PathLike):
+        where = os.fspath(store)
+        if where.startswith("memory://"):
+            raise InvalidInputError(_MEMORY_REFUSED.format(where))
+        if where.startswith("file://"):
+            where = where[len("file://") :]
+        elif re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", where):
+            return where.rstrip("/"), dict(storage_options or {})
+        # Workers do not share the driver's working directory.
+        return os.path.abspath(os.path.expanduser(where)), dict(storage_options or {})
+    raise InvalidTypeError(f"store: expected a Store, a path or a URI, got {type(store).__name__}")
+
+
+_MEMORY_REFUSED = (
+    "store: {} lives in this process only, so Ray workers cannot open it; "
+    "use a folder on shared disk or object storage (s3://, gs://, az://) with engine='ray', or engine='local'"
+)
+
+
+def _check_workers(num_workers: object) -> None:
+    if num_workers is None:
+        return
+    if isinstance(num_workers, bool) or not isinstance(num_workers, int) or num_workers < 1:
+        raise InvalidInputError(f"num_workers: expected a positive int or None, got {num_workers!r}")
+
+
+def _check_picklable(embedder: object) -> None:
+    """Refuse, on the driver, an embedder that cannot be sent to the workers."""
+    from ray import cloudpickle  # how Ray serialises an actor's arguments
+
+    try:
+        cloudpickle.dumps(embedder)  # type: ignore[no-untyped-call]  # (ray's vendored copy has no hints)
+    except Exception as exc:
+        raise InvalidInputError(
+            f"embedder: {type(embedder).__name__} cannot be sent to Ray workers ({exc}); pass a picklable "
+            "embedder, embedder=None (each worker loads the default embedder) or a 'vector' column"
+        ) from exc
+
+
+def _blocks(table: pa.Table, *, workers: int, max_rows: int | None) -> Iterator[pa.Table]:
+    """``table`` sorted by scope and cut into blocks of whole scopes: about ``_BLOCKS_PER_WORKER``
+    blocks per worker, none larger than ``max_rows`` unless one scope alone is."""
+    n = table.num_rows
+    if n == 0:
+        return
+    keys = [name for name in _SCOPE_COLUMNS if name in table.column_names]
+    table = table.sort_by([(name, "ascending") for name in [*keys, _INDEX]])
+    # A scope starts where any of its key columns changes (a null counts as a change: harmless,
+    # nulls only ever fall back to the call's default scope).
+    changed = np.zeros(n, dtype=bool)
+    changed[0] = True
+    for name in keys:
+        column = table.column(name)
+        differs = pc.not_equal(column.slice(1), column.slice(0, n - 1)).fill_null(True)
+        changed[1:] |= differs.to_numpy(zero_copy_only=False)
+    starts = np.flatnonzero(changed)
+    target = math.ceil(n / (workers * _BLOCKS_PER_WORKER))
+    if max_rows is not None:
+        target = min(target, max_rows)
+    begin = 0
+    for start in starts[1:]:
+        if start - begin >= target:
+            yield table.slice(begin, start - begin)
+            begin = int(start)
+    yield table.slice(begin, n - begin)
+
+
+def _import_ray() -> Any:
+    try:
+        import ray
+        import ray.data
+    except ImportError as e:
+        raise ImportError("engine='ray' needs Ray Data: pip install 'mindcore[ray]'") from e
+    return ray
+
+
+def _connect(ray: Any, ray_init_kwargs: Mapping[str, Any] | None) -> bool:
+    """Use the current Ray connection, or start Ray; True when this call started it (and stops it)."""
+    if ray.is_initialized():
+        return False
+    kwargs: dict[str, Any] = {"include_dashboard": False}
+    kwargs.update(ray_init_kwargs or {})
+    ray.init(**kwargs)
+    return True
+
+
+def _worker_error(exc: BaseException) -> MindcoreError | None:
+    """The mindcore error a worker raised, out of the Ray error that carries it."""
+    current = exc
+    for _ in range(8):  # Ray nests its errors a level or two deep
+        cause = getattr(current, "cause", None)
+        if not isinstance(cause, BaseException) or cause is current:
+            break
+        current = cause
+    return current if isinstance(current, MindcoreError) else None
