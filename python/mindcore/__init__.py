@@ -143,7 +143,13 @@ _LAZY: dict[str, str] = {
 __all__ = ["MindcoreError", "__version__", "looks_like_secret", *sorted(_LAZY)]
 
 
+# subpackages reachable as attributes without importing them first (``mindcore.batch.recall``)
+_SUBPACKAGES = frozenset({"batch"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"mindcore.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mindcore' has no attribute {name!r}")
@@ -153,4 +159,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBPACKAGES)

@@ -25,7 +25,7 @@ from mindcore.store.scoring import Weights, rank
 if TYPE_CHECKING:
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
+__all__ = ["COLUMNS", "LEXICAL_FLOOR", "TABLE", "MemoryRepo", "NewMemory", "scope_key", "stored_terms", "touch_rows"]
 
 TABLE = "ltm_memories"
 COLUMNS: dict[str, pa.DataType] = {
@@ -80,6 +80,17 @@ def scope_key(user_id: str, namespace: str, workspace_id: str | None) -> str:
     'ltm:["u1","chat","thread-9"]'
     """
     return "ltm:" + json.dumps([user_id, namespace, workspace_id], ensure_ascii=False, separators=(",", ":"))
+
+
+def touch_rows(table: Any, ns: str, pending: Mapping[str, tuple[int, int]]) -> None:
+    """Record last access of memories of the store namespace ``ns`` of ``table`` (the
+    ``ltm_memories`` table): ``id -> (last_accessed_at, recency_at)``, all in one commit."""
+    groups: dict[tuple[int, int], list[str]] = defaultdict(list)
+    for memory_id, stamps in pending.items():
+        groups[stamps].append(memory_id)
+    with table.unit_of_work(ns) as uow:
+        for (accessed, recency), ids in groups.items():
+            uow.update(ids, {"last_accessed_at": accessed, "recency_at": recency})
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,7 +151,7 @@ class _LexicalView:
     lexical: np.ndarray
 
 
-def _stored_terms(rows: pa.Table) -> list[str]:
+def stored_terms(rows: pa.Table) -> list[str]:
     """The ``terms`` of ``rows``; rows written before that column existed are analysed now."""
     terms: list[str | None] = rows.column("terms").to_pylist()
     if None in terms:
@@ -222,7 +233,7 @@ class MemoryRepo:
         else:
             dropped, start = changes
             self._bm25.remove(dropped)
-        self._bm25.add(_stored_terms(entry.scalars.slice(start)), analyzed=True)
+        self._bm25.add(stored_terms(entry.scalars.slice(start)), analyzed=True)
         self._indexed = entry
 
     def vectors(self) -> tuple[Sequence[str], np.ndarray]:
@@ -314,12 +325,7 @@ class MemoryRepo:
 
     def touch(self, pending: Mapping[str, tuple[int, int]]) -> None:
         """Record last access: ``id -> (last_accessed_at, recency_at)``, all in one commit."""
-        groups: dict[tuple[int, int], list[str]] = defaultdict(list)
-        for memory_id, stamps in pending.items():
-            groups[stamps].append(memory_id)
-        with self.table.unit_of_work(self.ns) as uow:
-            for (accessed, recency), ids in groups.items():
-                uow.update(ids, {"last_accessed_at": accessed, "recency_at": recency})
+        touch_rows(self.table, self.ns, pending)
 
     def delete(self, ids: Sequence[str]) -> int:
         if not ids:

@@ -1,0 +1,142 @@
+"""Loading long-term memory scopes for batch recall: many scopes per LanceDB scan, a bounded
+number of rows at a time.
+
+The rows of the scopes asked for are read by one scan of ``ltm_memories`` filtered on the
+(scalar-indexed) ``namespace`` column, then grouped by scope, each scope keeping the order the
+table returns its rows in: the order the store's vector cache holds them in, so ties between
+equal scores go to the same memory as in ``LongTermMemory.recall``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from numpy.typing import NDArray
+
+from mindcore.embed import Embedder
+from mindcore.errors import InvalidInputError
+from mindcore.ltm._repo import COLUMNS, TABLE, stored_terms
+from mindcore.store import ALL_NAMESPACES, Store, Table, col, resolve_store
+from mindcore.store import open as open_store_at
+from mindcore.store.cache import CacheEntry
+from mindcore.store.schema import VECTOR
+
+__all__ = ["MAX_SCOPES_PER_SCAN", "Scopes", "count_rows", "load_scopes", "memory_table", "open_store", "plan_loads"]
+
+#: At most this many scopes are named in one scan's filter (it is a SQL ``IN`` list).
+MAX_SCOPES_PER_SCAN = 1_000
+# What scoring and the result read of each memory (every name is a column of the ltm table).
+_LOAD = ["namespace", "id", "created_at", *(c for c in COLUMNS if c not in ("source", "last_accessed_at")), VECTOR]
+
+
+def open_store(store: Any, *, storage_options: Mapping[str, str] | None, writes: bool) -> tuple[Store, bool]:
+    """The store to read (``True`` when opened here, so the caller closes it). A path or URI is
+    opened read-only unless ``writes``."""
+    if storage_options is None:
+        resolved = resolve_store(store, writes=writes)
+        return resolved, resolved is not store
+    if not isinstance(store, str | os.PathLike):
+        raise InvalidInputError("storage_options: only used with a store given as a URI, not an open Store")
+    in_memory = str(store).startswith("memory://")
+    opened = open_store_at(store, storage_options=storage_options, read_only=not writes and not in_memory)
+    if writes:
+        try:
+            opened.check_writable()
+        except BaseException:
+            opened.close()
+            raise
+    return opened, True
+
+
+def memory_table(store: Store, embedder: Embedder | None) -> Table | None:
+    """The ``ltm_memories`` table, or ``None`` when the store has none (no memories anywhere).
+    With an embedder, a table built with another model or dimension raises
+    :class:`~mindcore.errors.EmbedderMismatchError`."""
+    if TABLE not in store.table_names():
+        return None
+    if embedder is None:
+        return store.open_table(TABLE)
+    return store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
+
+
+def count_rows(table: Table, keys: Sequence[str]) -> dict[str, int]:
+    """How many rows each of the scopes ``keys`` holds (scopes with none are left out)."""
+    counts: dict[str, int] = {}
+    for start in range(0, len(keys), MAX_SCOPES_PER_SCAN):
+        part = list(keys[start:start + MAX_SCOPES_PER_SCAN])
+        names = table.scan_arrow(ALL_NAMESPACES, col("namespace").is_in(part), columns=["namespace"])
+        found: Any = pc.value_counts(names.column("namespace"))
+        counts.update(zip(found.field("values").to_pylist(), found.field("counts").to_pylist(), strict=True))
+    return counts
+
+
+def plan_loads(keys: Sequence[str], counts: Mapping[str, int], max_rows: int) -> list[list[str]]:
+    """``keys`` (the scopes that hold rows) cut into runs loaded together: at most ``max_rows``
+    rows and :data:`MAX_SCOPES_PER_SCAN` scopes a run; a scope larger than ``max_rows`` is a run
+    of its own (a scope is never split)."""
+    runs: list[list[str]] = []
+    run: list[str] = []
+    rows = 0
+    for key in keys:
+        n = counts.get(key, 0)
+        if n == 0:
+            continue
+        if run and (rows + n > max_rows or len(run) >= MAX_SCOPES_PER_SCAN):
+            runs.append(run)
+            run, rows = [], 0
+        run.append(key)
+        rows += n
+    if run:
+        runs.append(run)
+    return runs
+
+
+@dataclass(frozen=True, slots=True)
+class Scopes:
+    """The rows of several scopes, scope after scope (scope ``g`` is rows
+    ``offsets[g]:offsets[g+1]``), each in the table's order."""
+
+    keys: list[str]
+    offsets: NDArray[np.int64]
+    matrix: NDArray[np.float32]
+    has_vector: NDArray[np.bool_]
+    recency: NDArray[np.int64]
+    importance: NDArray[np.float32]
+    created: NDArray[np.int64]
+    terms: list[str]
+    ids: pa.Array[Any]
+    texts: pa.Array[Any]
+    kinds: pa.Array[Any]
+
+
+def load_scopes(table: Table, keys: Sequence[str]) -> Scopes:
+    """The rows of the scopes ``keys``, read by one scan."""
+    data = table.scan_arrow(ALL_NAMESPACES, col("namespace").is_in(keys), columns=_LOAD)
+    code = np.asarray(pc.index_in(data.column("namespace"), value_set=pa.array(keys, pa.string()))
+                      .to_numpy(zero_copy_only=False), dtype=np.int64)
+    order = np.argsort(code, kind="stable")  # stable: each scope keeps the table's row order
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(np.bincount(code, minlength=len(keys)), out=offsets[1:])
+    # The cache's own conversion: the same matrix (zeros where a vector is missing) and columns.
+    entry = CacheEntry.from_arrow(data.take(pa.array(order, pa.int64())), -1, table.dim or 0)
+    scalars = entry.scalars
+    return Scopes(
+        keys=list(keys), offsets=offsets, matrix=entry.matrix, has_vector=entry.has_vector,
+        recency=entry.int64("recency_at"), importance=entry.float32("importance"),
+        created=entry.int64("created_at"), terms=stored_terms(scalars),
+        ids=scalars.column("id").combine_chunks(),
+        texts=pc.fill_null(scalars.column("text"), "").combine_chunks(),
+        kinds=_kinds(scalars.column("kind")),
+    )
+
+
+def _kinds(column: pa.ChunkedArray[Any]) -> pa.Array[Any]:
+    """The ``kind`` column as recall reports it: a missing or empty kind reads as ``"fact"``."""
+    kinds = pc.fill_null(column, "fact").combine_chunks()
+    return pc.if_else(pc.equal(kinds, ""), "fact", kinds)

@@ -1,0 +1,338 @@
+"""`recall`: long-term memory recall for many users at once.
+
+The queries are read in chunks. In each chunk the queries are grouped by scope (user, namespace,
+workspace); their texts are embedded in large batches (one ``embed`` call per batch); the scopes
+they need are loaded a bounded number of rows at a time, many scopes per LanceDB scan; and every
+group is scored by :func:`mindcore.batch._score.score_groups` with long-term memory's own scoring.
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections import defaultdict
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+import pyarrow as pa
+from numpy.typing import NDArray
+
+from mindcore.batch._input import MAX_ID_CHARS, QueryRows, QuerySource, open_queries, parse_rows
+from mindcore.batch._load import Scopes, count_rows, load_scopes, memory_table, open_store, plan_loads
+from mindcore.batch._score import score_groups
+from mindcore.embed import Embedder
+from mindcore.embed.base import check_embedder, check_vectors
+from mindcore.errors import InvalidInputError, InvalidTypeError
+from mindcore.ltm._repo import LEXICAL_FLOOR, TABLE, scope_key, touch_rows
+from mindcore.ltm.config import DAY_MS, RecallWeights
+from mindcore.ltm.memory import MAX_QUERY_CHARS, MAX_RECALL_K
+from mindcore.store import Store, StoreLike, Table
+from mindcore.validation import check_bool, check_choice, check_id, check_int
+
+__all__ = ["RESULT_SCHEMA", "recall"]
+
+Engine = Literal["local", "ray"]
+ENGINES: tuple[Engine, ...] = ("local", "ray")
+
+#: The columns of :func:`recall`'s result, one row per hit.
+RESULT_SCHEMA = pa.schema([
+    ("user_id", pa.string()),
+    ("query_index", pa.int64()),
+    ("rank", pa.int32()),
+    ("memory_id", pa.string()),
+    ("text", pa.string()),
+    ("kind", pa.string()),
+    ("score", pa.float32()),
+    ("similarity", pa.float32()),
+])
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    k: int
+    namespace: str
+    workspace_id: str | None
+    weights: RecallWeights
+    now_ms: int
+    touch: bool
+    chunk_size: int
+    max_rows: int
+    embed_batch_size: int
+
+
+def recall(
+    store: StoreLike,
+    queries: Any,
+    k: int = 10,
+    *,
+    namespace: str = "default",
+    embedder: Embedder | None = None,
+    workspace_id: str | None = None,
+    weights: RecallWeights | None = None,
+    now_ms: int | None = None,
+    touch: bool = False,
+    engine: Engine = "local",
+    chunk_size: int = 4_096,
+    max_rows_in_memory: int = 500_000,
+    embed_batch_size: int = 256,
+    storage_options: Mapping[str, str] | None = None,
+) -> pa.Table:
+    """The ``k`` best long-term memories for every query, for many users at once.
+
+    Each query gets what ``LongTermMemory.create(store, user_id=..., namespace=namespace,
+    workspace_id=..., embedder=embedder, enabled=True).recall(query, k, touch=touch)`` returns for
+    it (same scores, same order, ties to the same memory), without a Python loop over users: the
+    queries are grouped by user, embedded in large batches, each user's memories are read once
+    per chunk (many users per LanceDB scan) and scored together.
+
+    Parameters
+    ----------
+    store
+        A :class:`~mindcore.store.Store`, or anything :func:`mindcore.open` takes (a folder,
+        ``memory://name``, ``s3://...`` with ``storage_options``). A store opened here is opened
+        read-only unless ``touch`` and is closed before returning.
+    queries
+        One query a row, with columns ``user_id`` and ``query`` (strings), optionally ``vector``
+        (a list of floats per row: the query's embedding, so nothing is embedded) and
+        ``workspace_id`` (null: no workspace). A ``pyarrow.Table`` or ``RecordBatchReader``, a
+        pandas or polars DataFrame, or the path of a parquet, csv or jsonl file or of a folder of
+        parquet files (read in chunks, never whole).
+    k
+        Hits per query, 1 to 1000.
+    namespace
+        The long-term memory namespace of every query.
+    embedder
+        The model the memories were embedded with (a store built with another model or
+        dimension raises :class:`~mindcore.errors.EmbedderMismatchError`). ``None``: the bundled
+        default embedder, unless the queries carry vectors.
+    workspace_id
+        The workspace of every query (give it here or as a column, not both).
+    weights
+        How to rank (:class:`~mindcore.ltm.RecallWeights`; default: long-term memory's default).
+    now_ms
+        "Now" for recency, in unix ms; default the time of the call, the same for every query.
+    touch
+        Record the returned memories' last access as ``LongTermMemory.recall`` does (one commit
+        per scope, after every query is scored). By default nothing is written.
+    engine
+        ``"local"`` (this process) or ``"ray"`` (a Ray cluster, ``pip install mindcore[ray]``;
+        the same result).
+    chunk_size
+        Queries read, embedded and scored together.
+    max_rows_in_memory
+        The most memory rows loaded at once (a scope is never split: one larger than this is
+        loaded alone).
+    embed_batch_size
+        Texts per ``embedder.embed`` call.
+    storage_options
+        Object-storage options (credentials, endpoint) for a ``store`` given as a URI.
+
+    Returns
+    -------
+    pyarrow.Table
+        One row per hit (:data:`RESULT_SCHEMA`): ``user_id``, ``query_index`` (the query's row in
+        the input, from 0), ``rank`` (0 is the best hit), ``memory_id``, ``text``, ``kind``,
+        ``score`` and ``similarity`` (float32, as ``Memory.score`` and ``Memory.similarity``),
+        sorted by ``query_index`` then ``rank``. A query of a user with no memories has no rows;
+        so has every query when the store holds no long-term memory at all.
+
+    Raises
+    ------
+    InvalidInputError
+        A missing column; a null, empty or unstorable (NUL, over 1000 characters) user or
+        workspace id; a null or blank query; a vector of the wrong dimension, null or not finite:
+        the message names the row (its position in the input). Raised before any query is scored
+        (a reader, readable once, is checked chunk by chunk; nothing is written or returned
+        unless every chunk passed).
+    EmbedderMismatchError
+        The memories were embedded with another model or dimension.
+
+    Examples
+    --------
+    >>> import mindcore, pyarrow as pa
+    >>> from mindcore.embed import HashEmbedder
+    >>> store = mindcore.open("memory://batch-doc")
+    >>> for user, fact in [("ann", "Ann drinks green tea"), ("bob", "Bob rides a red bike")]:
+    ...     _ = mindcore.LongTermMemory.create(store, user_id=user, embedder=HashEmbedder(),
+    ...                                        enabled=True).remember(fact)
+    >>> hits = mindcore.batch.recall(store, pa.table({"user_id": ["ann", "bob", "cy"],
+    ...                                               "query": ["what tea?", "which bike?", "any?"]}),
+    ...                              k=3, embedder=HashEmbedder())
+    >>> hits.select(["user_id", "query_index", "rank", "text"]).to_pylist()[1]
+    {'user_id': 'bob', 'query_index': 1, 'rank': 0, 'text': 'Bob rides a red bike'}
+    >>> hits.num_rows
+    2
+    """
+    check_choice(engine, "engine", ENGINES)
+    if engine == "ray":  # the cluster engine lives beside this one and takes the same options
+        ray_engine: Any = importlib.import_module("mindcore.batch._ray")
+        return ray_engine.recall_ray(  # type: ignore[no-any-return]
+            store, queries, k=k, namespace=namespace, embedder=embedder, workspace_id=workspace_id,
+            weights=weights, now_ms=now_ms, touch=touch, chunk_size=chunk_size,
+            max_rows_in_memory=max_rows_in_memory, embed_batch_size=embed_batch_size,
+            storage_options=storage_options)
+    opts = _options(k, namespace, workspace_id, weights, now_ms, touch, chunk_size, max_rows_in_memory,
+                    embed_batch_size)
+    if embedder is not None:
+        check_embedder(embedder)
+    if storage_options is not None and not isinstance(storage_options, Mapping):
+        raise InvalidTypeError(f"storage_options: expected a mapping, got {type(storage_options).__name__}")
+    source = open_queries(queries)
+    if workspace_id is not None and source.has_workspaces:
+        raise InvalidInputError("workspace_id: given both as an argument and as a column of the queries; give one")
+    db, owned = open_store(store, storage_options=storage_options, writes=opts.touch)
+    try:
+        return _recall(db, source, embedder, opts)
+    finally:
+        if owned:
+            db.close()
+
+
+def _options(k: object, namespace: object, workspace_id: object, weights: object, now_ms: object,
+             touch: object, chunk_size: object, max_rows: object, embed_batch_size: object) -> _Options:
+    if weights is not None and not isinstance(weights, RecallWeights):
+        raise InvalidTypeError(f"weights: expected a RecallWeights, got {type(weights).__name__}")
+    check_id(namespace, "namespace", max_chars=MAX_ID_CHARS)
+    if workspace_id is not None:
+        check_id(workspace_id, "workspace_id", max_chars=MAX_ID_CHARS)
+    return _Options(
+        k=check_int(k, "k", minimum=1, maximum=MAX_RECALL_K),
+        namespace=namespace,  # type: ignore[arg-type]  # checked above, kept as given (not stripped)
+        workspace_id=workspace_id,  # type: ignore[arg-type]
+        weights=weights or RecallWeights(),
+        now_ms=time.time_ns() // 1_000_000 if now_ms is None else check_int(now_ms, "now_ms"),
+        touch=check_bool(touch, "touch"),
+        chunk_size=check_int(chunk_size, "chunk_size", minimum=1),
+        max_rows=check_int(max_rows, "max_rows_in_memory", minimum=1),
+        embed_batch_size=check_int(embed_batch_size, "embed_batch_size", minimum=1),
+    )
+
+
+def _default_embedder() -> Embedder:
+    from mindcore.ltm.memory import _shared_default_embedder
+
+    return _shared_default_embedder()  # type: ignore[no-any-return]
+
+
+def _recall(db: Store, source: QuerySource, embedder: Embedder | None, opts: _Options) -> pa.Table:
+    has_table = TABLE in db.table_names()
+    if has_table and embedder is None and not source.has_vectors:
+        embedder = _default_embedder()  # as LongTermMemory.create without an embedder
+    table = memory_table(db, embedder) if has_table else None
+    dim = table.dim if table is not None else (embedder.dim if embedder is not None else None)
+    chunks = _checked_chunks(source, dim, opts)
+    if table is None:
+        for _ in chunks:  # every query is still checked; none has a memory to recall
+            pass
+        return RESULT_SCHEMA.empty_table()
+    if embedder is None and not source.has_vectors:
+        raise InvalidInputError("embedder: needed to embed the queries (they have no 'vector' column)")
+    parts: list[pa.Table] = []
+    touched: dict[str, dict[str, int]] = defaultdict(dict)
+    for rows in chunks:
+        parts.extend(_recall_chunk(table, rows, embedder, opts, touched))
+    if opts.touch:
+        now = opts.now_ms
+        for ns, hits in touched.items():
+            touch_rows(table, ns, {mid: (now, max(now, created)) for mid, created in hits.items()})
+    if not parts:
+        return RESULT_SCHEMA.empty_table()
+    return pa.concat_tables(parts).sort_by([("query_index", "ascending"), ("rank", "ascending")])
+
+
+def _key(rows: QueryRows, i: int, opts: _Options) -> str:
+    workspace = rows.workspaces[i] if opts.workspace_id is None else opts.workspace_id
+    return scope_key(rows.user_ids[i], opts.namespace, workspace)
+
+
+def _checked_chunks(source: QuerySource, dim: int | None, opts: _Options) -> Iterator[QueryRows]:
+    """The queries in chunks, every row checked before the first chunk is handed out (except for
+    a reader, which can be read only once: its chunks are checked as they come)."""
+    if source.table is not None:
+        rows = parse_rows(source.table, 0, dim=dim, max_query_chars=MAX_QUERY_CHARS)
+        # All in memory: scope after scope, so each scope is loaded once.
+        keys = [_key(rows, i, opts) for i in range(len(rows))]
+        order = np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
+        return (rows.take(order[a:a + opts.chunk_size]) for a in range(0, len(rows), opts.chunk_size))
+    if source.rereadable:
+        offset = 0
+        for part in source.batches(opts.chunk_size):
+            parse_rows(part, offset, dim=dim, max_query_chars=MAX_QUERY_CHARS)
+            offset += part.num_rows
+    return _parsed(source, dim, opts)
+
+
+def _parsed(source: QuerySource, dim: int | None, opts: _Options) -> Iterator[QueryRows]:
+    offset = 0
+    for part in source.batches(opts.chunk_size):
+        yield parse_rows(part, offset, dim=dim, max_query_chars=MAX_QUERY_CHARS)
+        offset += part.num_rows
+
+
+def _embed(embedder: Embedder, texts: list[str], dim: int, batch: int) -> NDArray[np.float32]:
+    out = np.empty((len(texts), dim), dtype=np.float32)
+    for a in range(0, len(texts), batch):
+        part = texts[a:a + batch]
+        out[a:a + len(part)] = check_vectors(embedder.embed(part), len(part), dim, f"embedder {embedder.model_id}")
+    return out
+
+
+def _recall_chunk(table: Table, rows: QueryRows, embedder: Embedder | None, opts: _Options,
+                  touched: dict[str, dict[str, int]]) -> Iterator[pa.Table]:
+    keys = [_key(rows, i, opts) for i in range(len(rows))]
+    by_scope: dict[str, list[int]] = defaultdict(list)
+    for i, key in enumerate(keys):
+        by_scope[key].append(i)
+    counts = count_rows(table, list(by_scope))
+    runs = plan_loads(list(by_scope), counts, opts.max_rows)
+    if not runs:
+        return
+    dim = int(table.dim or 0)
+    if rows.vectors is not None:
+        vectors = rows.vectors
+    else:
+        assert embedder is not None
+        # Only the queries of scopes that hold memories are embedded (the others have no hits).
+        asked = np.array([i for run in runs for key in run for i in by_scope[key]], dtype=np.int64)
+        vectors = np.zeros((len(rows), dim), dtype=np.float32)
+        vectors[asked] = _embed(embedder, [rows.texts[i] for i in asked.tolist()], dim, opts.embed_batch_size)
+    users = pa.array(rows.user_ids, pa.string())
+    w = opts.weights
+    for run in runs:
+        scopes = load_scopes(table, run)
+        picked = [(i, g) for g, key in enumerate(run) for i in by_scope[key]]
+        qsel = np.array([i for i, _ in picked], dtype=np.int64)
+        group = np.array([g for _, g in picked], dtype=np.int64)
+        idx, scores, sims = score_groups(
+            np.ascontiguousarray(vectors[qsel]), group, [rows.texts[i] for i in qsel.tolist()],
+            scopes.matrix, scopes.offsets, scopes.recency, scopes.importance, scopes.terms,
+            None if scopes.has_vector.all() else scopes.has_vector,
+            k=opts.k, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
+            half_life_ms=w.half_life_days * DAY_MS, now_ms=opts.now_ms, lexical_floor=LEXICAL_FLOOR,
+        )
+        hit_q, hit_rank = np.nonzero(idx >= 0)
+        if not len(hit_q):
+            continue
+        hit_rows = idx[hit_q, hit_rank]
+        if opts.touch:
+            _collect_touches(scopes, group[hit_q], hit_rows, touched)
+        take = pa.array(hit_rows, pa.int64())
+        yield pa.table({
+            "user_id": users.take(pa.array(qsel[hit_q], pa.int64())),
+            "query_index": pa.array(rows.index[qsel[hit_q]], pa.int64()),
+            "rank": pa.array(hit_rank.astype(np.int32), pa.int32()),
+            "memory_id": scopes.ids.take(take),
+            "text": scopes.texts.take(take),
+            "kind": scopes.kinds.take(take),
+            "score": pa.array(scores[hit_q, hit_rank], pa.float32()),
+            "similarity": pa.array(sims[hit_q, hit_rank], pa.float32()),
+        }, schema=RESULT_SCHEMA)
+
+
+def _collect_touches(scopes: Scopes, groups: NDArray[np.int64], hit_rows: NDArray[np.int64],
+                     touched: dict[str, dict[str, int]]) -> None:
+    ids = scopes.ids.take(pa.array(hit_rows, pa.int64())).to_pylist()
+    for g, memory_id, created in zip(groups.tolist(), ids, scopes.created[hit_rows].tolist(), strict=True):
+        touched[scopes.keys[g]][memory_id] = created
