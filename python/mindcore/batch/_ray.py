@@ -30,7 +30,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import time
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -38,8 +37,16 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from mindcore.batch._input import QuerySource, open_queries, parse_rows
+from mindcore.batch._load import memory_table, open_store
+from mindcore.batch.recall import RESULT_SCHEMA, _default_embedder, _options
+from mindcore.embed import Embedder
+from mindcore.embed.base import check_embedder
 from mindcore.errors import InvalidInputError, InvalidTypeError, MindcoreError
-from mindcore.store import Store
+from mindcore.ltm._repo import TABLE
+from mindcore.ltm.config import RecallWeights
+from mindcore.ltm.memory import MAX_QUERY_CHARS
+from mindcore.store import Store, StoreLike
 
 __all__ = ["recall_ray"]
 
@@ -47,66 +54,69 @@ __all__ = ["recall_ray"]
 # hits can be given the caller's query_index back.
 _INDEX = "__mindcore_query_index"
 # The columns that name a query's scope, coarsest first: a block never splits one scope.
-_SCOPE_COLUMNS = ("namespace", "workspace_id", "user_id")
+_SCOPE_COLUMNS = ("workspace_id", "user_id")
 # Blocks per worker when the queries are plentiful: several, so a worker that finishes early takes
 # another block instead of idling while a slow one finishes.
 _BLOCKS_PER_WORKER = 4
 
 
 def recall_ray(
-    store: Store | str | os.PathLike[str],
+    store: StoreLike,
     queries: Any,
     *,
-    num_workers: int | None = None,
-    ray_init_kwargs: Mapping[str, Any] | None = None,
-    storage_options: Mapping[str, str] | None = None,
-    embedder: Any = None,
-    now_ms: int | None = None,
-    touch: bool = False,
-    chunk_size: int | None = None,
-    **options: Any,
+    k: int,
+    namespace: str,
+    embedder: Embedder | None,
+    workspace_id: str | None,
+    weights: RecallWeights | None,
+    now_ms: int | None,
+    touch: bool,
+    chunk_size: int,
+    max_rows_in_memory: int,
+    embed_batch_size: int,
+    storage_options: Mapping[str, str] | None,
+    num_workers: int | None,
+    ray_init_kwargs: Mapping[str, Any] | None,
 ) -> pa.Table:
-    """:func:`mindcore.batch.recall` on a Ray cluster: the same table, row for row.
+    """:func:`mindcore.batch.recall` with ``engine="ray"`` (see there): the same table, row for row.
 
     ``store`` is a folder every worker can read (shared disk), an object-storage URI (with
     ``storage_options``, sent to every worker) or an open :class:`~mindcore.store.Store` of either
-    kind (its URI and storage options are used). ``num_workers`` actors run the work (default: the
-    cluster's CPUs); ``ray_init_kwargs`` go to ``ray.init`` when no Ray connection exists yet.
-    ``embedder`` must be picklable (it is sent to every worker); ``None`` loads the default embedder
-    once per worker, and a ``vector`` column in ``queries`` skips embedding. The other options are
-    the local engine's and mean the same thing.
-
-    Raises :class:`~mindcore.errors.InvalidInputError` (naming the argument, row or column) before
-    Ray runs anything; an error raised by a worker is raised again here, unwrapped.
+    kind (its URI and storage options are used). ``embedder`` must be picklable (it is sent to
+    every worker); ``None`` loads the default embedder once per worker, and a ``vector`` column
+    skips embedding.
     """
-    from mindcore.batch import _input
-
+    opts = _options(k, namespace, workspace_id, weights, now_ms, touch, chunk_size, max_rows_in_memory,
+                          embed_batch_size)  # now_ms is fixed here, once, for every worker
+    if embedder is not None:
+        check_embedder(embedder)
+    if storage_options is not None and not isinstance(storage_options, Mapping):
+        raise InvalidTypeError(f"storage_options: expected a mapping, got {type(storage_options).__name__}")
     _check_workers(num_workers)
     if ray_init_kwargs is not None and not isinstance(ray_init_kwargs, Mapping):
         raise InvalidTypeError(f"ray_init_kwargs: expected a mapping, got {type(ray_init_kwargs).__name__}")
     uri, shared_options = _location(store, storage_options)
-    if now_ms is None:
-        # Fixed once, here: workers scoring at their own "now" would disagree with the local engine.
-        now_ms = int(time.time() * 1000)
-    checked = _input.prepare(
-        store, queries, storage_options=storage_options, embedder=embedder, now_ms=now_ms, touch=touch,
-        chunk_size=chunk_size, **options,
-    )
-    table = checked.queries
-    if embedder is not None and "vector" not in table.column_names:
+    source = open_queries(queries)
+    if workspace_id is not None and source.has_workspaces:
+        raise InvalidInputError("workspace_id: given both as an argument and as a column of the queries; give one")
+    if embedder is not None and not source.has_vectors:
         _check_picklable(embedder)
+    dim = _stored_dimension(store, storage_options, embedder, embeds=not source.has_vectors, writes=opts.touch)
+    table = _checked_queries(source, dim, opts.chunk_size)
+    if dim is None or table.num_rows == 0:  # no memory anywhere, or no query: no hits
+        return RESULT_SCHEMA.empty_table()
     table = table.append_column(_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
-    worker_options = dict(checked.options, now_ms=now_ms, touch=touch)
-    if chunk_size is not None:
-        worker_options["chunk_size"] = chunk_size
+    worker_options: dict[str, Any] = {
+        "k": opts.k, "namespace": opts.namespace, "workspace_id": opts.workspace_id, "weights": opts.weights,
+        "now_ms": opts.now_ms, "touch": opts.touch, "chunk_size": opts.chunk_size,
+        "max_rows_in_memory": opts.max_rows, "embed_batch_size": opts.embed_batch_size,
+    }
 
     ray = _import_ray()
     started = _connect(ray, ray_init_kwargs)
     try:
         workers = num_workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
-        blocks = list(_blocks(table, workers=workers, max_rows=chunk_size))
-        if not blocks:
-            return checked.empty_result()
+        blocks = list(_blocks(table, workers=workers, max_rows=opts.chunk_size))
         ds = ray.data.from_arrow(blocks).map_batches(
             _RecallWorker,
             fn_constructor_kwargs={
@@ -129,18 +139,53 @@ def recall_ray(
     finally:
         if started:
             ray.shutdown()
-    hits = pa.concat_tables(parts)
+    hits = pa.concat_tables([RESULT_SCHEMA.empty_table(), *parts])
     return hits.sort_by([("query_index", "ascending"), ("rank", "ascending")])
+
+
+def _stored_dimension(store: StoreLike, storage_options: Mapping[str, str] | None, embedder: Embedder | None,
+                      *, embeds: bool, writes: bool) -> int | None:
+    """The dimension of the stored memories' vectors (``None``: the store holds no memories), read
+    by the driver from the table's metadata; a store built with another embedder raises
+    :class:`~mindcore.errors.EmbedderMismatchError` here, before Ray runs."""
+    db, owned = open_store(store, storage_options=storage_options, writes=writes)
+    try:
+        if TABLE not in db.table_names():
+            return None
+        if embedder is None and embeds:
+            embedder = _default_embedder()  # what every worker will load
+        table = memory_table(db, embedder)
+        assert table is not None
+        return table.dim
+    finally:
+        if owned:
+            db.close()
+
+
+def _checked_queries(source: QuerySource, dim: int | None, chunk_size: int) -> pa.Table:
+    """Every query row checked (the error names the row), then the query columns as one table."""
+    if source.table is not None:
+        parse_rows(source.table, 0, dim=dim, max_query_chars=MAX_QUERY_CHARS)
+        return source.table
+    parts: list[pa.Table] = []
+    offset = 0
+    for part in source.batches(chunk_size):
+        parse_rows(part, offset, dim=dim, max_query_chars=MAX_QUERY_CHARS)
+        parts.append(part)
+        offset += part.num_rows
+    if not parts:
+        return pa.schema([]).empty_table()
+    return pa.concat_tables(parts)
 
 
 class _RecallWorker:
     """One Ray actor: opens the store once, then runs the local engine on each block it is given."""
 
     def __init__(self, uri: str, storage_options: dict[str, str], embedder: Any, options: dict[str, Any]) -> None:
-        import mindcore
+        from mindcore.store import open as open_store_at
 
         # A recall that touches writes last-access times; otherwise the worker only reads.
-        self._store = mindcore.open(uri, storage_options=storage_options or None, read_only=not options["touch"])
+        self._store = open_store_at(uri, storage_options=storage_options or None, read_only=not options["touch"])
         self._embedder = embedder
         self._options = options
 
@@ -161,9 +206,8 @@ def _location(store: Any, storage_options: Mapping[str, str] | None) -> tuple[st
     if isinstance(store, Store):
         if store.kind == "memory":
             raise InvalidInputError(_MEMORY_REFUSED.format(store.uri))
-        # An open store's own options, unless the caller gives others.
-        options = store._storage_options if storage_options is None else storage_options
-        return store.uri, dict(options)
+        # The options the store was opened with (the local engine takes none beside a Store either).
+        return store.uri, dict(store._storage_options)
     if isinstance(store, str | os.PathLike):
         where = os.fspath(store)
         if where.startswith("memory://"):
@@ -174,6 +218,8 @@ def _location(store: Any, storage_options: Mapping[str, str] | None) -> tuple[st
             return where.rstrip("/"), dict(storage_options or {})
         # Workers do not share the driver's working directory.
         return os.path.abspath(os.path.expanduser(where)), dict(storage_options or {})
+    if store is None:  # the default store, as mindcore.open(None) finds it
+        return _location(os.environ.get("MINDCORE_HOME") or ".mindcore", storage_options)
     raise InvalidTypeError(f"store: expected a Store, a path or a URI, got {type(store).__name__}")
 
 
