@@ -18,7 +18,7 @@ from conftest import S3_BUCKET
 import mindcore
 from mindcore.batch import _ray
 from mindcore.embed import HashEmbedder
-from mindcore.errors import InvalidInputError
+from mindcore.errors import EmbedderMismatchError, InvalidInputError
 from mindcore.ltm import LongTermMemory
 from mindcore.store import Store
 
@@ -85,30 +85,42 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def test_folder_store_by_path_equals_local(cluster: None, folder: Path) -> None:
+def test_open_folder_store_with_query_vectors(cluster: None, folder: Path) -> None:
     queries = _queries()
-    # chunk_size 8: several blocks, so both workers get work and users are cut into blocks.
-    hits = _assert_same_as_local(str(folder), queries, chunk_size=8)
+    vectors = _emb().embed(queries.column("query").to_pylist())
+    queries = queries.append_column("vector", pa.array(list(vectors), pa.list_(pa.float32())))
+    with mindcore.open(folder, read_only=True) as store:
+        # An open Store goes to the workers as its folder; the vectors are used as given (no embedder).
+        # chunk_size 8: several blocks, so both workers get work.
+        hits = _assert_same_as_local(store, queries, embedder=None, chunk_size=8)
     assert set(hits.column("query_index").to_pylist()) == set(range(queries.num_rows))
 
 
-def test_open_store_object_is_sent_by_uri(cluster: None, folder: Path) -> None:
-    with mindcore.open(folder, read_only=True) as store:
-        _assert_same_as_local(store, _queries(20))
-
-
-def test_object_storage_options_reach_the_workers(cluster: None, s3: dict[str, str]) -> None:
+def test_object_storage_uri_and_options_reach_the_workers(cluster: None, s3: dict[str, str]) -> None:
     uri = f"s3://{S3_BUCKET}/{uuid.uuid4().hex}"
     with mindcore.open(uri, storage_options=s3) as store:
         _fill(store)
-        # An open store: its storage options (the moto endpoint, the keys) go to the workers.
-        _assert_same_as_local(store, _queries(30))
-    # A URI: the caller's storage_options go to the workers.
-    queries = _queries(10)
-    local = mindcore.batch.recall(uri, queries, k=3, embedder=_emb(), now_ms=T0, storage_options=s3)
-    hits = mindcore.batch.recall(uri, queries, k=3, embedder=_emb(), now_ms=T0, storage_options=s3,
-                                 engine="ray", num_workers=2)
-    assert _sorted(hits).equals(_sorted(local))
+    # The workers embed with the (pickled) embedder and open the store with the moto endpoint.
+    _assert_same_as_local(uri, _queries(30), storage_options=s3)
+
+
+def test_an_open_store_is_sent_as_its_uri_and_options(s3: dict[str, str], tmp_path: Path) -> None:
+    uri = f"s3://{S3_BUCKET}/{uuid.uuid4().hex}"
+    with mindcore.open(uri, storage_options=s3) as store:
+        assert _ray._location(store, None) == (uri, s3)
+    with mindcore.open(tmp_path / "s") as store:
+        assert _ray._location(store, None) == (str(tmp_path / "s"), {})
+    # Workers do not share the driver's working directory: a relative folder is made absolute.
+    assert _ray._location("rel/store", None) == (str(Path.cwd() / "rel/store"), {})
+
+
+def test_a_worker_error_is_raised_as_itself() -> None:
+    from ray.exceptions import RayTaskError
+
+    error = EmbedderMismatchError("memories were embedded with model a, not b")
+    wrapped = RayTaskError("MapWorker.submit", "Traceback ...", error).as_instanceof_cause()
+    assert _ray._worker_error(wrapped) is error
+    assert _ray._worker_error(RayTaskError("f", "Traceback ...", ValueError("x"))) is None
 
 
 @pytest.fixture
@@ -122,17 +134,24 @@ def no_ray(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(ray.data, "from_arrow", refuse)
 
 
-@pytest.mark.parametrize(("queries", "options", "names"), [
-    (pa.table({"user_id": ["user-1"]}), {}, "query"),
-    (pa.table({"user_id": ["user-1", None], "query": ["a", "b"]}), {}, "user_id"),
+@pytest.mark.parametrize(("queries", "options", "error"), [
+    (pa.table({"user_id": ["user-1"]}), {}, r"missing column\(s\) \['query'\]"),
+    (pa.table({"user_id": ["user-1", None], "query": ["a", "b"]}), {}, "queries row 1: user_id is null"),
+    (pa.table({"user_id": ["user-1", "user-2"], "query": ["a", " "]}), {}, "queries row 1: query is blank"),
     (pa.table({"user_id": ["user-1"], "query": ["a"]}), {"num_workers": 0}, "num_workers"),
+    (pa.table({"user_id": ["user-1"], "query": ["a"]}), {"k": 0}, "k"),
 ])
 def test_bad_input_raises_before_ray_runs(
-    no_ray: None, folder: Path, queries: pa.Table, options: dict[str, Any], names: str
+    no_ray: None, folder: Path, queries: pa.Table, options: dict[str, Any], error: str
 ) -> None:
     opts = {"embedder": _emb(), **options}
-    with pytest.raises(InvalidInputError, match=names):
+    with pytest.raises(InvalidInputError, match=error):
         mindcore.batch.recall(folder, queries, engine="ray", **opts)
+
+
+def test_another_embedder_is_refused_before_ray_runs(no_ray: None, folder: Path) -> None:
+    with pytest.raises(EmbedderMismatchError):
+        mindcore.batch.recall(folder, _queries(4), engine="ray", embedder=HashEmbedder(dim=32))
 
 
 class _Unpicklable(HashEmbedder):
