@@ -217,7 +217,8 @@ def _dataset(path: Path) -> Any:
         strings = {c: pa.string() for c in (USER_ID, QUERY, WORKSPACE_ID)}
         return ds.dataset(str(path), format=ds.CsvFileFormat(convert_options=pacsv.ConvertOptions(
             column_types=strings, strings_can_be_null=True)))
-    return ds.dataset(str(path), format=kind)
+    fmt: Any = ds.JsonFileFormat() if kind == "json" else kind
+    return ds.dataset(str(path), format=fmt)
 
 
 def open_queries(queries: Any) -> QuerySource:

@@ -116,27 +116,48 @@ class Scopes:
 
 
 def load_scopes(table: Table, keys: Sequence[str]) -> Scopes:
-    """The rows of the scopes ``keys``, read by one scan."""
+    """The rows of the scopes ``keys``, read by one scan (scopes without rows are left out;
+    ``Scopes.keys`` says which scope is which group)."""
     data = table.scan_arrow(ALL_NAMESPACES, col("namespace").is_in(keys), columns=_LOAD)
-    code = np.asarray(pc.index_in(data.column("namespace"), value_set=pa.array(keys, pa.string()))
-                      .to_numpy(zero_copy_only=False), dtype=np.int64)
-    order = np.argsort(code, kind="stable")  # stable: each scope keeps the table's row order
-    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
-    np.cumsum(np.bincount(code, minlength=len(keys)), out=offsets[1:])
     # The cache's own conversion: the same matrix (zeros where a vector is missing) and columns.
-    entry = CacheEntry.from_arrow(data.take(pa.array(order, pa.int64())), -1, table.dim or 0)
+    entry = CacheEntry.from_arrow(data, -1, table.dim or 0)
+    code = np.asarray(pc.index_in(entry.scalars.column("namespace"), value_set=pa.array(keys, pa.string()))
+                      .to_numpy(zero_copy_only=False), dtype=np.int64)
+    starts = np.flatnonzero(np.diff(code, prepend=-1))
+    if len(starts) == len(np.unique(code)):
+        # Each scope's rows are together already (written scope by scope): number the scopes in
+        # the order they come and use the rows where they are, without copying them.
+        keys = [keys[int(c)] for c in code[starts]]
+        sizes = np.diff(np.append(starts, len(code)))
+    else:
+        order = np.argsort(code, kind="stable")  # stable: each scope keeps the table's row order
+        entry = CacheEntry(-1, entry.scalars.take(pa.array(order, pa.int64())), entry.matrix[order],
+                           entry.has_vector[order], 0)
+        sizes = np.bincount(code, minlength=len(keys))
+        present = sizes > 0
+        keys, sizes = [k for k, p in zip(keys, present.tolist(), strict=True) if p], sizes[present]
+    offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+    np.cumsum(sizes, out=offsets[1:])
     scalars = entry.scalars
     return Scopes(
         keys=list(keys), offsets=offsets, matrix=entry.matrix, has_vector=entry.has_vector,
         recency=entry.int64("recency_at"), importance=entry.float32("importance"),
         created=entry.int64("created_at"), terms=stored_terms(scalars),
         ids=scalars.column("id").combine_chunks(),
-        texts=pc.fill_null(scalars.column("text"), "").combine_chunks(),
+        texts=_filled(scalars.column("text"), ""),
         kinds=_kinds(scalars.column("kind")),
     )
 
 
+def _filled(column: pa.ChunkedArray[Any], value: str) -> pa.Array[Any]:
+    """``column`` as one array, nulls replaced by ``value``."""
+    filled: Any = pc.fill_null(column, pa.scalar(value, pa.string()))
+    return filled.combine_chunks()  # type: ignore[no-any-return]
+
+
 def _kinds(column: pa.ChunkedArray[Any]) -> pa.Array[Any]:
     """The ``kind`` column as recall reports it: a missing or empty kind reads as ``"fact"``."""
-    kinds = pc.fill_null(column, "fact").combine_chunks()
-    return pc.if_else(pc.equal(kinds, ""), "fact", kinds)
+    kinds = _filled(column, "fact")
+    fact = pa.scalar("fact", pa.string())
+    out: Any = pc.if_else(pc.equal(kinds, pa.scalar("", pa.string())), fact, kinds)
+    return out  # type: ignore[no-any-return]

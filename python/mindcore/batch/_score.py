@@ -19,7 +19,10 @@ from mindcore.errors import InvalidInputError
 from mindcore.ltm._lexical import lexical_index
 from mindcore.store.scoring import Weights, rank
 
-__all__ = ["score_groups"]
+__all__ = ["SCORING_PATH", "score_groups"]
+
+#: How :func:`score_groups` scores (printed by the benches).
+SCORING_PATH = "per-query loop: kernels.hybrid_topk (one query at a time) + BM25Index per group"
 
 
 def _checked(queries: NDArray[np.float32], query_group: NDArray[np.int64], query_texts: Sequence[str],

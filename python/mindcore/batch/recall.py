@@ -37,16 +37,17 @@ Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
 
 #: The columns of :func:`recall`'s result, one row per hit.
-RESULT_SCHEMA = pa.schema([
-    ("user_id", pa.string()),
-    ("query_index", pa.int64()),
-    ("rank", pa.int32()),
-    ("memory_id", pa.string()),
-    ("text", pa.string()),
-    ("kind", pa.string()),
-    ("score", pa.float32()),
-    ("similarity", pa.float32()),
-])
+_RESULT_COLUMNS: dict[str, pa.DataType] = {
+    "user_id": pa.string(),
+    "query_index": pa.int64(),
+    "rank": pa.int32(),
+    "memory_id": pa.string(),
+    "text": pa.string(),
+    "kind": pa.string(),
+    "score": pa.float32(),
+    "similarity": pa.float32(),
+}
+RESULT_SCHEMA = pa.schema(_RESULT_COLUMNS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,8 +242,8 @@ def _recall(db: Store, source: QuerySource, embedder: Embedder | None, opts: _Op
         raise InvalidInputError("embedder: needed to embed the queries (they have no 'vector' column)")
     parts: list[pa.Table] = []
     touched: dict[str, dict[str, int]] = defaultdict(dict)
-    for rows in chunks:
-        parts.extend(_recall_chunk(table, rows, embedder, opts, touched))
+    for rows, keys in chunks:
+        parts.extend(_recall_chunk(table, rows, keys, embedder, opts, touched))
     if opts.touch:
         now = opts.now_ms
         for ns, hits in touched.items():
@@ -252,20 +253,23 @@ def _recall(db: Store, source: QuerySource, embedder: Embedder | None, opts: _Op
     return pa.concat_tables(parts).sort_by([("query_index", "ascending"), ("rank", "ascending")])
 
 
-def _key(rows: QueryRows, i: int, opts: _Options) -> str:
-    workspace = rows.workspaces[i] if opts.workspace_id is None else opts.workspace_id
-    return scope_key(rows.user_ids[i], opts.namespace, workspace)
+def _keys(rows: QueryRows, opts: _Options) -> list[str]:
+    """The store namespace (scope) each query searches."""
+    if opts.workspace_id is not None:
+        return [scope_key(u, opts.namespace, opts.workspace_id) for u in rows.user_ids]
+    return [scope_key(u, opts.namespace, w) for u, w in zip(rows.user_ids, rows.workspaces, strict=True)]
 
 
-def _checked_chunks(source: QuerySource, dim: int | None, opts: _Options) -> Iterator[QueryRows]:
+def _checked_chunks(source: QuerySource, dim: int | None, opts: _Options) -> Iterator[tuple[QueryRows, list[str]]]:
     """The queries in chunks, every row checked before the first chunk is handed out (except for
     a reader, which can be read only once: its chunks are checked as they come)."""
     if source.table is not None:
         rows = parse_rows(source.table, 0, dim=dim, max_query_chars=MAX_QUERY_CHARS)
         # All in memory: scope after scope, so each scope is loaded once.
-        keys = [_key(rows, i, opts) for i in range(len(rows))]
+        keys = _keys(rows, opts)
         order = np.array(sorted(range(len(keys)), key=keys.__getitem__), dtype=np.int64)
-        return (rows.take(order[a:a + opts.chunk_size]) for a in range(0, len(rows), opts.chunk_size))
+        return ((rows.take(part), [keys[i] for i in part.tolist()])
+                for part in (order[a:a + opts.chunk_size] for a in range(0, len(rows), opts.chunk_size)))
     if source.rereadable:
         offset = 0
         for part in source.batches(opts.chunk_size):
@@ -274,10 +278,11 @@ def _checked_chunks(source: QuerySource, dim: int | None, opts: _Options) -> Ite
     return _parsed(source, dim, opts)
 
 
-def _parsed(source: QuerySource, dim: int | None, opts: _Options) -> Iterator[QueryRows]:
+def _parsed(source: QuerySource, dim: int | None, opts: _Options) -> Iterator[tuple[QueryRows, list[str]]]:
     offset = 0
     for part in source.batches(opts.chunk_size):
-        yield parse_rows(part, offset, dim=dim, max_query_chars=MAX_QUERY_CHARS)
+        rows = parse_rows(part, offset, dim=dim, max_query_chars=MAX_QUERY_CHARS)
+        yield rows, _keys(rows, opts)
         offset += part.num_rows
 
 
@@ -289,9 +294,8 @@ def _embed(embedder: Embedder, texts: list[str], dim: int, batch: int) -> NDArra
     return out
 
 
-def _recall_chunk(table: Table, rows: QueryRows, embedder: Embedder | None, opts: _Options,
+def _recall_chunk(table: Table, rows: QueryRows, keys: list[str], embedder: Embedder | None, opts: _Options,
                   touched: dict[str, dict[str, int]]) -> Iterator[pa.Table]:
-    keys = [_key(rows, i, opts) for i in range(len(rows))]
     by_scope: dict[str, list[int]] = defaultdict(list)
     for i, key in enumerate(keys):
         by_scope[key].append(i)
@@ -312,7 +316,7 @@ def _recall_chunk(table: Table, rows: QueryRows, embedder: Embedder | None, opts
     w = opts.weights
     for run in runs:
         scopes = load_scopes(table, run)
-        picked = [(i, g) for g, key in enumerate(run) for i in by_scope[key]]
+        picked = [(i, g) for g, key in enumerate(scopes.keys) for i in by_scope[key]]
         qsel = np.array([i for i, _ in picked], dtype=np.int64)
         group = np.array([g for _, g in picked], dtype=np.int64)
         idx, scores, sims = score_groups(
@@ -343,6 +347,6 @@ def _recall_chunk(table: Table, rows: QueryRows, embedder: Embedder | None, opts
 
 def _collect_touches(scopes: Scopes, groups: NDArray[np.int64], hit_rows: NDArray[np.int64],
                      touched: dict[str, dict[str, int]]) -> None:
-    ids = scopes.ids.take(pa.array(hit_rows, pa.int64())).to_pylist()
+    ids: list[Any] = scopes.ids.take(pa.array(hit_rows, pa.int64())).to_pylist()
     for g, memory_id, created in zip(groups.tolist(), ids, scopes.created[hit_rows].tolist(), strict=True):
         touched[scopes.keys[g]][memory_id] = created

@@ -2,7 +2,8 @@
 
 - ``locomo``: LoCoMo turn-level recall@5/10/25/50 of long-term memory, one table per retriever
   (overall, without category 5, per category) and a summary row each, beside the published BM25
-  and DRAGON anchors (``benches/bench_locomo.py``).
+  and DRAGON anchors (``benches/bench_locomo.py``); ``--batch`` recalls through
+  :func:`mindcore.batch.recall` instead (the same figures).
 - ``tools``: tool discovery on BFCL (strict and lenient recall@1/5/10, NDCG@10) and MetaTool
   (Hit@1, R@5, R@10, both-tools@5/10), one row per strategy (``benches/bench_context_quality.py``).
 
@@ -34,6 +35,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     locomo = sub.add_parser("locomo", help="LoCoMo recall@k of long-term memory")
     locomo.add_argument("--retriever", action="append", default=None,
                         help="a retriever to score (repeat; default: mindcore and bm25; 'all' for every one)")
+    locomo.add_argument("--batch", action="store_true",
+                        help="recall through mindcore.batch.recall (one batch call per conversation) instead of "
+                             "a LongTermMemory per conversation: the same figures")
     tools = sub.add_parser("tools", help="tool discovery on BFCL and MetaTool")
     tools.add_argument("--set", dest="sets", action="append", choices=["bfcl", "metatool"], default=None,
                        help="which set (repeat; default both)")
@@ -69,6 +73,7 @@ def _locomo(args: argparse.Namespace) -> None:
     from mindcore.eval.locomo import (
         KS,
         RETRIEVERS,
+        BatchRecall,
         bm25_rankings,
         evaluate_locomo,
         load_locomo,
@@ -84,6 +89,11 @@ def _locomo(args: argparse.Namespace) -> None:
     if unknown:
         raise SystemExit(f"mindcore eval: unknown retriever {unknown[0]!r} (known: {', '.join([*RETRIEVERS, 'bm25'])})")
     embedder = _embedder(args.embedder) if any(r != "bm25" for r in chosen) else None
+    batch_recall: BatchRecall | None = None
+    if args.batch:
+        from mindcore.batch import recall
+
+        batch_recall = recall
     summary: list[list[object]] = []
     questions = sum(len(c.questions) for c in conversations)
     with Progress("eval locomo", total=len(conversations) * len(chosen), unit="conversations") as bar:
@@ -99,7 +109,7 @@ def _locomo(args: argparse.Namespace) -> None:
                     bar.update(1, note=retriever)
 
                 report = evaluate_locomo(conversations=conversations, embedder=embedder, weights=weights,
-                                         context=context, progress=step)
+                                         context=context, progress=step, batch_recall=batch_recall)
             print(f"\n{name}\n{report.table()}", flush=True)
             summary.append([name, report.n["all"], *(f"{100 * report.overall[k]:.1f}" for k in KS)])
     summary += [[name, "", *(f"{v:.1f}" for v in values)] for name, values in LOCOMO_ANCHORS.items()]

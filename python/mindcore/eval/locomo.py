@@ -26,6 +26,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+
 from mindcore.embed import Embedder
 from mindcore.ltm import LongTermMemory, RecallWeights
 from mindcore.store import open as open_store
@@ -34,6 +36,7 @@ __all__ = [
     "CATEGORIES",
     "KS",
     "RETRIEVERS",
+    "BatchRecall",
     "Conversation",
     "LocomoReport",
     "Question",
@@ -147,6 +150,8 @@ class LocomoReport:
 
 
 Ranker = Callable[[Conversation], list[list[str]]]
+#: :func:`mindcore.batch.recall`'s signature, as :func:`evaluate_locomo` calls it.
+BatchRecall = Callable[..., pa.Table]
 
 #: The long-term memory retrievers the LoCoMo bench compares: name -> (recall weights, whether each turn
 #: is stored with its context). ``bm25`` (:func:`bm25_rankings`) is the lexical floor beside them.
@@ -199,6 +204,7 @@ def evaluate_locomo(
     conversations: Sequence[Conversation] | None = None,
     progress: Callable[[str], None] | None = None,
     context: bool = True,
+    batch_recall: BatchRecall | None = None,
 ) -> LocomoReport:
     """Store each conversation in its own long-term memory (a temporary local store) and score every
     question's recall@k. Give ``path`` to ``locomo10.json`` or already loaded ``conversations``.
@@ -207,6 +213,9 @@ def evaluate_locomo(
     shown to the model), and with ``context`` (the default) the previous turn of the session and the
     speaker are the memory's ``context`` (embedded and indexed, never rendered; see
     :meth:`LongTermMemory.remember`). ``context=False`` stores the bare turn text.
+
+    The questions are recalled with ``LongTermMemory.recall_many``, or, given ``batch_recall``
+    (:func:`mindcore.batch.recall`), with one batch call per conversation: the same rankings.
     """
     if conversations is None:
         if path is None:
@@ -224,13 +233,29 @@ def evaluate_locomo(
                  for t in conv.turns], dedupe=False
             )
             dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True) if r.memory}
-            hits = ltm.recall_many([q.question for q in conv.questions], k=k_max, touch=False)
+            questions = [q.question for q in conv.questions]
+            if batch_recall is None:
+                found = [[m.id for m in hits] for hits in ltm.recall_many(questions, k=k_max, touch=False)]
+            else:
+                found = _batch_ids(batch_recall(
+                    ltm.store, pa.table({"user_id": [conv.sample_id] * len(questions), "query": questions}),
+                    k=k_max, namespace="locomo", embedder=embedder, weights=weights, now_ms=conv.now_ms,
+                ), len(questions))
             ltm.close()
             if progress:
                 progress(f"{conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
-            return [[dia_of[m.id] for m in found] for found in hits]
+            return [[dia_of[i] for i in ids] for ids in found]
 
         return score_rankings(conversations, rank, ks=ks)
+
+
+def _batch_ids(hits: pa.Table, n: int) -> list[list[str]]:
+    """Memory ids per query, best first, from a :func:`mindcore.batch.recall` result."""
+    found: list[list[str]] = [[] for _ in range(n)]
+    rows: list[Any] = hits.column("query_index").to_pylist()
+    for i, memory_id in zip(rows, hits.column("memory_id").to_pylist(), strict=True):
+        found[i].append(str(memory_id))  # rows come sorted by query, then rank
+    return found
 
 
 def bm25_rankings(*, k: int = max(KS), k1: float = 0.9, b: float = 0.4) -> Ranker:
