@@ -1,0 +1,150 @@
+"""Batch recall on Ray: ``mindcore.batch.recall(engine="ray")`` with 2 workers on a local Ray cluster,
+against the local engine in the same run, on the data of ``bench_batch.py`` (U users x M memories,
+10 queries a user, the queries carry their vectors: embedding excluded).
+
+Group ``batch: recall on Ray ...``, items = queries:
+
+* ``mindcore``: ``batch.recall(engine="ray", num_workers=2)`` over every query: the driver checks the
+  input and the store, cuts the queries into blocks of whole users, two actors each open the store
+  and run the local engine on the blocks they get;
+* ``local-engine``: ``batch.recall(engine="local")`` over the same queries, in this process;
+* ``ray-fixed``: ``engine="ray"`` over the 10 queries of one user (one block): what a call costs
+  before any real work (starting two actors that import mindcore and open the store, scheduling,
+  gathering).
+
+The per-block cost is printed: ``block = W x (T_ray - T_fixed) / blocks`` (W = 2 workers): the time
+one worker spends on one block of ``rows`` queries (scheduling it, moving it, scoring it), and the
+per-worker rate ``rows / block``.
+
+Projection to a cluster
+-----------------------
+A call on W workers takes about ``T(n, W) = T_driver(n) + T_fixed + n / (W x r)`` where ``r`` is one
+worker's rate (queries/s, from the per-block cost) and ``T_driver(n)`` is the driver's own work,
+linear in n (checking every row, sorting by user, gathering and sorting the hits); the throughput is
+``n / T(n, W)``, close to ``W x r`` when ``n / (W x r)`` dominates ``T_fixed + T_driver``. Assumptions:
+each worker has its own core(s) (on one 2-core machine the two workers share the cores with the
+driver and the local engine's own threads, so Ray cannot be faster than the local engine there);
+the store's reads scale with the workers (a local SSD or shared disk each worker reads at full
+speed, or object storage, whose per-request latency adds to the per-block cost: measure ``r``
+against it); each user's memories are read by one worker (blocks hold whole users), so the bytes
+read do not grow with W; there are at least ~4 W blocks (``chunk_size`` caps a block) so workers
+stay busy until the end; the driver's per-query cost stays small against ``1 / (W x r)`` (at
+large W the driver's checks and the final sort become the limit).
+
+Sizes come from the environment, as in ``bench_batch.py``::
+
+    pytest benches/bench_batch_ray.py --benchmark-only -q -s                          # 1k users x 500
+    MINDCORE_BATCH_USERS=10000 pytest benches/bench_batch_ray.py --benchmark-only -q -s   # the issue's size
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from _bench import finish
+from bench_batch import GROUP, NOW, PER_USER, K
+from bench_batch import data as data  # the same store and queries (a module-scoped fixture)
+
+import mindcore
+from mindcore.batch import _ray
+
+ray = pytest.importorskip("ray", reason="ray[data] is part of the test extra")
+
+WORKERS = 2
+RAY_GROUP = GROUP.replace("batch: recall", f"batch: recall on Ray, {WORKERS} workers,", 1)
+_measured: dict[str, float] = {}
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    ray.init(num_cpus=WORKERS, include_dashboard=False, logging_level="ERROR")
+    yield
+    ray.shutdown()
+
+
+def _recall_on_ray(data: dict[str, Any], queries: pa.Table) -> pa.Table:
+    return mindcore.batch.recall(str(data["store"].uri), queries, k=K, now_ms=NOW, engine="ray",
+                                 num_workers=WORKERS)
+
+
+def test_local_engine(benchmark: Any, data: dict[str, Any]) -> None:
+    queries: pa.Table = data["queries"]
+    finish(benchmark, "local-engine", RAY_GROUP, queries.num_rows)
+    benchmark.pedantic(lambda: mindcore.batch.recall(data["store"], queries, k=K, now_ms=NOW), rounds=2,
+                       iterations=1)
+    _measured["local"] = benchmark.stats.stats.median
+    print(f"\nlocal engine: {queries.num_rows / _measured['local']:,.0f} queries/s")
+
+
+def test_ray_fixed_cost(benchmark: Any, cluster: None, data: dict[str, Any]) -> None:
+    one_user = data["queries"].slice(0, PER_USER)
+    finish(benchmark, "ray-fixed", RAY_GROUP, one_user.num_rows)
+    hits = benchmark.pedantic(lambda: _recall_on_ray(data, one_user), rounds=2, iterations=1)
+    assert hits.num_rows == PER_USER * K
+    _measured["fixed"] = benchmark.stats.stats.median
+    print(f"\nRay, one block of {PER_USER} queries: {_measured['fixed']:.2f} s a call")
+
+
+def _shape(queries: pa.Table) -> tuple[int, int]:
+    """The rows of a block and the number of blocks, as the engine cuts the queries (users of 10
+    queries: a block ends at the first user boundary at or after the target size)."""
+    rows = min(math.ceil(queries.num_rows / (WORKERS * _ray._BLOCKS_PER_WORKER)), 4_096)
+    rows = math.ceil(rows / PER_USER) * PER_USER
+    return rows, math.ceil(queries.num_rows / rows)
+
+
+def test_worker_block_cost(benchmark: Any, data: dict[str, Any]) -> None:
+    """What one worker does, in this process: open the store, then run the local engine on each
+    block (the first block of a worker reads cold; the median is steady state)."""
+    queries: pa.Table = data["queries"]
+    with_index = queries.append_column(_ray._INDEX, pa.array(range(queries.num_rows), pa.int64()))
+    blocks = list(_ray._blocks(with_index, workers=WORKERS, max_rows=4_096))
+    options = {"k": K, "namespace": "default", "workspace_id": None, "weights": None, "now_ms": NOW,
+               "touch": False, "chunk_size": 4_096, "max_rows_in_memory": 500_000, "embed_batch_size": 256}
+    opened: list[float] = []
+
+    def run() -> list[float]:
+        start = time.perf_counter()
+        worker = _ray._RecallWorker(str(data["store"].uri), {}, None, options)
+        opened.append(time.perf_counter() - start)
+        times = []
+        for block in blocks:
+            start = time.perf_counter()
+            worker(block)
+            times.append(time.perf_counter() - start)
+        return times
+
+    finish(benchmark, "worker-in-process", RAY_GROUP, queries.num_rows)
+    times = benchmark.pedantic(run, rounds=1, iterations=1)
+    _measured["block"] = statistics.median(times)
+    print(f"\none worker in process: store opened in {statistics.median(opened):.3f} s; {len(blocks)} blocks of "
+          f"~{blocks[0].num_rows:,} queries: first {times[0]:.3f} s, median {_measured['block']:.3f} s "
+          f"({blocks[0].num_rows / _measured['block']:,.0f} queries/s)")
+
+
+def test_ray_engine(benchmark: Any, cluster: None, data: dict[str, Any]) -> None:
+    queries: pa.Table = data["queries"]
+    n = queries.num_rows
+    finish(benchmark, "mindcore", RAY_GROUP, n)
+    hits = benchmark.pedantic(lambda: _recall_on_ray(data, queries), rounds=2, iterations=1)
+    local = mindcore.batch.recall(data["store"], queries, k=K, now_ms=NOW)
+    assert hits.equals(local)  # the same table, row for row
+    total = benchmark.stats.stats.median
+    rows, blocks = _shape(queries)
+    line = f"\nRay engine, {WORKERS} workers: {n / total:,.0f} queries/s ({total:.2f} s for {n:,} queries"
+    if "local" in _measured:
+        line += f"; local engine {_measured['local']:.2f} s, Ray / local {total / _measured['local']:.2f}x"
+    print(line + ")")
+    if "fixed" in _measured:
+        block = WORKERS * (total - _measured["fixed"]) / blocks
+        print(f"per block of {rows:,} queries, through Ray: {block:.3f} s a worker "
+              f"({rows / block:,.0f} queries/s a worker); fixed cost of a call {_measured['fixed']:.2f} s")
+    if "block" in _measured:
+        print(f"of which scoring the block (the local engine): {_measured['block']:.3f} s; Ray's share "
+              f"(scheduling, moving the block and its hits): {block - _measured['block']:.3f} s")
