@@ -94,14 +94,35 @@ def test_open_folder_store_with_query_vectors(cluster: None, folder: Path) -> No
         # chunk_size 8: several blocks, so both workers get work.
         hits = _assert_same_as_local(store, queries, embedder=None, chunk_size=8)
     assert set(hits.column("query_index").to_pylist()) == set(range(queries.num_rows))
+    assert ray.is_initialized()  # the caller's cluster is left running
+
+
+def test_ray_is_started_only_when_not_connected(cluster: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert _ray._connect(ray, {"num_cpus": 1}) is False  # connected: used as it is, never stopped
+    started: list[dict[str, Any]] = []
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(ray, "init", lambda **kwargs: started.append(kwargs))
+    assert _ray._connect(ray, {"num_cpus": 1, "runtime_env": {"pip": ["mindcore"]}}) is True
+    assert started == [{"include_dashboard": False, "num_cpus": 1, "runtime_env": {"pip": ["mindcore"]}}]
 
 
 def test_object_storage_uri_and_options_reach_the_workers(cluster: None, s3: dict[str, str]) -> None:
     uri = f"s3://{S3_BUCKET}/{uuid.uuid4().hex}"
     with mindcore.open(uri, storage_options=s3) as store:
         _fill(store)
-    # The workers embed with the (pickled) embedder and open the store with the moto endpoint.
-    _assert_same_as_local(uri, _queries(30), storage_options=s3)
+    queries = _queries(30)
+    opts: dict[str, Any] = {"k": 5, "embedder": _emb(), "now_ms": T0 + DAY, "storage_options": s3}
+    local = mindcore.batch.recall(uri, queries, **opts)
+    # The workers embed with the (pickled) embedder, open the store with the moto endpoint and,
+    # touching, write the hits' last access there (after scoring: the hits are the untouched ones).
+    hits = mindcore.batch.recall(uri, queries, engine="ray", num_workers=2, touch=True, **opts)
+    assert _sorted(hits).equals(_sorted(local)) and hits.num_rows > 0
+    first = hits.slice(0, 1).to_pylist()[0]
+    with mindcore.open(uri, storage_options=s3) as store:
+        ltm = LongTermMemory(store, user_id=first["user_id"], embedder=_emb())
+        memory = ltm.get(first["memory_id"])
+        ltm.close()
+    assert memory is not None and memory.last_accessed_at == T0 + DAY
 
 
 def test_an_open_store_is_sent_as_its_uri_and_options(s3: dict[str, str], tmp_path: Path) -> None:

@@ -4,14 +4,17 @@ local engine, computed by the workers of a Ray cluster that each read the store 
 How a call runs:
 
 1. On the driver, before Ray does any work: the arguments and every query row are checked by the
-   local engine's validation (a bad row or column raises here, naming it), the store's location
-   is resolved to a URI every worker can open (a :class:`~mindcore.store.Store` given by the
-   caller becomes its URI and storage options; a ``memory://`` store lives in one process and is
-   refused), ``now_ms`` is fixed once so every worker scores at the same instant, and the
-   embedder is checked to be picklable.
-2. The queries are sorted by scope (namespace, workspace, user) and cut into Arrow blocks at user
-   boundaries: all of a user's queries land in one block, so a namespace's vectors are loaded by
-   one worker, once.
+   local engine's own checks (a bad row or column raises here, naming it); the store's embedding
+   is checked against the embedder from the table's metadata (no memory is read); the store's
+   location is resolved to a URI every worker can open (a :class:`~mindcore.store.Store` given by
+   the caller becomes its URI and storage options; a ``memory://`` store lives in one process and
+   is refused); ``now_ms`` is fixed once so every worker scores at the same instant; and the
+   embedder is checked to be picklable. The query columns are held by the driver (a file is read
+   in chunks as the local engine reads it): each row's position in the input is its
+   ``query_index``, and every row must be checked before any work starts.
+2. The queries are sorted by scope (workspace, user) and cut into Arrow blocks at user boundaries
+   (about four blocks per worker, at most ``chunk_size`` queries unless one user has more): all
+   of a user's queries land in one block, so a user's memories are read by one worker, once.
 3. ``ray.data.from_arrow(blocks).map_batches(...)`` runs a callable class on an actor pool: each
    actor opens the store once (by URI, with the caller's ``storage_options``: a folder on shared
    disk or object storage), keeps the embedder (the default embedder is loaded once per actor),
