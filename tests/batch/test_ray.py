@@ -170,6 +170,12 @@ def test_bad_input_raises_before_ray_runs(
         mindcore.batch.recall(folder, queries, engine="ray", **opts)
 
 
+@pytest.mark.parametrize("option", [{"num_workers": 2}, {"ray_init_kwargs": {"num_cpus": 1}}])
+def test_ray_options_are_refused_by_the_local_engine(folder: Path, option: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInputError, match=f"{next(iter(option))}: only used with engine='ray'"):
+        mindcore.batch.recall(folder, _queries(4), embedder=_emb(), **option)
+
+
 def test_another_embedder_is_refused_before_ray_runs(no_ray: None, folder: Path) -> None:
     with pytest.raises(EmbedderMismatchError):
         mindcore.batch.recall(folder, _queries(4), engine="ray", embedder=HashEmbedder(dim=32))
