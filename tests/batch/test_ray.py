@@ -4,6 +4,7 @@ store given as a path, a URI or an open Store; bad input refused on the driver b
 
 from __future__ import annotations
 
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -18,7 +19,7 @@ from conftest import S3_BUCKET
 import mindcore
 from mindcore.batch import _ray
 from mindcore.embed import HashEmbedder
-from mindcore.errors import EmbedderMismatchError, InvalidInputError
+from mindcore.errors import EmbedderMismatchError, EmbeddingError, InvalidInputError
 from mindcore.ltm import LongTermMemory
 from mindcore.store import Store
 
@@ -123,6 +124,25 @@ def test_object_storage_uri_and_options_reach_the_workers(cluster: None, s3: dic
         memory = ltm.get(first["memory_id"])
         ltm.close()
     assert memory is not None and memory.last_accessed_at == T0 + DAY
+
+
+class _DownEmbedder(HashEmbedder):
+    """The store's embedder by name and dimension, whose model cannot be reached from the workers."""
+
+    def embed(self, texts: Any) -> np.ndarray:
+        raise EmbeddingError("embedding endpoint unreachable from this worker")
+
+
+def test_a_worker_error_reaches_the_caller_as_itself(cluster: None, folder: Path) -> None:
+    from ray import cloudpickle
+
+    module = sys.modules[__name__]
+    cloudpickle.register_pickle_by_value(module)  # the workers cannot import the tests
+    try:
+        with pytest.raises(EmbeddingError, match="unreachable from this worker"):
+            mindcore.batch.recall(folder, _queries(4), engine="ray", num_workers=1, embedder=_DownEmbedder(dim=64))
+    finally:
+        cloudpickle.unregister_pickle_by_value(module)
 
 
 def test_an_open_store_is_sent_as_its_uri_and_options(s3: dict[str, str], tmp_path: Path) -> None:

@@ -16,10 +16,11 @@ How a call runs:
    (about four blocks per worker, at most ``chunk_size`` queries unless one user has more): all
    of a user's queries land in one block, so a user's memories are read by one worker, once.
 3. ``ray.data.from_arrow(blocks).map_batches(...)`` runs a callable class on an actor pool: each
-   actor opens the store once (by URI, with the caller's ``storage_options``: a folder on shared
-   disk or object storage), keeps the embedder (the default embedder is loaded once per actor),
-   and runs the local engine on each block it receives. Store data never passes through the
-   driver; only the query blocks and the hit tables do.
+   actor opens the store once, at its first block (by URI, with the caller's ``storage_options``:
+   a folder on shared disk or object storage), keeps the embedder (the default embedder is loaded
+   once per actor), and runs the local engine on each block it receives. Store data never passes
+   through the driver; only the query blocks and the hit tables do. An error raised in a worker
+   (a store it cannot reach, an embedder that fails) is raised by the call as itself.
 4. The driver gathers the hit tables and orders them by ``query_index`` and ``rank``.
 
 An existing Ray connection (``ray.is_initialized()``) is used as it is; otherwise this call starts
@@ -50,6 +51,7 @@ from mindcore.ltm._repo import TABLE
 from mindcore.ltm.config import RecallWeights
 from mindcore.ltm.memory import MAX_QUERY_CHARS
 from mindcore.store import Store, StoreLike
+from mindcore.store import open as open_store_at
 
 __all__ = ["recall_ray"]
 
@@ -184,19 +186,29 @@ def _checked_queries(source: QuerySource, dim: int | None, chunk_size: int) -> p
 class _RecallWorker:
     """One Ray actor: opens the store once, then runs the local engine on each block it is given."""
 
-    def __init__(self, uri: str, storage_options: dict[str, str], embedder: Any, options: dict[str, Any]) -> None:
-        from mindcore.store import open as open_store_at
-
-        # A recall that touches writes last-access times; otherwise the worker only reads.
-        self._store = open_store_at(uri, storage_options=storage_options or None, read_only=not options["touch"])
+    def __init__(self, uri: str, storage_options: dict[str, str], embedder: Embedder | None,
+                 options: dict[str, Any]) -> None:
+        self._uri = uri
+        self._storage_options = storage_options
         self._embedder = embedder
         self._options = options
+        self._store: Store | None = None
+
+    def _opened(self) -> Store:
+        # Opened at the first block rather than in __init__: an error raised while a block is
+        # processed reaches the caller as itself, while one raised by an actor's constructor
+        # reaches it only as the text of Ray's ActorDiedError.
+        if self._store is None:
+            # A recall that touches writes last-access times; otherwise the worker only reads.
+            self._store = open_store_at(self._uri, storage_options=self._storage_options or None,
+                                        read_only=not self._options["touch"])
+        return self._store
 
     def __call__(self, block: pa.Table) -> pa.Table:
         from mindcore.batch import recall
 
         index = block.column(_INDEX)
-        hits = recall(self._store, block.drop_columns([_INDEX]), embedder=self._embedder, engine="local",
+        hits = recall(self._opened(), block.drop_columns([_INDEX]), embedder=self._embedder, engine="local",
                       **self._options)
         at = hits.schema.get_field_index("query_index")
         caller_index = pc.take(index, hits.column(at)).cast(hits.schema.field(at).type)
