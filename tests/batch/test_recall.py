@@ -261,9 +261,15 @@ def test_touch_bumps_last_access_of_the_returned_memories(tmp_path: Path) -> Non
     ltm.close()
     table = store.table(TABLE, COLUMNS, vectors=True, embedder=EMB)
     ns = scope_key("u", "default", None)
-    hits = recall(store, pa.table({"user_id": ["u", "u"], "query": ["green tea", "tea?"]}), k=1, embedder=EMB,
-                  now_ms=NOW, touch=True)
-    touched = set(hits.column("memory_id").to_pylist())
+    other = LongTermMemory.create(store, user_id="v", embedder=EMB, enabled=True)
+    assert other is not None
+    other.remember("owns a green bike", created_at=NOW - DAY)
+    other.close()
+    before = table.version
+    hits = recall(store, pa.table({"user_id": ["u", "u", "v"], "query": ["green tea", "tea?", "bike"]}), k=1,
+                  embedder=EMB, now_ms=NOW, touch=True)
+    assert table.version == before + 2  # one commit per scope
+    touched = set(hits.column("memory_id").to_pylist()[:2])
     assert len(touched) == 1
     for row in table.scan(ns, columns=["id", "last_accessed_at", "recency_at", "created_at"]):
         if row["id"] in touched:
@@ -363,3 +369,108 @@ def test_mindcore_batch_is_reachable_from_the_package() -> None:
     assert mindcore.batch.recall is recall
     assert "batch" in dir(mindcore)
     assert NAMES  # every user id of the fixture is a valid id
+
+
+def test_a_failure_midway_returns_nothing_and_writes_nothing(store_path: Path) -> None:
+    calls: list[int] = []
+
+    class FailsLater:
+        dim, model_id = EMB.dim, EMB.model_id
+
+        def embed(self, texts: list[str]) -> np.ndarray:
+            calls.append(len(texts))
+            if len(calls) == 3:
+                raise RuntimeError("model server went away")
+            return EMB.embed(texts)
+
+    before = _version(store_path)
+    with pytest.raises(RuntimeError, match="went away"):
+        recall(store_path, _queries(400, seed=4), k=3, embedder=FailsLater(), touch=True, chunk_size=50,
+               embed_batch_size=20)
+    assert len(calls) == 3 and _version(store_path) == before  # no last-access bump of earlier chunks
+
+
+def test_an_object_storage_store_with_storage_options(store_path: Path) -> None:
+    moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+    boto3 = pytest.importorskip("boto3")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        options = {"aws_endpoint": f"http://{host}:{port}", "aws_access_key_id": "testing",
+                   "aws_secret_access_key": "testing", "aws_region": "us-east-1", "allow_http": "true"}
+        boto3.client("s3", endpoint_url=options["aws_endpoint"], aws_access_key_id="testing",
+                     aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket="batch")
+        uri = "s3://batch/store"
+        remote = mindcore.open(uri, storage_options=options)
+        for user, facts in [("ann", ["drinks green tea", "lives in paris"]), ("bob", ["rides a red bike"])]:
+            ltm = LongTermMemory.create(remote, user_id=user, embedder=EMB, enabled=True)
+            assert ltm is not None
+            ltm.remember_many(facts)
+            ltm.close()
+        queries = pa.table({"user_id": ["ann", "bob", "ann"], "query": ["tea", "bike", "paris"]})
+        by_uri = recall(uri, queries, k=2, embedder=EMB, now_ms=NOW, storage_options=options)
+        assert by_uri.equals(recall(remote, queries, k=2, embedder=EMB, now_ms=NOW))
+        assert by_uri.column("text").to_pylist()[0] == "drinks green tea" and by_uri.num_rows == 5
+        remote.close()
+        with pytest.raises(InvalidInputError, match="storage_options: only used with a store given as a URI"):
+            recall(mindcore.open("memory://x"), queries, embedder=EMB, storage_options=options)
+    finally:
+        server.stop()
+
+
+def test_a_bad_row_late_in_a_reader_fails_the_call_and_writes_nothing(store_path: Path) -> None:
+    queries = _queries(300, seed=6)
+    texts = queries.column("query").to_pylist()
+    texts[250] = "   "
+    bad = queries.set_column(1, "query", pa.array(texts))
+    reader = pa.RecordBatchReader.from_batches(bad.schema, bad.to_batches(max_chunksize=40))
+    before = _version(store_path)
+    with pytest.raises(InvalidInputError, match="queries row 250: query is blank"):
+        recall(store_path, reader, k=3, embedder=EMB, touch=True, chunk_size=100)
+    assert _version(store_path) == before
+
+
+def test_loads_stay_under_max_rows_in_memory(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    module = sys.modules["mindcore.batch.recall"]
+    real = module.load_scopes
+    loads: list[tuple[int, int]] = []
+
+    def counting(table: Any, keys: Any) -> Any:
+        scopes = real(table, keys)
+        loads.append((len(scopes.keys), int(scopes.offsets[-1])))
+        return scopes
+
+    queries = _queries(400, seed=12)
+    reference = recall(store, queries, k=3, embedder=EMB, now_ms=NOW)
+    monkeypatch.setattr(module, "load_scopes", counting)
+    assert recall(store, queries, k=3, embedder=EMB, now_ms=NOW, max_rows_in_memory=200).equals(reference)
+    assert len(loads) > 5
+    # Two loads may be held at once (one scored, one read ahead): each is at most half the bound,
+    # unless it is a single scope larger than that.
+    assert all(rows <= 100 or scopes == 1 for scopes, rows in loads), loads
+
+
+def test_engine_ray_hands_every_option_to_the_ray_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+    import types
+
+    seen: dict[str, Any] = {}
+    fake = types.ModuleType("mindcore.batch._ray")
+
+    def recall_ray(store: Any, queries: Any, **options: Any) -> str:
+        seen.update(options, store=store, queries=queries)
+        return "from ray"
+
+    fake.recall_ray = recall_ray  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "mindcore.batch._ray", fake)
+    weights = RecallWeights(lexical=0)
+    out = recall("s3://b/p", "q.parquet", 4, namespace="n", embedder=EMB, workspace_id="w", weights=weights,
+                 now_ms=5, touch=True, engine="ray", chunk_size=7, max_rows_in_memory=9, embed_batch_size=3,
+                 storage_options={"a": "b"})
+    assert out == "from ray"
+    assert seen == {"store": "s3://b/p", "queries": "q.parquet", "k": 4, "namespace": "n", "embedder": EMB,
+                    "workspace_id": "w", "weights": weights, "now_ms": 5, "touch": True, "chunk_size": 7,
+                    "max_rows_in_memory": 9, "embed_batch_size": 3, "storage_options": {"a": "b"}}

@@ -2,13 +2,16 @@
 
 The queries are read in chunks. In each chunk the queries are grouped by scope (user, namespace,
 workspace); their texts are embedded in large batches (one ``embed`` call per batch); the scopes
-they need are loaded a bounded number of rows at a time, many scopes per LanceDB scan; and every
-group is scored by :func:`mindcore.batch._score.score_groups` with long-term memory's own scoring.
+they need are loaded a bounded number of rows at a time, many scopes per LanceDB scan, by a
+background thread that reads ahead while the caller's thread embeds and scores; and every group is
+scored by :func:`mindcore.batch._score.score_groups` with long-term memory's own scoring.
 """
 
 from __future__ import annotations
 
 import importlib
+import queue
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
@@ -36,7 +39,6 @@ __all__ = ["RESULT_SCHEMA", "recall"]
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
 
-#: The columns of :func:`recall`'s result, one row per hit.
 _RESULT_COLUMNS: dict[str, pa.DataType] = {
     "user_id": pa.string(),
     "query_index": pa.int64(),
@@ -47,6 +49,7 @@ _RESULT_COLUMNS: dict[str, pa.DataType] = {
     "score": pa.float32(),
     "similarity": pa.float32(),
 }
+#: The columns of :func:`recall`'s result, one row per hit.
 RESULT_SCHEMA = pa.schema(_RESULT_COLUMNS)
 
 
@@ -75,7 +78,7 @@ def recall(
     now_ms: int | None = None,
     touch: bool = False,
     engine: Engine = "local",
-    chunk_size: int = 4_096,
+    chunk_size: int = 2_048,
     max_rows_in_memory: int = 500_000,
     embed_batch_size: int = 256,
     storage_options: Mapping[str, str] | None = None,
@@ -125,8 +128,9 @@ def recall(
     chunk_size
         Queries read, embedded and scored together.
     max_rows_in_memory
-        The most memory rows loaded at once (a scope is never split: one larger than this is
-        loaded alone).
+        The most memory rows loaded at once. A background thread loads the next scopes while the
+        current ones are scored, each load at most half of this (a scope is never split: one
+        larger than that is loaded alone).
     embed_batch_size
         Texts per ``embedder.embed`` call.
     storage_options
@@ -238,12 +242,23 @@ def _recall(db: Store, source: QuerySource, embedder: Embedder | None, opts: _Op
         for _ in chunks:  # every query is still checked; none has a memory to recall
             pass
         return RESULT_SCHEMA.empty_table()
-    if embedder is None and not source.has_vectors:
-        raise InvalidInputError("embedder: needed to embed the queries (they have no 'vector' column)")
     parts: list[pa.Table] = []
     touched: dict[str, dict[str, int]] = defaultdict(dict)
-    for rows, keys in chunks:
-        parts.extend(_recall_chunk(table, rows, keys, embedder, opts, touched))
+    loader = _Loader(table, chunks, opts.max_rows)
+    try:
+        chunk: _Chunk | None = None
+        for item in loader:
+            if isinstance(item, _Chunk):
+                chunk = item
+                _embed_chunk(chunk, embedder, int(table.dim or 0), opts)
+                continue
+            assert chunk is not None  # a chunk's runs follow it
+            try:
+                parts.extend(_score_run(chunk, item, opts, touched))
+            finally:
+                loader.release(item)
+    finally:
+        loader.close()
     if opts.touch:
         now = opts.now_ms
         for ns, hits in touched.items():
@@ -294,55 +309,115 @@ def _embed(embedder: Embedder, texts: list[str], dim: int, batch: int) -> NDArra
     return out
 
 
-def _recall_chunk(table: Table, rows: QueryRows, keys: list[str], embedder: Embedder | None, opts: _Options,
-                  touched: dict[str, dict[str, int]]) -> Iterator[pa.Table]:
-    by_scope: dict[str, list[int]] = defaultdict(list)
-    for i, key in enumerate(keys):
-        by_scope[key].append(i)
-    counts = count_rows(table, list(by_scope))
-    runs = plan_loads(list(by_scope), counts, opts.max_rows)
-    if not runs:
-        return
-    dim = int(table.dim or 0)
+@dataclass(slots=True)
+class _Chunk:
+    """A chunk of queries with its scopes planned into runs (scopes loaded together)."""
+
+    rows: QueryRows
+    by_scope: dict[str, list[int]]  # scope -> its queries (positions in the chunk)
+    runs: list[list[str]]
+    vectors: NDArray[np.float32] | None = None
+
+
+class _Loader:
+    """Reads ahead in a background thread while the caller embeds and scores: it plans each
+    chunk (one count scan) and loads its runs (one scan each), handing out a chunk, then its
+    loaded runs, in order. At most two runs are in memory at once (the one scored, the one
+    loading), so each holds at most half of ``max_rows``."""
+
+    def __init__(self, table: Table, chunks: Iterator[tuple[QueryRows, list[str]]], max_rows: int) -> None:
+        self._queue: queue.SimpleQueue[_Chunk | Scopes | BaseException | None] = queue.SimpleQueue()
+        self._slots = threading.Semaphore(2)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, args=(table, chunks, max(1, max_rows // 2)),
+                                        name="mindcore-batch-load", daemon=True)
+        self._thread.start()
+
+    def _run(self, table: Table, chunks: Iterator[tuple[QueryRows, list[str]]], max_rows: int) -> None:
+        try:
+            for rows, keys in chunks:
+                if self._stop.is_set():
+                    return
+                by_scope: dict[str, list[int]] = defaultdict(list)
+                for i, key in enumerate(keys):
+                    by_scope[key].append(i)
+                runs = plan_loads(list(by_scope), count_rows(table, list(by_scope)), max_rows)
+                self._queue.put(_Chunk(rows, by_scope, runs))
+                for run in runs:
+                    self._slots.acquire()
+                    if self._stop.is_set():
+                        return
+                    self._queue.put(load_scopes(table, run))
+            self._queue.put(None)
+        except BaseException as exc:  # handed to the caller, raised there
+            self._queue.put(exc)
+
+    def __iter__(self) -> Iterator[_Chunk | Scopes]:
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def release(self, scopes: Scopes) -> None:
+        """The caller is done with ``scopes``: the next run may load."""
+        self._slots.release()
+
+    def close(self) -> None:
+        self._stop.set()
+        self._slots.release()  # a reader waiting for a slot wakes up and stops
+        self._thread.join()
+
+
+def _embed_chunk(chunk: _Chunk, embedder: Embedder | None, dim: int, opts: _Options) -> None:
+    """The chunk's query vectors: given, or embedded in batches (only the queries of scopes that
+    hold memories: the others have no hits)."""
+    rows = chunk.rows
     if rows.vectors is not None:
-        vectors = rows.vectors
-    else:
-        assert embedder is not None
-        # Only the queries of scopes that hold memories are embedded (the others have no hits).
-        asked = np.array([i for run in runs for key in run for i in by_scope[key]], dtype=np.int64)
-        vectors = np.zeros((len(rows), dim), dtype=np.float32)
+        chunk.vectors = rows.vectors
+        return
+    assert embedder is not None  # resolved when the queries carry no vectors
+    asked = np.array([i for run in chunk.runs for key in run for i in chunk.by_scope[key]], dtype=np.int64)
+    vectors = np.zeros((len(rows), dim), dtype=np.float32)
+    if len(asked):
         vectors[asked] = _embed(embedder, [rows.texts[i] for i in asked.tolist()], dim, opts.embed_batch_size)
-    users = pa.array(rows.user_ids, pa.string())
-    w = opts.weights
-    for run in runs:
-        scopes = load_scopes(table, run)
-        picked = [(i, g) for g, key in enumerate(scopes.keys) for i in by_scope[key]]
-        qsel = np.array([i for i, _ in picked], dtype=np.int64)
-        group = np.array([g for _, g in picked], dtype=np.int64)
-        idx, scores, sims = score_groups(
-            np.ascontiguousarray(vectors[qsel]), group, [rows.texts[i] for i in qsel.tolist()],
-            scopes.matrix, scopes.offsets, scopes.recency, scopes.importance, scopes.terms,
-            None if scopes.has_vector.all() else scopes.has_vector,
-            k=opts.k, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
-            half_life_ms=w.half_life_days * DAY_MS, now_ms=opts.now_ms, lexical_floor=LEXICAL_FLOOR,
-        )
-        hit_q, hit_rank = np.nonzero(idx >= 0)
-        if not len(hit_q):
-            continue
-        hit_rows = idx[hit_q, hit_rank]
-        if opts.touch:
-            _collect_touches(scopes, group[hit_q], hit_rows, touched)
-        take = pa.array(hit_rows, pa.int64())
-        yield pa.table({
-            "user_id": users.take(pa.array(qsel[hit_q], pa.int64())),
-            "query_index": pa.array(rows.index[qsel[hit_q]], pa.int64()),
-            "rank": pa.array(hit_rank.astype(np.int32), pa.int32()),
-            "memory_id": scopes.ids.take(take),
-            "text": scopes.texts.take(take),
-            "kind": scopes.kinds.take(take),
-            "score": pa.array(scores[hit_q, hit_rank], pa.float32()),
-            "similarity": pa.array(sims[hit_q, hit_rank], pa.float32()),
-        }, schema=RESULT_SCHEMA)
+    chunk.vectors = vectors
+
+
+def _score_run(chunk: _Chunk, scopes: Scopes, opts: _Options, touched: dict[str, dict[str, int]]) -> Iterator[pa.Table]:
+    """The hits of the chunk's queries whose scopes are ``scopes``, as a result table."""
+    rows, vectors, w = chunk.rows, chunk.vectors, opts.weights
+    assert vectors is not None
+    picked = [(i, g) for g, key in enumerate(scopes.keys) for i in chunk.by_scope[key]]
+    qsel = np.array([i for i, _ in picked], dtype=np.int64)
+    group = np.array([g for _, g in picked], dtype=np.int64)
+    idx, scores, sims = score_groups(
+        np.ascontiguousarray(vectors[qsel]), group, [rows.texts[i] for i in qsel.tolist()],
+        scopes.matrix, scopes.offsets, scopes.recency, scopes.importance, scopes.terms,
+        None if scopes.has_vector.all() else scopes.has_vector,
+        k=opts.k, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
+        half_life_ms=w.half_life_days * DAY_MS, now_ms=opts.now_ms, lexical_floor=LEXICAL_FLOOR,
+    )
+    hit_q, hit_rank = np.nonzero(idx >= 0)
+    if not len(hit_q):
+        return
+    hit_rows = idx[hit_q, hit_rank]
+    if opts.touch:
+        _collect_touches(scopes, group[hit_q], hit_rows, touched)
+    take = pa.array(hit_rows, pa.int64())
+    asked = qsel[hit_q]
+    yield pa.table({
+        "user_id": pa.array([rows.user_ids[i] for i in asked.tolist()], pa.string()),
+        "query_index": pa.array(rows.index[asked], pa.int64()),
+        "rank": pa.array(hit_rank.astype(np.int32), pa.int32()),
+        "memory_id": scopes.ids.take(take),
+        "text": scopes.texts.take(take),
+        "kind": scopes.kinds.take(take),
+        "score": pa.array(scores[hit_q, hit_rank], pa.float32()),
+        "similarity": pa.array(sims[hit_q, hit_rank], pa.float32()),
+    }, schema=RESULT_SCHEMA)
 
 
 def _collect_touches(scopes: Scopes, groups: NDArray[np.int64], hit_rows: NDArray[np.int64],
