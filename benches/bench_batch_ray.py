@@ -29,8 +29,8 @@ so Ray cannot beat the local engine there, and the "through Ray" per-block cost 
 mostly that sharing); the store's reads scale with the workers (a local SSD or a shared disk read at
 full speed by each worker; object storage adds its request latency to each block, so measure ``r``
 against it); blocks hold whole users, so each user's memories are read by one worker and the bytes
-read do not grow with W; there are at least ~4 W blocks (``chunk_size``, 4096 by default, caps a
-block: n >= 16k W for full blocks) so the workers stay busy to the end; and Ray's scheduling of a
+read do not grow with W; there are at least ~4 W blocks (``chunk_size``, 2048 by default, caps a
+block: n >= 8k W for full blocks) so the workers stay busy to the end; and Ray's scheduling of a
 block on an idle cluster (milliseconds) stays small against scoring it (~0.5 s for 1,250 queries).
 
 Measured on an AMD EPYC, 2 cores shared with other jobs (load average 7-9), 10k queries over 1k
@@ -48,6 +48,7 @@ Sizes come from the environment, as in ``bench_batch.py``::
 
 from __future__ import annotations
 
+import inspect
 import math
 import statistics
 import time
@@ -67,6 +68,7 @@ from mindcore.batch._input import open_queries
 ray = pytest.importorskip("ray", reason="ray[data] is part of the test extra")
 
 WORKERS = 2
+CHUNK = inspect.signature(mindcore.batch.recall).parameters["chunk_size"].default  # the largest block
 RAY_GROUP = GROUP.replace("batch: recall", f"batch: recall on Ray, {WORKERS} workers,", 1)
 _measured: dict[str, float] = {}
 
@@ -104,7 +106,7 @@ def test_ray_fixed_cost(benchmark: Any, cluster: None, data: dict[str, Any]) -> 
 def _shape(queries: pa.Table) -> tuple[int, int]:
     """The rows of a block and the number of blocks, as the engine cuts the queries (users of 10
     queries: a block ends at the first user boundary at or after the target size)."""
-    rows = min(math.ceil(queries.num_rows / (WORKERS * _ray._BLOCKS_PER_WORKER)), 4_096)
+    rows = min(math.ceil(queries.num_rows / (WORKERS * _ray._BLOCKS_PER_WORKER)), CHUNK)
     rows = math.ceil(rows / PER_USER) * PER_USER
     return rows, math.ceil(queries.num_rows / rows)
 
@@ -115,9 +117,9 @@ def test_worker_block_cost(benchmark: Any, data: dict[str, Any]) -> None:
     queries: pa.Table = data["queries"]
     # The driver's own work, linear in the queries: check every row, cut the blocks, order the hits.
     start = time.perf_counter()
-    checked = _ray._checked_queries(open_queries(queries), DIM, 4_096)
+    checked = _ray._checked_queries(open_queries(queries), DIM, CHUNK)
     with_index = checked.append_column(_ray._INDEX, pa.array(range(queries.num_rows), pa.int64()))
-    blocks = list(_ray._blocks(with_index, workers=WORKERS, max_rows=4_096))
+    blocks = list(_ray._blocks(with_index, workers=WORKERS, max_rows=CHUNK))
     prepared = time.perf_counter() - start
     hits = mindcore.batch.recall(data["store"], queries, k=K, now_ms=NOW)
     start = time.perf_counter()
@@ -128,7 +130,7 @@ def test_worker_block_cost(benchmark: Any, data: dict[str, Any]) -> None:
     print(f"\ndriver: {_measured['driver']:.3f} s for {queries.num_rows:,} queries "
           f"({_measured['driver'] / queries.num_rows * 1e6:.1f} us a query: checks, blocks, ordering the hits)")
     options = {"k": K, "namespace": "default", "workspace_id": None, "weights": None, "now_ms": NOW,
-               "touch": False, "chunk_size": 4_096, "max_rows_in_memory": 500_000, "embed_batch_size": 256}
+               "touch": False, "chunk_size": CHUNK, "max_rows_in_memory": 500_000, "embed_batch_size": 256}
     opened: list[float] = []
 
     def run() -> list[float]:
