@@ -89,10 +89,13 @@ def recall_ray(
     ``storage_options``, sent to every worker) or an open :class:`~mindcore.store.Store` of either
     kind (its URI and storage options are used). ``embedder`` must be picklable (it is sent to
     every worker); ``None`` loads the default embedder once per worker, and a ``vector`` column
-    skips embedding.
+    skips embedding. With ``touch``, each worker records the last access of its blocks' memories
+    after scoring them (a user's queries are all in one block, so no score sees another block's
+    writes).
     """
+    # Every option checked as the local engine checks it; now_ms is fixed here, once, for every worker.
     opts = _options(k, namespace, workspace_id, weights, now_ms, touch, chunk_size, max_rows_in_memory,
-                          embed_batch_size)  # now_ms is fixed here, once, for every worker
+                    embed_batch_size)
     if embedder is not None:
         check_embedder(embedder)
     if storage_options is not None and not isinstance(storage_options, Mapping):
