@@ -1,6 +1,7 @@
 """mindcore.batch.recall(engine="ray") on a local Ray cluster (two CPUs, one for the module): the same
 table as the local engine, on a folder store and on object storage (the moto S3 server), with the
-store given as a path, a URI or an open Store; bad input refused on the driver before Ray runs."""
+store given as a path, a URI or an open Store; bad input refused on the driver before Ray runs.
+The tests that use the cluster are marked ``ray`` (``-m "not ray"`` leaves them out)."""
 
 from __future__ import annotations
 
@@ -24,8 +25,6 @@ from mindcore.ltm import LongTermMemory
 from mindcore.store import Store
 
 ray = pytest.importorskip("ray", reason="ray[data] is part of the test extra")
-
-pytestmark = pytest.mark.ray
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000
@@ -86,6 +85,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
+@pytest.mark.ray
 def test_open_folder_store_with_query_vectors(cluster: None, folder: Path) -> None:
     queries = _queries()
     vectors = _emb().embed(queries.column("query").to_pylist())
@@ -98,6 +98,7 @@ def test_open_folder_store_with_query_vectors(cluster: None, folder: Path) -> No
     assert ray.is_initialized()  # the caller's cluster is left running
 
 
+@pytest.mark.ray
 def test_ray_is_started_only_when_not_connected(cluster: None, monkeypatch: pytest.MonkeyPatch) -> None:
     assert _ray._connect(ray, {"num_cpus": 1}) is False  # connected: used as it is, never stopped
     started: list[dict[str, Any]] = []
@@ -107,6 +108,7 @@ def test_ray_is_started_only_when_not_connected(cluster: None, monkeypatch: pyte
     assert started == [{"include_dashboard": False, "num_cpus": 1, "runtime_env": {"pip": ["mindcore"]}}]
 
 
+@pytest.mark.ray
 def test_object_storage_uri_and_options_reach_the_workers(cluster: None, s3: dict[str, str]) -> None:
     uri = f"s3://{S3_BUCKET}/{uuid.uuid4().hex}"
     with mindcore.open(uri, storage_options=s3) as store:
@@ -133,6 +135,7 @@ class _DownEmbedder(HashEmbedder):
         raise EmbeddingError("embedding endpoint unreachable from this worker")
 
 
+@pytest.mark.ray
 def test_a_worker_error_reaches_the_caller_as_itself(cluster: None, folder: Path) -> None:
     from ray import cloudpickle
 
