@@ -22,6 +22,7 @@ from mindcore.eval import data_dir as find_data_dir
 from mindcore.store import Store
 
 DAY = 86_400_000
+S3_BUCKET = "mindcore-test"  # the bucket the ``s3`` fixture creates
 T0 = 1_700_000_000_000  # 2023-11-14, unix ms
 
 # Variables that change what the library does (endpoints, opt-in switches). Tests never inherit
@@ -99,6 +100,30 @@ def inbox_at(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
     with redis.Redis.from_url(server.url) as client:
         client.flushdb()
     return "redis", server.url
+
+
+@pytest.fixture(scope="module")
+def s3() -> Iterator[dict[str, str]]:
+    """An S3-compatible server (moto) on 127.0.0.1 with the bucket ``S3_BUCKET``, one per test module:
+    the ``storage_options`` that reach it (``mindcore.open("s3://mindcore-test/...", storage_options=s3)``)."""
+    moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+    boto3 = pytest.importorskip("boto3")
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    endpoint = f"http://{host}:{port}"
+    boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
+        region_name="us-east-1",
+    ).create_bucket(Bucket=S3_BUCKET)
+    yield {
+        "aws_endpoint": endpoint,
+        "aws_access_key_id": "testing",
+        "aws_secret_access_key": "testing",
+        "aws_region": "us-east-1",
+        "allow_http": "true",
+    }
+    server.stop()
 
 
 @pytest.fixture(scope="session")

@@ -16,16 +16,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
-from conftest import S3_BUCKET
+from conftest import S3_BUCKET as BUCKET
 
 import mindcore
 from mindcore.store import LockTimeoutError, StoreConfig, col
 from mindcore.store.locks import LeaseLock
 
-moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
 boto3 = pytest.importorskip("boto3")
-
-BUCKET = S3_BUCKET
 
 
 def _uri() -> str:

@@ -474,11 +474,12 @@ def test_engine_ray_hands_every_option_to_the_ray_engine(monkeypatch: pytest.Mon
     weights = RecallWeights(lexical=0)
     out = recall("s3://b/p", "q.parquet", 4, namespace="n", embedder=EMB, workspace_id="w", weights=weights,
                  now_ms=5, touch=True, engine="ray", chunk_size=7, max_rows_in_memory=9, embed_batch_size=3,
-                 storage_options={"a": "b"})
+                 storage_options={"a": "b"}, num_workers=2, ray_init_kwargs={"num_cpus": 2})
     assert out == "from ray"
     assert seen == {"store": "s3://b/p", "queries": "q.parquet", "k": 4, "namespace": "n", "embedder": EMB,
                     "workspace_id": "w", "weights": weights, "now_ms": 5, "touch": True, "chunk_size": 7,
-                    "max_rows_in_memory": 9, "embed_batch_size": 3, "storage_options": {"a": "b"}}
+                    "max_rows_in_memory": 9, "embed_batch_size": 3, "storage_options": {"a": "b"},
+                    "num_workers": 2, "ray_init_kwargs": {"num_cpus": 2}}
 
 
 def test_an_in_memory_input_loads_each_scope_once(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -7,13 +7,13 @@ from __future__ import annotations
 import time
 import uuid
 
-from test_store_s3 import BUCKET, s3  # noqa: F401  (the moto server fixture)
+from conftest import S3_BUCKET as BUCKET
 
 import mindcore
 from mindcore.consciousness import Inbox
 
 
-def test_inbox_on_object_storage(s3: dict[str, str]) -> None:  # noqa: F811
+def test_inbox_on_object_storage(s3: dict[str, str]) -> None:
     uri = f"s3://{BUCKET}/{uuid.uuid4().hex}"
     one = Inbox(mindcore.open(uri, storage_options=s3), agent="assistant", visibility_timeout=1.0)
     two = Inbox(mindcore.open(uri, storage_options=s3), agent="assistant", visibility_timeout=30.0)

@@ -82,6 +82,8 @@ def recall(
     max_rows_in_memory: int = 500_000,
     embed_batch_size: int = 256,
     storage_options: Mapping[str, str] | None = None,
+    num_workers: int | None = None,
+    ray_init_kwargs: Mapping[str, Any] | None = None,
 ) -> pa.Table:
     """The ``k`` best long-term memories for every query, for many users at once.
 
@@ -133,6 +135,11 @@ def recall(
         Texts per ``embedder.embed`` call.
     storage_options
         Object-storage options (credentials, endpoint) for a ``store`` given as a URI.
+    num_workers
+        ``engine="ray"``: the Ray workers (actors) sharing the work; default the cluster's CPUs.
+    ray_init_kwargs
+        ``engine="ray"``: arguments of ``ray.init`` when this process is not connected to Ray yet
+        (then Ray is started for this call and stopped after it); an existing connection is used as is.
 
     Returns
     -------
@@ -177,7 +184,10 @@ def recall(
             store, queries, k=k, namespace=namespace, embedder=embedder, workspace_id=workspace_id,
             weights=weights, now_ms=now_ms, touch=touch, chunk_size=chunk_size,
             max_rows_in_memory=max_rows_in_memory, embed_batch_size=embed_batch_size,
-            storage_options=storage_options)
+            storage_options=storage_options, num_workers=num_workers, ray_init_kwargs=ray_init_kwargs)
+    for name, value in (("num_workers", num_workers), ("ray_init_kwargs", ray_init_kwargs)):
+        if value is not None:
+            raise InvalidInputError(f"{name}: only used with engine='ray'")
     opts = _options(k, namespace, workspace_id, weights, now_ms, touch, chunk_size, max_rows_in_memory,
                     embed_batch_size)
     if embedder is not None:
