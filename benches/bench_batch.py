@@ -11,7 +11,7 @@ table, then each user asks 10 questions. Group ``batch: recall top-10 ...``, ite
 * ``ltm-loop``: ``LongTermMemory.recall(touch=False)`` over the 10 queries of a sample of 50 users
   (another sample each round), one memory per user, as a loop over users does (the first recall of
   a user reads its memories);
-* ``score_groups``: the bare scoring (``mindcore.batch._score.score_groups``) of the sample's queries
+* ``grouped_recall``: the bare scoring kernel (``mindcore.kernels.grouped_recall``) of the sample's queries
   over their scopes, loaded beforehand: the ceiling batch recall approaches (the rest is I/O and
   grouping).
 
@@ -41,7 +41,7 @@ from _bench import finish, size_label
 import mindcore
 from mindcore.batch import recall
 from mindcore.batch._load import load_scopes
-from mindcore.batch._score import SCORING_PATH, score_groups
+from mindcore.kernels import grouped_recall
 from mindcore.ltm import LongTermMemory, RecallWeights
 from mindcore.ltm._lexical import lexical_terms
 from mindcore.ltm._repo import COLUMNS, LEXICAL_FLOOR, TABLE, scope_key
@@ -117,7 +117,7 @@ def data() -> Iterator[dict[str, Any]]:
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                 if line.startswith("model name")), "") if Path("/proc/cpuinfo").exists() else ""
     print(f"\nCPU: {cpu or platform.processor() or platform.machine()}, {os.cpu_count()} cores; "
-          f"scoring: {SCORING_PATH}; {USERS} users x {MEMORIES} memories, d={DIM}")
+          f"scoring: kernels.grouped_recall; {USERS} users x {MEMORIES} memories, d={DIM}")
     rng = np.random.default_rng(0)
     emb = LookupEmbedder()
     with tempfile.TemporaryDirectory(prefix="bench-batch-") as tmp:
@@ -178,7 +178,7 @@ def test_ltm_loop(benchmark: Any, data: dict[str, Any]) -> None:
           "queries/s")
 
 
-def test_score_groups(benchmark: Any, data: dict[str, Any]) -> None:
+def test_grouped_recall_kernel(benchmark: Any, data: dict[str, Any]) -> None:
     store = data["store"]
     users = list(range(min(SAMPLE, USERS)))
     keys = [scope_key(_user(u), "default", None) for u in users]
@@ -190,11 +190,11 @@ def test_score_groups(benchmark: Any, data: dict[str, Any]) -> None:
     w = RecallWeights()
 
     def score() -> Any:
-        return score_groups(vectors, group, texts, scopes.matrix, scopes.offsets, scopes.recency, scopes.importance,
-                            scopes.terms, None, k=K, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance,
-                            w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY, now_ms=NOW,
-                            lexical_floor=LEXICAL_FLOOR)
+        return grouped_recall(vectors, group, scopes.matrix, scopes.offsets, timestamps=scopes.recency,
+                              importance=scopes.importance, query_texts=texts, terms=scopes.terms, k=K,
+                              w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
+                              half_life_ms=w.half_life_days * DAY, now_ms=NOW, lexical_floor=LEXICAL_FLOOR)
 
-    finish(benchmark, "score_groups", GROUP, len(rows))
+    finish(benchmark, "grouped_recall", GROUP, len(rows))
     benchmark.pedantic(score, rounds=5, warmup_rounds=1)
-    print(f"\nscore_groups: {len(rows) / benchmark.stats.stats.median:,.0f} queries/s")
+    print(f"\ngrouped_recall: {len(rows) / benchmark.stats.stats.median:,.0f} queries/s")

@@ -130,30 +130,3 @@ def s3() -> Iterator[dict[str, str]]:
 def data_dir() -> Path:
     """``shared/data`` beside the checkout (or ``$MINDCORE_DATA_DIR``): LoCoMo, tools, secrets."""
     return find_data_dir()
-
-
-S3_BUCKET = "mindcore-test"
-
-
-@pytest.fixture(scope="module")
-def s3() -> Iterator[dict[str, str]]:
-    """An S3-compatible server (moto) on 127.0.0.1 with the bucket ``S3_BUCKET``: the
-    ``storage_options`` that reach it."""
-    moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
-    boto3 = pytest.importorskip("boto3")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    endpoint = f"http://{host}:{port}"
-    boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id="testing", aws_secret_access_key="testing",
-        region_name="us-east-1",
-    ).create_bucket(Bucket=S3_BUCKET)
-    yield {
-        "aws_endpoint": endpoint,
-        "aws_access_key_id": "testing",
-        "aws_secret_access_key": "testing",
-        "aws_region": "us-east-1",
-        "allow_http": "true",
-    }
-    server.stop()

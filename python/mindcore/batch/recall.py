@@ -4,7 +4,7 @@ The queries are read in chunks. In each chunk the queries are grouped by scope (
 workspace); their texts are embedded in large batches (one ``embed`` call per batch); the scopes
 they need are loaded a bounded number of rows at a time, many scopes per LanceDB scan, by a
 background thread that reads ahead while the caller's thread embeds and scores; and every group is
-scored by :func:`mindcore.batch._score.score_groups` with long-term memory's own scoring.
+scored by :func:`mindcore.kernels.grouped_recall` with long-term memory's own scoring.
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ from numpy.typing import NDArray
 
 from mindcore.batch._input import MAX_ID_CHARS, QueryRows, QuerySource, open_queries, parse_rows
 from mindcore.batch._load import Scopes, count_rows, load_scopes, memory_table, open_store, plan_loads
-from mindcore.batch._score import score_groups
 from mindcore.embed import Embedder
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
+from mindcore.kernels import grouped_recall
 from mindcore.ltm._repo import LEXICAL_FLOOR, TABLE, scope_key, touch_rows
 from mindcore.ltm.config import DAY_MS, RecallWeights
 from mindcore.ltm.memory import MAX_QUERY_CHARS, MAX_RECALL_K
@@ -409,13 +409,15 @@ def _score_run(chunk: _Chunk, scopes: Scopes, opts: _Options, touched: dict[str,
     picked = [(i, g) for g, key in enumerate(scopes.keys) for i in chunk.by_scope[key]]
     qsel = np.array([i for i, _ in picked], dtype=np.int64)
     group = np.array([g for _, g in picked], dtype=np.int64)
-    idx, scores, sims = score_groups(
-        np.ascontiguousarray(vectors[qsel]), group, [rows.texts[i] for i in qsel.tolist()],
-        scopes.matrix, scopes.offsets, scopes.recency, scopes.importance, scopes.terms,
-        None if scopes.has_vector.all() else scopes.has_vector,
+    top = grouped_recall(
+        np.ascontiguousarray(vectors[qsel]), group, scopes.matrix, scopes.offsets,
+        timestamps=scopes.recency, importance=scopes.importance,
+        query_texts=[rows.texts[i] for i in qsel.tolist()], terms=scopes.terms,
+        has_vector=None if scopes.has_vector.all() else scopes.has_vector,
         k=opts.k, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
         half_life_ms=w.half_life_days * DAY_MS, now_ms=opts.now_ms, lexical_floor=LEXICAL_FLOOR,
     )
+    idx, scores, sims = top.indices, top.scores, top.similarities
     hit_q, hit_rank = np.nonzero(idx >= 0)
     if not len(hit_q):
         return

@@ -29,9 +29,23 @@ if TYPE_CHECKING:
     from mindcore.store import Table
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["COLUMNS", "HISTORY_TABLE", "LEXICAL_FLOOR", "TABLE", "VECTOR_TEXTS", "MemoryRepo", "NewMemory",
-           "ScopesRepo", "entry_duplicates", "entry_retention", "entry_vectors", "scope_key", "stored_terms",
-           "storable", "touch_rows"]
+__all__ = [
+    "COLUMNS",
+    "HISTORY_TABLE",
+    "LEXICAL_FLOOR",
+    "TABLE",
+    "VECTOR_TEXTS",
+    "MemoryRepo",
+    "NewMemory",
+    "ScopesRepo",
+    "entry_duplicates",
+    "entry_retention",
+    "entry_vectors",
+    "scope_key",
+    "storable",
+    "stored_terms",
+    "touch_rows",
+]
 
 TABLE = "ltm_memories"
 #: The versions of each memory (namespace: the scope key, ``memory_id``: the memory's id).
