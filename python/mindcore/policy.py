@@ -20,7 +20,7 @@ mindcore.errors.SecretRefusedError: content: not stored: it looks like a secret 
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -67,6 +67,25 @@ class SecretPolicy:
 
     def screen_optional(self, text: str | None, field: str) -> str | None:
         return None if text is None else self.screen(text, field)
+
+    def screen_batch(self, texts: Sequence[str]) -> list[str | None]:
+        """Each of ``texts`` as :meth:`screen` would let it be stored, ``None`` where it refuses
+        (no exception): one parallel scan of them all, for bulk writes.
+
+        >>> SecretPolicy().screen_batch(["fine", "token ghp_abcdefghijklmnopqrstuvwxyz0123456789"])
+        ['fine', None]
+        """
+        items = list(texts)
+        out: list[str | None] = list(items)
+        flagged = [i for i, hit in enumerate(self._scanner.contains_batch(items)) if hit]
+        if flagged and self.action == "redact":
+            redacted = self._scanner.redact_batch([items[i] for i in flagged], self.placeholder)
+            for i, text in zip(flagged, redacted, strict=True):
+                out[i] = text
+        else:
+            for i in flagged:
+                out[i] = None
+        return out
 
     def screen_all(self, texts: list[str], field: str) -> list[str]:
         """Each of ``texts`` screened (``field[i]`` names the one refused)."""

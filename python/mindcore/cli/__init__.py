@@ -1,17 +1,18 @@
 """The ``mindcore`` command (also ``python -m mindcore``): one subcommand per module of this package.
 
-=========== =====================================================================================
-``demo``    every part offline on the embedded defaults
-``serve``   context assembly over agentified's HTTP protocol
-``mcp``     the memory tools and prompt blocks over the Model Context Protocol
-``inspect`` what a store holds: tables, namespaces, kinds, rows, sizes on disk, versions
-``recall``  query a capability from the shell (long-term memory, mind, tool discovery, working memory)
-``export``  a store as JSONL (every table's rows, with their vectors or marked for re-embedding)
-``import``  a JSONL export into a store, one committed write per batch
-``compact`` store maintenance: merge fragments, drop old versions
-``eval``    LoCoMo recall and tool-discovery quality from the evaluation data
-``bench``   run the benches, write BENCHMARKS.md and PNG plots
-=========== =====================================================================================
+================= =====================================================================================
+``demo``          every part offline on the embedded defaults
+``serve``         context assembly over agentified's HTTP protocol
+``mcp``           the memory tools and prompt blocks over the Model Context Protocol
+``inspect``       what a store holds: tables, namespaces, kinds, rows, sizes on disk, versions
+``recall``        query a capability from the shell (long-term memory, mind, tool discovery, working memory)
+``export``        a store as JSONL (every table's rows, with their vectors or marked for re-embedding)
+``import``        a JSONL export into a store, one committed write per batch
+``remember-bulk`` many users' long-term memories from a Parquet, CSV or JSON-lines file
+``compact``       store maintenance: merge fragments, drop old versions
+``eval``          LoCoMo recall and tool-discovery quality from the evaluation data
+``bench``         run the benches, write BENCHMARKS.md and PNG plots
+================= =====================================================================================
 
 ``mindcore <command> --help`` shows each command's options and an example.
 """
@@ -54,6 +55,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("recall", "mindcore.cli.recall"),
     Subcommand("export", "mindcore.cli.export"),
     Subcommand("import", "mindcore.cli.import_"),
+    Subcommand("remember-bulk", "mindcore.cli.remember_bulk"),
     Subcommand("compact", "mindcore.cli.compact"),
     Subcommand("eval", "mindcore.cli.eval"),
     Subcommand("bench", "mindcore.cli.bench"),

@@ -123,6 +123,13 @@ class Progress:
 
             self._bar = tqdm(total=total, desc=label, unit=unit or "it", file=self._stream, leave=True)
 
+    def set_total(self, total: int | None) -> None:
+        """The total, once it is known (after reading the input, say)."""
+        self.total = total
+        if self._bar is not None:
+            self._bar.total = total
+            self._bar.refresh()
+
     def update(self, n: int = 1, note: str | None = None) -> None:
         self.done += n
         if self._bar is not None:

@@ -23,9 +23,11 @@ from mindcore.store.schema import take_rows
 from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
+    from mindcore.store import Table
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["TABLE", "MemoryRepo", "NewMemory", "scope_key"]
+__all__ = ["TABLE", "MemoryRepo", "NewMemory", "ScopesRepo", "entry_duplicates", "entry_retention", "entry_vectors",
+           "scope_key", "storable"]
 
 TABLE = "ltm_memories"
 COLUMNS: dict[str, pa.DataType] = {
@@ -150,6 +152,96 @@ def _stored_terms(rows: pa.Table) -> list[str]:
     return [str(t) for t in terms]
 
 
+def entry_vectors(entry: CacheEntry) -> tuple[Sequence[str], np.ndarray]:
+    """Ids and vectors of the memories of a cached scope that have a vector (every memory this
+    module wrote), without copies when all have one (the ids are then read on demand)."""
+    if entry.has_vector.all():
+        matrix = entry.matrix.view()
+        matrix.flags.writeable = False
+        return _Ids(entry.scalars.column("id")), matrix
+    keep = np.flatnonzero(entry.has_vector)
+    ids = [str(v) for v in entry.scalars.column("id").take(pa.array(keep, pa.int64())).to_pylist()]
+    return ids, np.ascontiguousarray(entry.matrix[keep])
+
+
+def entry_duplicates(entry: CacheEntry, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
+    """The ids of a cached scope's memories (as :func:`entry_vectors`), and for each of ``vectors``
+    the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
+    ``kernels.near_duplicates`` finds it. The scan reads little of memories that cannot match,
+    with per-row norms the store's cache keeps up to date across writes."""
+    if not entry.has_vector.all() or entry.n == 0:  # not written by this module: the general path
+        ids, matrix = entry_vectors(entry)
+        if not ids or not len(vectors):
+            return ids, np.full(len(vectors), -1, dtype=np.int64)
+        return ids, near_duplicates(vectors, matrix, threshold=threshold)[0]
+    ids = _Ids(entry.scalars.column("id"))
+    try:
+        norms = entry.row_norms()
+    except ValueError:  # a stored vector is not finite: the full scan names it
+        return ids, near_duplicates(vectors, entry.matrix, threshold=threshold)[0]
+    return ids, near_duplicates_pruned(vectors, entry.matrix, norms, threshold=threshold)[0]
+
+
+def entry_retention(entry: CacheEntry, *, weights: Weights, now_ms: int) -> np.ndarray:
+    """``weights.recency·recency + weights.extra·importance`` of each memory of a cached scope
+    that has a vector (in :func:`entry_vectors` order), ranked as
+    :meth:`MemoryRepo.retention_scores` ranks them (the store's scorer, similarity weight 0)."""
+    keep = np.flatnonzero(entry.has_vector)
+    scores = np.full(entry.n, -np.inf, dtype=np.float64)
+    if len(keep):
+        if weights.similarity != 0:
+            raise ValueError("entry_retention: retention ignores similarity; use weights with similarity=0")
+        top = rank(np.zeros(entry.matrix.shape[1], dtype=np.float32), entry.matrix, weights, k=len(keep),
+                   metric="dot", now_ms=now_ms, mask=entry.has_vector, timestamps=entry.int64("recency_at"),
+                   extra=entry.float32("importance"))
+        scores[top.indices] = top.scores
+    return scores[keep]
+
+
+def storable(memories: Sequence[Memory]) -> list[int]:
+    """Positions of the memories the repository writes: every text (and context) passes the
+    built-in secret filter here, whoever the caller is (a defence in depth behind the policy)."""
+    return [i for i, m in enumerate(memories)
+            if not looks_like_secret(m.text) and not (m.context and looks_like_secret(m.context))]
+
+
+class ScopesRepo:
+    """The rows of many scopes of the ``ltm_memories`` table at once: the door of bulk writes
+    (one scan to read the scopes, one commit to write them)."""
+
+    def __init__(self, store: Any, *, embedder: Any) -> None:
+        self.table: Table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
+
+    def entries(self, namespaces: Sequence[str]) -> dict[str, CacheEntry]:
+        """Each scope (a :func:`scope_key`) at the table's latest version, as the store caches it;
+        those not cached are read by one scan."""
+        self.table.refresh()  # a read-modify-write under the scopes' locks starts at the latest version
+        return self.table.cached_many(namespaces)
+
+    def write(self, writes: Mapping[str, tuple[Sequence[Memory], np.ndarray, Sequence[str]]]) -> set[str]:
+        """For each scope, ``(memories, vectors, ids to delete)``: all of it in one commit; returns
+        the ids written (a memory that looks like a credential is not, see :func:`storable`)."""
+        memories: list[Memory] = []
+        vectors: list[np.ndarray] = []
+        namespaces: list[str] = []
+        delete: dict[str, list[str]] = {}
+        for ns, (new, matrix, victims) in writes.items():
+            if len(new) != len(matrix):
+                raise ValueError(f"{ns}: {len(new)} memories but {len(matrix)} vectors")
+            keep = storable(new)
+            memories += [new[i] for i in keep]
+            vectors.append(matrix[keep])
+            namespaces += [ns] * len(keep)
+            if victims:
+                delete[ns] = list(victims)
+        if not memories and not delete:
+            return set()
+        dim = int(self.table.dim or 0)
+        rows = _arrow(memories, np.concatenate(vectors) if memories else np.zeros((0, dim), np.float32))
+        self.table.write_batch(rows.append_column("namespace", pa.array(namespaces, pa.string())), delete=delete)
+        return {m.id for m in memories}
+
+
 class MemoryRepo:
     """The rows of one scope in the ``ltm_memories`` table."""
 
@@ -229,31 +321,13 @@ class MemoryRepo:
         """Ids and vectors of every memory of the scope, from the cached namespace without copies:
         the ids are read one by one on demand (a write needs only the few it matched), so the
         cost does not grow with the scope."""
-        entry = self.table.cached(self.ns)
-        if not entry.has_vector.all():  # not written by this module: take the general path
-            ids, matrix = self.table.vectors(self.ns)
-            return list(ids), matrix
-        matrix = entry.matrix.view()
-        matrix.flags.writeable = False
-        return _Ids(entry.scalars.column("id")), matrix
+        return entry_vectors(self.table.cached(self.ns))
 
     def duplicates(self, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
         """The ids of every memory of the scope (as :meth:`vectors`), and for each of ``vectors``
         the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
-        ``kernels.near_duplicates`` finds it. The scan reads little of memories that cannot
-        match, with per-row norms the store's cache keeps up to date across writes."""
-        entry = self.table.cached(self.ns)
-        if not entry.has_vector.all() or entry.n == 0:  # not written by this module: the general path
-            ids, matrix = self.vectors()
-            if not ids or not len(vectors):
-                return ids, np.full(len(vectors), -1, dtype=np.int64)
-            return ids, near_duplicates(vectors, matrix, threshold=threshold)[0]
-        ids = _Ids(entry.scalars.column("id"))
-        try:
-            norms = entry.row_norms()
-        except ValueError:  # a stored vector is not finite: the full scan names it
-            return ids, near_duplicates(vectors, entry.matrix, threshold=threshold)[0]
-        return ids, near_duplicates_pruned(vectors, entry.matrix, norms, threshold=threshold)[0]
+        ``kernels.near_duplicates`` finds it (see :func:`entry_duplicates`)."""
+        return entry_duplicates(self.table.cached(self.ns), vectors, threshold=threshold)
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
         return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)]
@@ -301,8 +375,7 @@ class MemoryRepo:
         looks like a credential is not written."""
         if len(memories) != len(vectors):
             raise ValueError(f"{len(memories)} memories but {len(vectors)} vectors")
-        keep = [i for i, m in enumerate(memories)
-                if not looks_like_secret(m.text) and not (m.context and looks_like_secret(m.context))]
+        keep = storable(memories)
         if not keep and not delete:
             return set()
         with self.table.unit_of_work(self.ns) as uow:

@@ -10,15 +10,24 @@ commit, so no reader sees the scope over its cap.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from mindcore.errors import InvalidInputError, InvalidTypeError, SecretRefusedError
 from mindcore.kernels import dedupe_within, near_duplicates
-from mindcore.ltm._repo import MemoryRepo, NewMemory
+from mindcore.ltm._repo import (
+    MemoryRepo,
+    NewMemory,
+    ScopesRepo,
+    entry_duplicates,
+    entry_retention,
+    entry_vectors,
+)
 from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig
 from mindcore.ltm.extract import Candidate
 from mindcore.ltm.types import (
@@ -28,14 +37,15 @@ from mindcore.ltm.types import (
     MAX_TEXT_CHARS,
     Memory,
     RememberResult,
+    RememberStatus,
     embedded_text,
 )
 from mindcore.store import Store
 from mindcore.store.scoring import Weights, rank
 from mindcore.validation import text_problem
 
-__all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "Row", "WritePipeline", "validate_item",
-           "validate_items"]
+__all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "BulkPipeline", "Outcome", "Row",
+           "WritePipeline", "eviction_cut", "retention_weights", "scope_lock_name", "validate_item", "validate_items"]
 
 DUPLICATE_THRESHOLD = 0.92
 # Eviction ranks by the seed's recency and importance weights, whatever recall's weights are.
@@ -104,8 +114,7 @@ class WritePipeline:
         self._config = config
         self._embed = embed
         self._clock = clock
-        stripe = int.from_bytes(hashlib.blake2b(repo.ns.encode(), digest_size=4).digest(), "big") % _LOCK_STRIPES
-        self._lock = store.lock(f"ltm-scope-{stripe:03d}")
+        self._lock = store.lock(scope_lock_name(repo.ns))
 
     def _screen(self, row: Row) -> Row | None:
         """The row as the secret policy lets it be stored, or ``None`` when refused."""
@@ -184,25 +193,186 @@ class WritePipeline:
         stored and new memories together, ranked by the store's scorer with the similarity weight at 0."""
         max_items = self._config.max_items
         assert max_items is not None  # resolved by the config
-        total = len(ids) + len(new)
-        if max_items == 0 or total <= max_items:
+        if max_items == 0 or len(ids) + len(new) <= max_items:
             return [], set()
-        weights = Weights(similarity=0.0, recency=EVICT_RECENCY, extra=EVICT_IMPORTANCE,
-                          half_life_ms=self._config.weights.half_life_days * DAY_MS)
-        scores = np.empty(total, dtype=np.float64)
-        if ids:
-            stored = self._repo.retention_scores(len(ids), weights=weights, now_ms=now)
-            scores[: len(ids)] = [stored.get(i, -np.inf) for i in ids]
-        if new:
-            top = rank(
-                new_vectors[0], new_vectors, weights, k=len(new), metric="dot", now_ms=now,
-                timestamps=np.array([m.created_at for m in new], dtype=np.int64),
-                extra=np.array([m.importance for m in new], dtype=np.float32),
-            )
-            scores[len(ids) + top.indices] = top.scores
-        # Keep the best max_items; on equal scores stored memories stay and newer arrivals go.
-        order = np.argsort(-scores, kind="stable")
-        cut = order[max_items:]
-        victims = [ids[i] for i in cut if i < len(ids)]
-        dropped = {int(i) - len(ids) for i in cut if i >= len(ids)}
-        return victims, dropped
+        weights = retention_weights(self._config)
+        stored = self._repo.retention_scores(len(ids), weights=weights, now_ms=now) if ids else {}
+        cut, dropped = eviction_cut(np.array([stored.get(i, -np.inf) for i in ids], dtype=np.float64), new,
+                                    new_vectors, now, max_items=max_items, weights=weights)
+        return [ids[int(i)] for i in cut], dropped
+
+
+def scope_lock_name(namespace: str) -> str:
+    """The store lock a write to the scope ``namespace`` (a ``scope_key``) holds while it reads the
+    scope and commits: one of ``_LOCK_STRIPES`` locks shared by every thread, process and machine."""
+    stripe = int.from_bytes(hashlib.blake2b(namespace.encode(), digest_size=4).digest(), "big") % _LOCK_STRIPES
+    return f"ltm-scope-{stripe:03d}"
+
+
+def retention_weights(config: LongTermMemoryConfig) -> Weights:
+    """How eviction ranks memories: the seed's recency and importance weights (whatever recall's
+    weights are) with recall's half-life, similarity weight 0."""
+    return Weights(similarity=0.0, recency=EVICT_RECENCY, extra=EVICT_IMPORTANCE,
+                   half_life_ms=config.weights.half_life_days * DAY_MS)
+
+
+def eviction_cut(stored: np.ndarray, new: Sequence[Memory], new_vectors: np.ndarray, now: int, *,
+                 max_items: int, weights: Weights) -> tuple[np.ndarray, set[int]]:
+    """Which stored memories to delete (positions in ``stored``, their retention scores) and which
+    ``new`` ones not to write, so at most ``max_items`` (> 0) remain: the lowest by the store's
+    scorer with ``weights`` (see :func:`retention_weights`) over stored and new together."""
+    total = len(stored) + len(new)
+    if total <= max_items:
+        return np.empty(0, dtype=np.int64), set()
+    scores = np.empty(total, dtype=np.float64)
+    scores[: len(stored)] = stored
+    if new:
+        top = rank(
+            new_vectors[0], new_vectors, weights, k=len(new), metric="dot", now_ms=now,
+            timestamps=np.array([m.created_at for m in new], dtype=np.int64),
+            extra=np.array([m.importance for m in new], dtype=np.float32),
+        )
+        scores[len(stored) + top.indices] = top.scores
+    # Keep the best max_items; on equal scores stored memories stay and newer arrivals go.
+    order = np.argsort(-scores, kind="stable")
+    cut = order[max_items:]
+    return cut[cut < len(stored)], {int(i) - len(stored) for i in cut if i >= len(stored)}
+
+
+#: What happened to one row of a bulk write: its status, and the id of the memory it stored
+#: (``stored``) or matched (``duplicate``; ``None`` when that memory was evicted by the same write).
+Outcome = tuple[RememberStatus, str | None]
+
+
+@dataclass(slots=True)
+class _Scope:
+    """One scope's part of a bulk write, as it goes through :meth:`BulkPipeline.ingest`."""
+
+    rows: list[Row]  # the rows the secret policy lets through, screened
+    clean: list[int]  # their positions among the scope's rows
+    vectors: np.ndarray
+    keep: np.ndarray  # not a near-duplicate of an earlier row of the scope
+    first_of: np.ndarray  # the kept row each row duplicates (itself when kept)
+
+
+class BulkPipeline:
+    """:meth:`WritePipeline.ingest` for many scopes at once: the same outcome for each scope as
+    ingesting its rows alone (secret policy, near-duplicates within the scope's rows and against
+    its memories, eviction to ``max_items``), with one secret scan and one embedding call for all
+    rows and, under the locks of every scope (taken in sorted order, so a bulk write and
+    single-scope writers cannot deadlock), one scan of the scopes and one commit."""
+
+    def __init__(self, store: Store, repo: ScopesRepo, config: LongTermMemoryConfig,
+                 embed: Callable[[list[str]], np.ndarray], clock: Callable[[], int]) -> None:
+        self._store = store
+        self._repo = repo
+        self._config = config
+        self._embed = embed
+        self._clock = clock
+
+    def _screen(self, rows: Sequence[Row]) -> list[Row | None]:
+        """Each row as the secret policy lets it be stored, ``None`` when refused (one scan)."""
+        policy = self._config.secrets
+        texts = policy.screen_batch([row[0] for row in rows])
+        with_context = [i for i, row in enumerate(rows) if row[4] is not None]
+        contexts = dict(zip(with_context, policy.screen_batch([str(rows[i][4]) for i in with_context]), strict=True))
+        out: list[Row | None] = []
+        for i, (_, kind, importance, created_at, context) in enumerate(rows):
+            screened_text, screened_context = texts[i], contexts.get(i)
+            refused = screened_text is None or (context is not None and screened_context is None)
+            out.append(None if refused else (str(screened_text), kind, importance, created_at, screened_context))
+        return out
+
+    def ingest(self, scopes: Mapping[str, Sequence[Row]], *, dedupe: bool,
+               source: str) -> tuple[dict[str, list[Outcome]], int, bool]:
+        """Store each scope's rows (``scope_key -> rows``): one outcome per row, in order, per scope;
+        how many memories were evicted in all; whether anything was committed."""
+        secret: Outcome = ("secret", None)
+        results: dict[str, list[Outcome]] = {ns: [secret] * len(rows) for ns, rows in scopes.items()}
+        screened = self._screen([row for rows in scopes.values() for row in rows])
+        plans: dict[str, _Scope] = {}
+        texts: list[str] = []
+        start = 0
+        for ns, rows in scopes.items():
+            part = screened[start:start + len(rows)]
+            start += len(rows)
+            clean = [i for i, row in enumerate(part) if row is not None]
+            if clean:
+                kept: list[Row] = [row for row in part if row is not None]
+                plans[ns] = _Scope(kept, clean, np.empty(0), np.empty(0), np.empty(0))
+                texts += [embedded_text(row[0], row[4]) for row in kept]
+        if not plans:
+            return results, 0, False
+        vectors = self._embed(texts)
+        start = 0
+        for plan in plans.values():
+            plan.vectors = vectors[start:start + len(plan.rows)]
+            start += len(plan.rows)
+            n = len(plan.rows)
+            plan.keep = dedupe_within(plan.vectors, threshold=DUPLICATE_THRESHOLD) if dedupe else np.ones(n, bool)
+            # Within a scope, a dropped row is a duplicate of the first kept row it matches.
+            plan.first_of = np.arange(n)
+            if not plan.keep.all():
+                kept_at = np.flatnonzero(plan.keep)
+                plan.first_of[~plan.keep] = kept_at[near_duplicates(
+                    plan.vectors[~plan.keep], plan.vectors[kept_at], threshold=DUPLICATE_THRESHOLD)[0]]
+        evicted = 0
+        with contextlib.ExitStack() as held:
+            for name in sorted({scope_lock_name(ns) for ns in plans}):
+                held.enter_context(self._store.lock(name).hold())
+            now = self._clock()
+            entries = self._repo.entries(list(plans))
+            writes: dict[str, tuple[list[Memory], np.ndarray, list[str]]] = {}
+            staged: dict[str, tuple[Sequence[str], np.ndarray, list[int], list[Memory], set[int], set[str]]] = {}
+            for ns, plan in plans.items():
+                entry = entries[ns]
+                candidates = np.flatnonzero(plan.keep)
+                existing = np.full(len(plan.rows), -1, dtype=np.int64)
+                if dedupe and candidates.size:
+                    ids, found = entry_duplicates(entry, np.ascontiguousarray(plan.vectors[candidates]),
+                                                  threshold=DUPLICATE_THRESHOLD)
+                    existing[candidates] = found
+                else:
+                    ids, _ = entry_vectors(entry)
+                fresh = [int(j) for j in candidates if existing[j] < 0]
+                new = [MemoryRepo.new_memory(NewMemory(
+                    text=text, kind=kind, importance=importance, created_at=now if created_at is None else created_at,
+                    source=source, context=context)) for text, kind, importance, created_at, context in
+                    (plan.rows[j] for j in fresh)]
+                new_vectors = plan.vectors[fresh]
+                victims: list[str] = []
+                dropped: set[int] = set()
+                max_items = self._config.max_items
+                if max_items and len(ids) + len(new) > max_items:
+                    weights = retention_weights(self._config)
+                    cut, dropped = eviction_cut(entry_retention(entry, weights=weights, now_ms=now), new,
+                                                new_vectors, now, max_items=max_items, weights=weights)
+                    victims = [ids[int(i)] for i in cut]
+                evicted += len(victims) + len(dropped)
+                stay = [n for n in range(len(new)) if n not in dropped]
+                writes[ns] = ([new[n] for n in stay], new_vectors[stay], victims)
+                staged[ns] = (ids, existing, fresh, new, dropped, set(victims))
+            written = self._repo.write(writes)
+            committed = bool(written) or any(victims for _, _, victims in writes.values())
+        for ns, plan in plans.items():
+            ids, existing, fresh, new, dropped, gone = staged[ns]
+            outcome: dict[int, Outcome] = {}
+            for n, j in enumerate(fresh):
+                memory_id = new[n].id
+                if n in dropped:
+                    outcome[j] = ("evicted", None)
+                elif memory_id in written:
+                    outcome[j] = ("stored", memory_id)
+                else:  # refused by the repository's own secret check (a defence in depth)
+                    outcome[j] = secret
+            out = results[ns]
+            for j, i in enumerate(plan.clean):
+                root = int(plan.first_of[j])
+                if existing[root] >= 0:
+                    twin = ids[int(existing[root])]
+                    out[i] = ("duplicate", None if twin in gone else twin)
+                elif root != j and outcome[root][0] == "stored":
+                    out[i] = ("duplicate", outcome[root][1])
+                else:
+                    out[i] = outcome[root]
+        return results, evicted, committed

@@ -28,7 +28,7 @@ import pyarrow.compute as pc
 from mindcore.kernels import RowNorms, row_norms
 from mindcore.store.schema import VECTOR, take_rows
 
-__all__ = ["CacheEntry", "VectorCache"]
+__all__ = ["CacheEntry", "VectorCache", "split_by_namespace"]
 
 _serials = itertools.count(1)
 # How many patches an entry remembers (see CacheEntry.changes_since).
@@ -299,6 +299,24 @@ class CacheEntry:
             arr: Any = pc.fill_null(pc.cast(self.scalars.column(column), pa.float32()), pa.scalar(0.0, pa.float32()))
             self._numeric[key] = np.ascontiguousarray(arr.to_numpy(), dtype=np.float32)
         return self._numeric[key]
+
+
+def split_by_namespace(table: pa.Table) -> dict[str, pa.Table]:
+    """The rows of ``table`` by their ``namespace`` column (zero-copy slices of one sorted copy),
+    each namespace's rows in their order in ``table``.
+
+    >>> parts = split_by_namespace(pa.table({"namespace": ["b", "a", "b"], "id": ["1", "2", "3"]}))
+    >>> {ns: t.column("id").to_pylist() for ns, t in parts.items()}
+    {'a': ['2'], 'b': ['1', '3']}
+    """
+    if table.num_rows == 0:
+        return {}
+    # A stable sort: each namespace keeps its rows' order.
+    ordered = table.take(pc.sort_indices(table, [("namespace", "ascending")]))
+    names = ordered.column("namespace").to_numpy(zero_copy_only=False)
+    cuts = (np.flatnonzero(names[1:] != names[:-1]) + 1).tolist()
+    return {str(names[a]): ordered.slice(a, b - a)
+            for a, b in zip([0, *cuts], [*cuts, len(names)], strict=True)}
 
 
 def _without(table: pa.Table, dropped: np.ndarray, kept: np.ndarray) -> pa.Table:

@@ -145,17 +145,22 @@ def missing_fields(existing: pa.Schema, wanted: pa.Schema) -> list[pa.Field[Any]
 def rows_to_arrow(
     rows: Iterable[Mapping[str, Any]] | pa.Table,
     schema: pa.Schema,
-    namespace: str,
+    namespace: str | None,
     *,
     now: int | None = None,
 ) -> pa.Table:
     """Validate ``rows`` and build an Arrow table with exactly ``schema``, every row in
     ``namespace``. Later rows with the same id replace earlier ones. Missing columns are null;
     ``created_at``/``updated_at`` default to ``now`` and ``tags`` to ``[]``.
+
+    ``namespace=None`` (Arrow rows only): each row's ``namespace`` column says where it goes;
+    later rows with the same namespace and id replace earlier ones.
     """
     if isinstance(rows, pa.Table | pa.RecordBatch):
         rows = pa.Table.from_batches([rows]) if isinstance(rows, pa.RecordBatch) else rows
         return _arrow_rows(rows, schema, namespace, now_ms() if now is None else now)
+    if namespace is None:
+        raise TypeError("rows: namespace=None needs an Arrow table with a 'namespace' column")
     else:
         if isinstance(rows, Mapping):
             raise TypeError("rows: expected a list of dicts (or a pyarrow Table), got a single dict")
@@ -196,7 +201,7 @@ def rows_to_arrow(
     return pa.Table.from_arrays(arrays, schema=schema)
 
 
-def _arrow_rows(data: pa.Table, schema: pa.Schema, namespace: str, ts: int) -> pa.Table:
+def _arrow_rows(data: pa.Table, schema: pa.Schema, namespace: str | None, ts: int) -> pa.Table:
     """:func:`rows_to_arrow` for Arrow input, column by column (no per-row Python)."""
     names = set(schema.names)
     unknown = [c for c in data.column_names if c not in names]
@@ -210,12 +215,22 @@ def _arrow_rows(data: pa.Table, schema: pa.Schema, namespace: str, ts: int) -> p
         raise TypeError(f"rows: 'id' must be a string column, got {ids.type}")
     if ids.null_count or (n and pc.min(pc.utf8_length(ids)).as_py() == 0):
         raise ValueError("rows: every 'id' must be a non-empty str")
-    if "namespace" in data.column_names:
-        ns: Any = data.column("namespace")
+    key: Any = ids
+    if namespace is None:
+        if "namespace" not in data.column_names:
+            raise ValueError("rows: a 'namespace' column is required when no namespace is given")
+        ns: Any = data.column("namespace").combine_chunks()
+        if not pa.types.is_string(ns.type) or ns.null_count or (n and pc.min(pc.utf8_length(ns)).as_py() == 0):
+            raise ValueError("rows: every 'namespace' must be a non-empty str")
+        # ids are unique per namespace: the key joins both, after the namespace's length so that
+        # no choice of namespaces and ids makes two keys equal.
+        key = pc.binary_join_element_wise(pc.cast(pc.utf8_length(ns), pa.string()), ns, ids, "\x00")
+    elif "namespace" in data.column_names:
+        ns = data.column("namespace")
         if ns.null_count or (n and not pc.all(pc.equal(ns, pa.scalar(namespace))).as_py()):
             raise ValueError(f"rows: 'namespace' differs from the namespace written to ({namespace!r})")
     # Later rows with the same id replace earlier ones: keep each id's last occurrence.
-    id_np = ids.to_numpy(zero_copy_only=False)
+    id_np = key.to_numpy(zero_copy_only=False)
     _, last_rev = np.unique(id_np[::-1], return_index=True)
     if len(last_rev) != n:
         keep = np.sort(n - 1 - last_rev)
@@ -227,7 +242,7 @@ def _arrow_rows(data: pa.Table, schema: pa.Schema, namespace: str, ts: int) -> p
         have = name in data.column_names
         col: Any = data.column(name).combine_chunks() if have else None
         if name == "namespace":
-            arrays.append(pa.array([namespace] * n, type=field.type))
+            arrays.append(col.cast(field.type) if namespace is None else pa.array([namespace] * n, type=field.type))
         elif not have:
             if name in ("created_at", "updated_at"):
                 arrays.append(pa.array(np.full(n, ts, dtype=np.int64)))

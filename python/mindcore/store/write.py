@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mindcore.store.cache import CacheEntry
+from mindcore.store.cache import CacheEntry, split_by_namespace
 from mindcore.store.context import TableContext
 from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
 from mindcore.store.ids import check_ids, check_namespace, new_id
@@ -233,6 +233,72 @@ class TableWrites:
             r = self._tbl.merge_insert(["namespace", "id"]).when_not_matched_insert_all().execute(source, on_bad_vectors="null")
             res = WriteResult(int(r.version), inserted=int(r.num_inserted_rows))
             self._after_commit(old, res.version, {namespace})
+        self._note_write()
+        return res
+
+    def write_batch(self, rows: pa.Table, *, delete: Mapping[str, Iterable[str]] | None = None) -> WriteResult:
+        """Insert or replace ``rows`` of many namespaces and delete rows by id, all in one commit:
+        the write of a bulk job (one table version for thousands of namespaces, not one each).
+
+        ``rows`` is an Arrow table whose ``namespace`` column says where each row goes (rows with
+        the namespace and id of a stored row replace it; of two rows with the same namespace and
+        id the later wins); ``delete`` maps a namespace to the ids to delete there. A crash leaves
+        all of it or none. Rows that are all new are appended (the cheapest commit); deletes or
+        replacements take one ``merge_insert``.
+
+        >>> import mindcore
+        >>> t = mindcore.open("memory://").table("notes", {"text": pa.string()})
+        >>> _ = t.upsert("a", [{"id": "old", "text": "x"}])
+        >>> _ = t.write_batch(pa.table({"namespace": ["a", "b"], "id": ["1", "1"], "text": ["y", "z"]}),
+        ...                   delete={"a": ["old"]})
+        >>> sorted(r["id"] for r in t.scan("a")), t.count("b")
+        (['1'], 1)
+        """
+        self._ctx.refuse_writes(f"write to table {self.name!r}")
+        if not isinstance(rows, pa.Table):
+            raise TypeError(f"rows: expected a pyarrow Table with a 'namespace' column, got {type(rows).__name__}")
+        if delete is not None and not isinstance(delete, Mapping):
+            raise TypeError(f"delete: expected a mapping of namespace -> ids, got {type(delete).__name__}")
+        deletes = {check_namespace(ns): check_ids(ids) for ns, ids in (delete or {}).items()}
+        deletes = {ns: ids for ns, ids in deletes.items() if ids}
+        source = rows_to_arrow(rows, self._schema, None) if rows.num_rows else None  # validate before the lock
+        if source is None and not deletes:
+            return WriteResult(self._version())
+        with self._lock.hold(self._ctx.config.lock_timeout):
+            schema = self._schema
+            old = self._exact()
+            if source is not None and not schema.equals(self._schema):
+                source = rows_to_arrow(source, self._schema, None)  # another process added columns
+            parts = {} if source is None else split_by_namespace(source)
+            touched = set(parts) | set(deletes)
+            cached = {ns: self._ctx.cache.get(self.name, ns, old) for ns in touched}
+            replaced = {ns: None if cached[ns] is None else cached[ns].holding(part.column("id"))  # type: ignore[union-attr]
+                        for ns, part in parts.items()}
+            cond = None
+            if deletes:
+                cond = to_where(None, any_of(*(col("namespace").eq(ns) & col("id").is_in(ids)
+                                               for ns, ids in deletes.items())), self._schema)
+            if source is not None and cond is None and all(r is not None and not r.any() for r in replaced.values()):
+                # Every row is new to its namespace (each cached entry is all of it at `old`, and
+                # the lock keeps it so): an append stores what the merge would, without the join.
+                added = self._tbl.add(source, on_bad_vectors="null")
+                res = WriteResult(int(added.version), inserted=source.num_rows)
+            elif source is not None:
+                b = self._tbl.merge_insert(["namespace", "id"]).when_matched_update_all().when_not_matched_insert_all()
+                if cond is not None:
+                    b = b.when_not_matched_by_source_delete(cond)
+                r = b.execute(source, on_bad_vectors="null")
+                res = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
+                                  int(r.num_deleted_rows))
+            else:
+                assert cond is not None
+                d = self._tbl.delete(cond)
+                res = WriteResult(int(d.version), deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
+            self._after_commit(old, res.version, touched)
+            for ns in touched:
+                entry = cached[ns]
+                gone = None if entry is None or ns not in deletes else entry.holding(pa.array(deletes[ns], pa.string()))
+                self._patch_cache(ns, entry, parts.get(ns), gone, old, res.version, replaced=replaced.get(ns))
         self._note_write()
         return res
 

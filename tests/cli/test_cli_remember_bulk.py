@@ -1,0 +1,46 @@
+"""``mindcore remember-bulk``: many users' memories from a file, with progress; a bad row stops it
+before anything is written."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from _cli_helpers import run_cli
+
+import mindcore
+from mindcore.embed import HashEmbedder
+from mindcore.ltm import LongTermMemory
+
+
+def texts(path: Path, user: str, namespace: str = "chat") -> list[str]:
+    store = mindcore.open(path)
+    memory = LongTermMemory(store, user_id=user, namespace=namespace, embedder=HashEmbedder())
+    return sorted(m.text for m in memory.memories())
+
+
+def test_remember_bulk_stores_each_users_memories(tmp_path: Path) -> None:
+    rows = [{"user_id": f"user-{u}", "text": f"user {u} fact {n} about the {w}"}
+            for u in range(6) for n, w in enumerate(["tea", "cello", "garden"])]
+    rows.append({"user_id": "user-0", "text": "user 0 fact 0 about the tea"})  # a duplicate
+    rows.append({"user_id": "user-1", "text": "my token is ghp_abcdefghijklmnopqrstuvwxyz0123456789"})
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    done = run_cli("remember-bulk", "--store", tmp_path / "store", path, "--embedder", "hash",
+                   "--namespace", "chat", "--chunk-size", "7")
+    assert done.stdout.startswith("20 rows: 18 stored, 1 duplicates, 1 secrets refused, 0 evicted; 4 commits")  # users of 4, 4, 3+3, 3+3 rows
+    # Not a terminal: progress as plain lines on stderr, the last one complete.
+    assert done.stderr.strip().splitlines()[-1] == "remember: 20/20 rows"
+    assert texts(tmp_path / "store", "user-0") == [f"user 0 fact {n} about the {w}"
+                                                   for n, w in enumerate(["tea", "cello", "garden"])]
+    again = run_cli("remember-bulk", "--store", tmp_path / "store", path, "--embedder", "hash", "--namespace", "chat")
+    assert again.stdout.startswith("20 rows: 0 stored, 19 duplicates, 1 secrets refused")
+
+
+def test_a_bad_row_stops_it_before_anything_is_written(tmp_path: Path) -> None:
+    path = tmp_path / "rows.csv"
+    path.write_text("user_id,text,importance\nann,Likes tea,0.5\nbob,Lives in Lyon,7\n", encoding="utf-8")
+    done = run_cli("remember-bulk", "--store", tmp_path / "store", path, "--embedder", "hash", check=False)
+    assert done.returncode == 1
+    assert "rows[1]: importance: expected a number in [0, 1], got 7.0" in done.stderr
+    assert texts(tmp_path / "store", "ann", namespace="default") == []

@@ -1,0 +1,113 @@
+"""``Table.write_batch`` (rows and deletes of many namespaces in one commit) and
+``Table.cached_many`` (many namespaces read by one scan): the same rows as one write per
+namespace, one version, the vector cache carried across the commit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import mindcore
+from mindcore.embed import HashEmbedder
+from mindcore.store import ALL_NAMESPACES, Store, StoreConfig, Table
+
+DIM = 8
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    return mindcore.open(tmp_path / "store", config=StoreConfig(compact_every=0))
+
+
+@pytest.fixture
+def notes(store: Store) -> Table:
+    return store.table("notes", {"text": pa.string()}, vectors=True, embedder=HashEmbedder(DIM))
+
+
+def vec(seed: int) -> list[float]:
+    v = np.random.default_rng(seed).standard_normal(DIM).astype(np.float32)
+    return (v / np.linalg.norm(v)).tolist()
+
+
+def rows(namespaces: list[str], ids: list[str], texts: list[str]) -> pa.Table:
+    return pa.table({
+        "namespace": namespaces, "id": ids, "text": texts,
+        "vector": pa.array([vec(hash(t) % 1000) for t in texts], pa.list_(pa.float32(), DIM)),
+    })
+
+
+def snapshot(t: Table) -> list[tuple[str, str, str]]:
+    return sorted((r["namespace"], r["id"], r["text"]) for r in t.scan(ALL_NAMESPACES, columns=["namespace", "id", "text"]))
+
+
+def test_inserts_of_many_namespaces_are_one_version(store: Store, notes: Table) -> None:
+    notes.upsert("a", [{"id": "0", "text": "kept", "vector": vec(0)}])
+    before = notes.version
+    res = notes.write_batch(rows(["a", "b", "c", "b"], ["1", "1", "1", "2"], ["a1", "b1", "c1", "b2"]))
+    assert notes.version == before + 1 == res.version and res.inserted == 4
+    assert snapshot(notes) == [("a", "0", "kept"), ("a", "1", "a1"), ("b", "1", "b1"), ("b", "2", "b2"),
+                               ("c", "1", "c1")]
+
+
+def test_deletes_and_replacements_in_the_same_commit(notes: Table) -> None:
+    for ns in ("a", "b"):
+        notes.upsert(ns, [{"id": str(i), "text": f"{ns}{i}", "vector": vec(i)} for i in range(3)])
+    before = notes.version
+    notes.write_batch(rows(["a", "b"], ["1", "9"], ["a1 again", "b9"]), delete={"a": ["0"], "b": ["1", "2"], "c": []})
+    assert notes.version == before + 1
+    # Deletes name (namespace, id): id "1" of "a" is replaced, id "0" of "b" stays.
+    assert snapshot(notes) == [("a", "1", "a1 again"), ("a", "2", "a2"), ("b", "0", "b0"), ("b", "9", "b9")]
+    only_deletes = notes.write_batch(rows([], [], []), delete={"b": ["0"]})
+    assert only_deletes.version == before + 2
+    assert ("b", "0", "b0") not in snapshot(notes)
+
+
+def test_the_cache_is_patched_not_reloaded(tmp_path: Path, notes: Table) -> None:
+    for ns in ("a", "b", "c"):
+        notes.upsert(ns, [{"id": str(i), "text": f"{ns}{i}", "vector": vec(i)} for i in range(3)])
+    entries = notes.cached_many(["a", "b", "c"])
+    notes.write_batch(rows(["a", "c"], ["7", "8"], ["a7", "c8"]), delete={"b": ["1"]})
+    fresh = mindcore.open(tmp_path / "store").open_table("notes")
+    for ns in ("a", "b", "c"):
+        mine, theirs = notes.cached(ns), fresh.cached(ns)
+        assert mine is not entries[ns]  # a new entry for the new version...
+        assert mine.serial != theirs.serial and mine.changes_since(entries[ns].serial) is not None  # ...patched
+        assert sorted(mine.scalars.column("id").to_pylist()) == sorted(theirs.scalars.column("id").to_pylist())
+        order = np.argsort(mine.scalars.column("id").to_pylist())
+        other = np.argsort(theirs.scalars.column("id").to_pylist())
+        assert np.array_equal(mine.matrix[order], theirs.matrix[other])
+
+
+def test_cached_many_is_cached_of_each(tmp_path: Path, notes: Table) -> None:
+    for ns in ("x", "y"):
+        notes.upsert(ns, [{"id": str(i), "text": f"{ns}{i}", "vector": vec(i)} for i in range(4)])
+    fresh = mindcore.open(tmp_path / "store").open_table("notes")
+    many = fresh.cached_many(["y", "x", "nobody", "x"])
+    assert list(many) == ["y", "x", "nobody"]
+    assert many["nobody"].n == 0
+    for ns in ("x", "y"):
+        one = mindcore.open(tmp_path / "store").open_table("notes").cached(ns)
+        assert many[ns].scalars.column("id").to_pylist() == one.scalars.column("id").to_pylist()
+        assert np.array_equal(many[ns].matrix, one.matrix)
+        assert fresh.cached(ns) is many[ns]  # put in the store's cache
+
+
+def test_bad_input_writes_nothing(notes: Table) -> None:
+    before = notes.version
+    with pytest.raises(ValueError, match="namespace"):
+        notes.write_batch(pa.table({"id": ["1"], "text": ["t"]}))
+    with pytest.raises(ValueError, match="namespace"):
+        notes.write_batch(pa.table({"namespace": ["a", None], "id": ["1", "2"], "text": ["t", "u"]}))
+    with pytest.raises(ValueError, match="id"):
+        notes.write_batch(pa.table({"namespace": ["a"], "id": [""], "text": ["t"]}))
+    with pytest.raises(TypeError):
+        notes.write_batch([{"namespace": "a", "id": "1"}])  # type: ignore[arg-type]
+    assert notes.version == before
+
+
+def test_later_rows_win_per_namespace_and_id(notes: Table) -> None:
+    notes.write_batch(rows(["a", "b", "a"], ["1", "1", "1"], ["first", "other", "last"]))
+    assert snapshot(notes) == [("a", "1", "last"), ("b", "1", "other")]
