@@ -11,16 +11,18 @@ from mindcore.ltm.config import LongTermMemoryConfig, resolve_enabled, resolve_m
 from mindcore.ltm.extract import ExtractionParseError, parse_candidates, render_conversation
 from mindcore.ltm.memory import DUPLICATE_THRESHOLD, LongTermMemory, RecallWeights
 from mindcore.ltm.render import render_memories
-from mindcore.ltm.types import KINDS, ExtractionReport, Memory, RememberResult
+from mindcore.ltm.types import HISTORY_ACTIONS, KINDS, ExtractionReport, Memory, MemoryVersion, RememberResult
 
 __all__ = [
     "DUPLICATE_THRESHOLD",
+    "HISTORY_ACTIONS",
     "KINDS",
     "ExtractionParseError",
     "ExtractionReport",
     "LongTermMemory",
     "LongTermMemoryConfig",
     "Memory",
+    "MemoryVersion",
     "RecallWeights",
     "RememberResult",
     "parse_candidates",

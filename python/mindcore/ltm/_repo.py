@@ -26,8 +26,8 @@ if TYPE_CHECKING:
     from mindcore.store import Table
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["TABLE", "MemoryRepo", "NewMemory", "ScopesRepo", "entry_duplicates", "entry_retention", "entry_vectors",
-           "scope_key", "storable"]
+__all__ = ["HISTORY_TABLE", "TABLE", "HistoryEvent", "HistoryRepo", "MemoryRepo", "NewMemory", "ScopesRepo",
+           "entry_duplicates", "entry_retention", "entry_vectors", "read_memories", "scope_key", "storable"]
 
 TABLE = "ltm_memories"
 COLUMNS: dict[str, pa.DataType] = {
@@ -43,6 +43,21 @@ COLUMNS: dict[str, pa.DataType] = {
     "terms": pa.string(),
     # Optional text that situates the fact (Memory.context): embedded and indexed, never rendered.
     "context": pa.string(),
+}
+# What happened to the memories of a scope (same namespaces as TABLE): one row per event, its
+# ``created_at`` being when it happened. A retired memory lives on here only, in full.
+HISTORY_TABLE = "ltm_history"
+HISTORY_COLUMNS: dict[str, pa.DataType] = {
+    "memory_id": pa.string(),
+    "action": pa.string(),
+    "reason": pa.string(),
+    "successor_id": pa.string(),
+    "text": pa.string(),
+    "kind": pa.string(),
+    "importance": pa.float32(),
+    "source": pa.string(),
+    "context": pa.string(),
+    "memory_created_at": pa.int64(),
 }
 _READ_COLUMNS = ["id", "created_at", *COLUMNS]
 _MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
@@ -198,11 +213,90 @@ def entry_retention(entry: CacheEntry, *, weights: Weights, now_ms: int) -> np.n
     return scores[keep]
 
 
+def read_memories(table: Table, namespace: str, ids: Sequence[str]) -> list[Memory]:
+    """The memories with these ids in a scope, in the order asked (missing ones skipped)."""
+    return [_memory(r) for r in table.get(namespace, list(ids), columns=_MEMORY_COLUMNS)] if ids else []
+
+
 def storable(memories: Sequence[Memory]) -> list[int]:
     """Positions of the memories the repository writes: every text (and context) passes the
     built-in secret filter here, whoever the caller is (a defence in depth behind the policy)."""
     return [i for i, m in enumerate(memories)
             if not looks_like_secret(m.text) and not (m.context and looks_like_secret(m.context))]
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryEvent:
+    """One row of the history table: ``memory`` (as it was) had ``action`` happen at ``at``."""
+
+    memory: Memory
+    action: str
+    at: int
+    reason: str | None = None
+    successor_id: str | None = None
+    # A duplicate's event records how the fact was said again, not the stored text.
+    text: str | None = None
+
+
+def _history_rows(events: Sequence[tuple[str, HistoryEvent]]) -> pa.Table:
+    from mindcore.store import new_id
+
+    at = pa.array([e.at for _, e in events], pa.int64())
+    return pa.table({
+        "namespace": pa.array([ns for ns, _ in events], pa.string()),
+        "id": pa.array([new_id() for _ in events], pa.string()),
+        "created_at": at,
+        "updated_at": at,
+        "memory_id": pa.array([e.memory.id for _, e in events], pa.string()),
+        "action": pa.array([e.action for _, e in events], pa.string()),
+        "reason": pa.array([e.reason for _, e in events], pa.string()),
+        "successor_id": pa.array([e.successor_id for _, e in events], pa.string()),
+        "text": pa.array([e.memory.text if e.text is None else e.text for _, e in events], pa.string()),
+        "kind": pa.array([e.memory.kind for _, e in events], pa.string()),
+        "importance": pa.array([e.memory.importance for _, e in events], pa.float32()),
+        "source": pa.array([e.memory.source for _, e in events], pa.string()),
+        "context": pa.array([e.memory.context for _, e in events], pa.string()),
+        "memory_created_at": pa.array([e.memory.created_at for _, e in events], pa.int64()),
+    })
+
+
+class HistoryRepo:
+    """The ``ltm_history`` table: what happened to the memories of every scope (same namespaces
+    as ``ltm_memories``). Retired memories live here, whole, linked to their successor."""
+
+    def __init__(self, store: Any) -> None:
+        self.table: Table = store.table(HISTORY_TABLE, HISTORY_COLUMNS)
+
+    def append(self, events: Sequence[tuple[str, HistoryEvent]]) -> dict[str, list[str]]:
+        """Record ``(scope namespace, event)`` pairs, all in one commit; returns the event ids by namespace."""
+        if not events:
+            return {}
+        rows = _history_rows(events)
+        self.table.write_batch(rows)
+        out: dict[str, list[str]] = defaultdict(list)
+        for ns, event_id in zip(rows.column("namespace").to_pylist(), rows.column("id").to_pylist(), strict=True):
+            out[str(ns)].append(str(event_id))
+        return dict(out)
+
+    def undo(self, appended: Mapping[str, Sequence[str]]) -> None:
+        """Delete the events :meth:`append` just recorded (the write to the memories did not land)."""
+        if appended:
+            self.table.write_batch(pa.table({"namespace": pa.array([], pa.string())}), delete=appended)
+
+    def events(self, namespace: str) -> list[dict[str, Any]]:
+        """Every event of a scope, oldest first."""
+        return self.table.scan(namespace, order_by="created_at")
+
+    def delete_memories(self, namespace: str, memory_ids: Sequence[str]) -> int:
+        """Delete every event of these memories; how many there were."""
+        if not memory_ids:
+            return 0
+        from mindcore.store import col
+
+        return int(self.table.delete(namespace, where=col("memory_id").is_in(list(memory_ids))).deleted)
+
+    def clear(self, namespace: str) -> int:
+        return int(self.table.clear(namespace).deleted)
 
 
 class ScopesRepo:
@@ -220,7 +314,8 @@ class ScopesRepo:
 
     def write(self, writes: Mapping[str, tuple[Sequence[Memory], np.ndarray, Sequence[str]]]) -> set[str]:
         """For each scope, ``(memories, vectors, ids to delete)``: all of it in one commit; returns
-        the ids written (a memory that looks like a credential is not, see :func:`storable`)."""
+        the ids written (a memory that looks like a credential is not, see :func:`storable`). A
+        memory with the id of a stored one replaces it (how a last-access bump is written)."""
         memories: list[Memory] = []
         vectors: list[np.ndarray] = []
         namespaces: list[str] = []
@@ -330,7 +425,7 @@ class MemoryRepo:
         return entry_duplicates(self.table.cached(self.ns), vectors, threshold=threshold)
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
-        return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)]
+        return read_memories(self.table, self.ns, ids)
 
     def all(self) -> list[Memory]:
         return [_memory(r) for r in self.table.scan(self.ns, columns=_MEMORY_COLUMNS, order_by="created_at")]
@@ -369,20 +464,25 @@ class MemoryRepo:
         written = self.write(memories, vectors)
         return [m if m.id in written else None for m in memories]
 
-    def write(self, memories: Sequence[Memory], vectors: np.ndarray, *, delete: Sequence[str] = ()) -> set[str]:
-        """Insert ``memories`` and delete the ids in ``delete`` as one commit; returns the ids
-        written. Every text (and context) passes the secret filter here, whoever the caller is: a memory that
-        looks like a credential is not written."""
+    def write(self, memories: Sequence[Memory], vectors: np.ndarray, *, delete: Sequence[str] = (),
+              touch: Sequence[Memory] = ()) -> set[str]:
+        """Insert ``memories``, delete the ids in ``delete`` and set the last access of the stored
+        memories in ``touch`` to theirs, as one commit; returns the ids written. Every text (and
+        context) passes the secret filter here, whoever the caller is: a memory that looks like a
+        credential is not written."""
         if len(memories) != len(vectors):
             raise ValueError(f"{len(memories)} memories but {len(vectors)} vectors")
         keep = storable(memories)
-        if not keep and not delete:
+        if not keep and not delete and not touch:
             return set()
         with self.table.unit_of_work(self.ns) as uow:
             if keep:
                 uow.upsert(_arrow([memories[i] for i in keep], vectors[keep]))
             if delete:
                 uow.delete(ids=list(delete))
+            for m in touch:
+                uow.update([m.id], {"last_accessed_at": m.last_accessed_at,
+                                    "recency_at": max(m.created_at, m.last_accessed_at)})
         return {memories[i].id for i in keep}
 
     def touch(self, pending: Mapping[str, tuple[int, int]]) -> None:
