@@ -242,9 +242,10 @@ def _history_rows(events: Sequence[tuple[str, HistoryEvent]]) -> pa.Table:
     from mindcore.store import new_id
 
     at = pa.array([e.at for _, e in events], pa.int64())
+    base = new_id()  # ids ordered as the events happened (a scan orders equal times by id)
     return pa.table({
         "namespace": pa.array([ns for ns, _ in events], pa.string()),
-        "id": pa.array([new_id() for _ in events], pa.string()),
+        "id": pa.array([f"{base}-{n:06d}" for n in range(len(events))], pa.string()),
         "created_at": at,
         "updated_at": at,
         "memory_id": pa.array([e.memory.id for _, e in events], pa.string()),

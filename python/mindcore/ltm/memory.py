@@ -63,6 +63,7 @@ MAX_QUERY_CHARS = 8_000
 
 # History actions that link a version to its successor.
 _RETIRING = ("updated", "superseded", "forgotten")
+_ORDER = {"created": 0, "updated": 1, "superseded": 1, "evicted": 1, "forgotten": 1, "duplicate": 3}
 
 
 def _earlier_versions(events: Sequence[Mapping[str, Any]], memory_id: str) -> list[str]:
@@ -556,8 +557,8 @@ class LongTermMemory:
                 reason=e["reason"], successor_id=e["successor_id"] or None))
         for m in live.values():
             add_created(m.id, m.text, m.kind, m.created_at)
-        # At equal times: a first version, then what happened to versions, then their successors.
-        versions.sort(key=lambda v: (v.at, 1 if v.action != "created" else 2 if v.predecessor_id else 0))
+        # At equal times: a first version, what happened to versions, their successors, repeats.
+        versions.sort(key=lambda v: (v.at, _ORDER[v.action] if v.action != "created" or not v.predecessor_id else 2))
         return versions
 
     async def aforget(self, memory_id: str) -> bool:
