@@ -48,12 +48,12 @@ _COSINE = Weights(similarity=1.0)
 @dataclass(frozen=True, slots=True)
 class Stored:
     """The live memories of a scope as a write reads them under the scope's lock: ids and vectors
-    aligned, the memories themselves read by id when needed, and their retention scores
+    aligned, the memories themselves read by position when needed, and their retention scores
     (:func:`mindcore.ltm.pipeline.retention_weights`, aligned with ``ids``) when eviction runs."""
 
     ids: Sequence[str]
     matrix: np.ndarray
-    read: Callable[[Sequence[str]], list[Memory]]
+    read: Callable[[Sequence[int]], list[Memory]]
     retention: Callable[[], np.ndarray]
 
 
@@ -92,7 +92,7 @@ def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: 
     memories the decisions name (by position in ``stored``). See the module docstring."""
     cands = _candidates(vectors, stored, threshold=config.related_threshold, k=config.related_candidates)
     positions = sorted({ref[1] for found in cands for _, ref in found if ref[0]})
-    known = dict(zip(positions, stored.read([stored.ids[p] for p in positions]), strict=True)) if positions else {}
+    known = dict(zip(positions, stored.read(positions), strict=True))
 
     # The texts' own vectors: what recall embeds, unless a context was embedded with the text.
     def text_of(ref: Ref) -> tuple[str, str | None]:
@@ -235,7 +235,7 @@ def plan_scope(rows: Sequence[Row], vectors: np.ndarray, decisions: Sequence[Dec
         scores = stored.retention()[alive] if len(alive) else np.empty(0, dtype=np.float64)
         cut_at, dropped = cut(scores, new, new_vectors)
         victims = [int(alive[int(i)]) for i in cut_at]
-        for _p, m in zip(victims, stored.read([stored.ids[p] for p in victims]), strict=True):
+        for m in stored.read(victims):
             events.append(HistoryEvent(m, "evicted", now, "lowest by recency and importance over max_items"))
     evicted_at = set(victims)
     keep = [n for n in range(len(new)) if n not in dropped]

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from mindcore.store.cache import CacheEntry
 
 __all__ = ["HISTORY_TABLE", "TABLE", "HistoryEvent", "HistoryRepo", "MemoryRepo", "NewMemory", "ScopesRepo",
-           "entry_duplicates", "entry_retention", "entry_vectors", "read_memories", "scope_key", "storable"]
+           "entry_duplicates", "entry_memories", "entry_retention", "entry_vectors", "scope_key", "storable"]
 
 TABLE = "ltm_memories"
 COLUMNS: dict[str, pa.DataType] = {
@@ -179,6 +179,17 @@ def entry_vectors(entry: CacheEntry) -> tuple[Sequence[str], np.ndarray]:
     return ids, np.ascontiguousarray(entry.matrix[keep])
 
 
+def entry_memories(entry: CacheEntry, positions: Sequence[int]) -> list[Memory]:
+    """The memories at ``positions`` of a cached scope, in :func:`entry_vectors` order, read from
+    the cache (no I/O)."""
+    if not len(positions):
+        return []
+    rows = np.asarray(positions, dtype=np.int64)
+    if not entry.has_vector.all():
+        rows = np.flatnonzero(entry.has_vector)[rows]
+    return [_memory(r) for r in take_rows(entry.scalars, rows)]
+
+
 def entry_duplicates(entry: CacheEntry, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
     """The ids of a cached scope's memories (as :func:`entry_vectors`), and for each of ``vectors``
     the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
@@ -211,11 +222,6 @@ def entry_retention(entry: CacheEntry, *, weights: Weights, now_ms: int) -> np.n
                    extra=entry.float32("importance"))
         scores[top.indices] = top.scores
     return scores[keep]
-
-
-def read_memories(table: Table, namespace: str, ids: Sequence[str]) -> list[Memory]:
-    """The memories with these ids in a scope, in the order asked (missing ones skipped)."""
-    return [_memory(r) for r in table.get(namespace, list(ids), columns=_MEMORY_COLUMNS)] if ids else []
 
 
 def storable(memories: Sequence[Memory]) -> list[int]:
@@ -419,6 +425,11 @@ class MemoryRepo:
         cost does not grow with the scope."""
         return entry_vectors(self.table.cached(self.ns))
 
+    def entry(self) -> CacheEntry:
+        """The scope as the store caches it, at the table's latest version."""
+        entry: CacheEntry = self.table.cached(self.ns)
+        return entry
+
     def duplicates(self, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
         """The ids of every memory of the scope (as :meth:`vectors`), and for each of ``vectors``
         the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
@@ -426,7 +437,7 @@ class MemoryRepo:
         return entry_duplicates(self.table.cached(self.ns), vectors, threshold=threshold)
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
-        return read_memories(self.table, self.ns, ids)
+        return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)] if ids else []
 
     def all(self) -> list[Memory]:
         return [_memory(r) for r in self.table.scan(self.ns, columns=_MEMORY_COLUMNS, order_by="created_at")]

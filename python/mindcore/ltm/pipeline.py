@@ -27,9 +27,9 @@ from mindcore.ltm._repo import (
     HistoryRepo,
     MemoryRepo,
     ScopesRepo,
+    entry_memories,
     entry_retention,
     entry_vectors,
-    read_memories,
 )
 from mindcore.ltm.config import DAY_MS, DEFAULT_DUPLICATE_THRESHOLD, LongTermMemoryConfig
 from mindcore.ltm.extract import Candidate
@@ -49,6 +49,7 @@ from mindcore.validation import text_problem
 
 if TYPE_CHECKING:
     from mindcore.llm import LLM
+    from mindcore.store.cache import CacheEntry
 
 __all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "BulkPipeline", "Outcome", "Row",
            "WritePipeline", "eviction_cut", "retention_weights", "scope_lock_name", "validate_item", "validate_items"]
@@ -152,14 +153,9 @@ class WritePipeline:
         vectors = self._embed([embedded_text(row[0], row[4]) for row in rows])
         with self._lock.hold():
             now = self._clock()
-            ids, matrix = self._repo.vectors()
-
-            def retention() -> np.ndarray:
-                scores = self._repo.retention_scores(len(ids), weights=retention_weights(self._config), now_ms=now)
-                return np.array([scores.get(i, -np.inf) for i in ids], dtype=np.float64)
-
-            stored = Stored(ids, matrix, self._repo.get, retention)
-            plan = self._plan(rows, vectors, stored, dedupe=dedupe, source=source, now=now)
+            stored = _stored(self._repo.entry(), self._config, now)
+            plan = plan_rows(rows, vectors, stored, config=self._config, embed=self._embed, resolver=self._resolver,
+                             dedupe=dedupe, source=source, now=now)
             history = self._history.append([(self._repo.ns, e) for e in plan.events])
             try:
                 written = self._repo.write(plan.new, plan.vectors, delete=plan.delete, touch=plan.touch)
@@ -169,11 +165,6 @@ class WritePipeline:
         for i, result in zip(clean, plan.results(written), strict=True):
             results[i] = result
         return results, plan.evicted
-
-    def _plan(self, rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, dedupe: bool, source: str,
-              now: int) -> ScopePlan:
-        return plan_rows(rows, vectors, stored, config=self._config, embed=self._embed, resolver=self._resolver,
-                         dedupe=dedupe, source=source, now=now)
 
     def plan_eviction(self, ids: Sequence[str], new: Sequence[Memory], new_vectors: np.ndarray,
                       now: int) -> tuple[list[str], set[int]]:
@@ -216,6 +207,14 @@ def plan_rows(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, confi
         return eviction_cut(scores, new, new_vectors, now, max_items=max_items, weights=weights)
 
     return plan_scope(rows, vectors, decisions, known, stored, now=now, source=source, max_items=max_items, cut=cut)
+
+
+def _stored(entry: CacheEntry, config: LongTermMemoryConfig, now: int) -> Stored:
+    """A cached scope as :func:`plan_rows` reads it (ids, vectors, memories and retention from the cache)."""
+    ids, matrix = entry_vectors(entry)
+    weights = retention_weights(config)
+    return Stored(ids, matrix, functools.partial(entry_memories, entry),
+                  functools.partial(entry_retention, entry, weights=weights, now_ms=now))
 
 
 def retention_weights(config: LongTermMemoryConfig) -> Weights:
@@ -314,11 +313,7 @@ class BulkPipeline:
             plans: dict[str, ScopePlan] = {}
             start = 0
             for ns, (rows, _) in parts.items():
-                entry = entries[ns]
-                ids, matrix = entry_vectors(entry)
-                weights = retention_weights(self._config)
-                stored = Stored(ids, matrix, functools.partial(read_memories, self._repo.table, ns),
-                                functools.partial(entry_retention, entry, weights=weights, now_ms=now))
+                stored = _stored(entries[ns], self._config, now)
                 plan = plan_rows(rows, vectors[start:start + len(rows)], stored, config=self._config,
                                  embed=self._embed, resolver=None, dedupe=dedupe, source=source, now=now)
                 start += len(rows)
