@@ -1,8 +1,10 @@
 """Long-term memory: durable, private, per-user facts.
 
 :class:`LongTermMemory` recalls them by meaning, recency and importance, mines them from finished
-conversations with an LLM, never stores anything that looks like a credential, and is off unless
-the caller or ``MINDCORE_MEMORY_ENABLED`` turns it on.
+conversations with an LLM, keeps them true over time (a new fact that updates or contradicts a
+stored one retires it, and :meth:`LongTermMemory.history` keeps every version), never stores
+anything that looks like a credential, and is off unless the caller or ``MINDCORE_MEMORY_ENABLED``
+turns it on.
 """
 
 from __future__ import annotations

@@ -254,7 +254,7 @@ Outcome = tuple[RememberStatus, str | None]
 
 class BulkPipeline:
     """:meth:`WritePipeline.ingest` for many scopes at once: the same outcome for each scope as
-    ingesting its rows alone (secret policy, near-duplicates within the scope's rows and against
+    ingesting its rows alone (secret policy, duplicates within the scope's rows and against
     its memories, updates and contradictions retiring memories, eviction to ``max_items``), with one
     secret scan and one embedding call for all rows and, under the locks of every scope (taken in
     sorted order, so a bulk write and single-scope writers cannot deadlock), one scan of the
