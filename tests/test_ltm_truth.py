@@ -303,3 +303,16 @@ def test_config_thresholds_are_checked() -> None:
         LongTermMemoryConfig(duplicate_threshold=1.5)
     with pytest.raises(InvalidInputError, match="related_candidates"):
         LongTermMemoryConfig(related_candidates=0)
+
+
+def test_memories_of_different_speakers_never_replace_each_other(tmp_path: Path) -> None:
+    ltm = make(tmp_path / "s", HashEmbedder())
+    results = ltm.remember_many([
+        {"text": "I live in Lyon", "context": "Melanie: Where do you live?\nCaroline:"},
+        {"text": "I live in Berlin", "context": "Caroline: And you?\nMelanie:"},
+        {"text": "I live in Berlin", "context": "Bob: Where do you live now?\nMelanie:"},
+        {"text": "I live in Paris", "context": "Melanie: Still in Lyon?\nCaroline:"},
+    ])
+    assert [r.action for r in results] == ["created", "created", "duplicate", "superseded"]
+    assert results[3].replaced == results[0].memory
+    assert sorted(texts(ltm.memories())) == ["I live in Berlin", "I live in Paris"]

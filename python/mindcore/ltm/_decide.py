@@ -3,8 +3,9 @@
 
 A new memory is compared with the memories near it: the stored ones of its scope and the earlier
 items of the same write whose vectors have at least ``related_threshold`` cosine with its own
-(the nearest ``related_candidates``). Each pair is judged on the two texts, never on their
-contexts: by the rules of :mod:`mindcore.ltm.resolve` (one ``classify_pairs`` call per write) or,
+(the nearest ``related_candidates``), unless their contexts attribute them to different speakers
+(the contexts' last lines differ: "Caroline:" / "Melanie:"). Each pair is judged on the two texts,
+never on their contexts: by the rules of :mod:`mindcore.ltm.resolve` (one ``classify_pairs`` call per write) or,
 when a resolver LLM is configured, by ``resolve_pairs`` (one call per write, the rules settling
 whatever its reply does not). Then, item by item in order (as if remembered one after the other):
 
@@ -86,6 +87,16 @@ def _candidates(vectors: np.ndarray, stored: Stored, *, threshold: float, k: int
     return out
 
 
+def _speaker(context: str | None) -> str:
+    """Who a memory is attributed to: its context's last line (as :func:`~mindcore.ltm.types.embedded_text` reads it)."""
+    return context.strip().rsplit("\n", 1)[-1].strip() if context else ""
+
+
+def _same_speaker(a: str | None, b: str | None) -> bool:
+    first, second = _speaker(a), _speaker(b)
+    return not first or not second or first == second
+
+
 def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: LongTermMemoryConfig,
            embed: Callable[[list[str]], np.ndarray], resolver: LLM | None) -> tuple[list[Decision], dict[int, Memory]]:
     """One :class:`Decision` per row (``vectors``: what recall embeds for each), and the stored
@@ -111,6 +122,10 @@ def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: 
             return np.asarray(extra[ref], dtype=np.float32)
         return np.asarray(stored.matrix[ref[1]] if ref[0] else vectors[ref[1]], dtype=np.float32)
 
+    # Two memories attributed to different speakers (their contexts' last lines, e.g. "Caroline:" and
+    # "Melanie:") are about different people: neither repeats nor replaces the other.
+    cands = [[(c, ref) for c, ref in found if _same_speaker(text_of((False, j))[1], text_of(ref)[1])]
+             for j, found in enumerate(cands)]
     pairs: list[MemoryPair] = []
     owners: list[tuple[int, Ref]] = []
     for j, found in enumerate(cands):
