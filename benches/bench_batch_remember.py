@@ -3,8 +3,9 @@ loop of ``LongTermMemory.remember_many`` (one call, one commit per user), same d
 
 * ``batch: remember U users x R rows``: U users (1,000; ``MINDCORE_BENCH_BULK_USERS``) with R new
   rows each (50; ``MINDCORE_BENCH_BULK_ROWS``), one row in ten a repeat of an earlier row of the
-  same user; every user already has 20 memories and a cap of 60, so the write dedupes within the
-  rows and against the store and evicts. ``mindcore-batch`` is ``batch.remember`` (chunks of 5,000
+  same user; every user already has 20 memories (old, unimportant) and a cap of 60, so the write
+  dedupes within the rows and against the store, and evicts stored memories (a commit with
+  deletes: one ``merge_insert``) and new rows older than those. ``mindcore-batch`` is ``batch.remember`` (chunks of 5,000
   rows: one secret scan, one embedding call, one scan of the chunk's users, one commit each);
   ``remember_many-loop`` is one ``remember_many`` per user (the ``LongTermMemory`` objects are
   made before the clock starts). Each round starts from a copy of the same seeded store.
@@ -82,7 +83,8 @@ def data() -> Iterator[dict[str, Any]]:
         store = mindcore.open(base)
         remember(store, pa.table({"user_id": [u for u in users for _ in range(SEEDED)],
                                   "text": [t for u in users for t in seeded[u]],
-                                  "created_at": [now - 30 * 86_400_000] * (USERS * SEEDED)}),
+                                  "created_at": [now - 1000 * 86_400_000] * (USERS * SEEDED),
+                                  "importance": [0.1] * (USERS * SEEDED)}),
                  embedder=emb, max_items=CAP)
         store.close()
         yield {"users": users, "table": table, "embedder": emb, "base": base, "tmp": Path(tmp), "results": {}}

@@ -1,6 +1,6 @@
 """``Table.write_batch`` (rows and deletes of many namespaces in one commit) and
 ``Table.cached_many`` (many namespaces read by one scan): the same rows as one write per
-namespace, one version, the vector cache carried across the commit."""
+namespace, one version, reads after the commit see it; ``new_ids`` makes ids as ``new_id`` does."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 
 import mindcore
 from mindcore.embed import HashEmbedder
-from mindcore.store import ALL_NAMESPACES, Store, StoreConfig, Table
+from mindcore.store import ALL_NAMESPACES, Store, StoreConfig, Table, new_id, new_ids
 
 DIM = 8
 
@@ -65,20 +65,31 @@ def test_deletes_and_replacements_in_the_same_commit(notes: Table) -> None:
     assert ("b", "0", "b0") not in snapshot(notes)
 
 
-def test_the_cache_is_patched_not_reloaded(tmp_path: Path, notes: Table) -> None:
-    for ns in ("a", "b", "c"):
+def test_reads_after_the_commit_see_it(tmp_path: Path, notes: Table) -> None:
+    # The written namespaces' cached entries go (the next read loads them again); the others stay.
+    for ns in ("a", "b", "c", "d"):
         notes.upsert(ns, [{"id": str(i), "text": f"{ns}{i}", "vector": vec(i)} for i in range(3)])
-    entries = notes.cached_many(["a", "b", "c"])
+    entries = notes.cached_many(["a", "b", "c", "d"])
     notes.write_batch(rows(["a", "c"], ["7", "8"], ["a7", "c8"]), delete={"b": ["1"]})
     fresh = mindcore.open(tmp_path / "store").open_table("notes")
-    for ns in ("a", "b", "c"):
+    for ns in ("a", "b", "c", "d"):
         mine, theirs = notes.cached(ns), fresh.cached(ns)
-        assert mine is not entries[ns]  # a new entry for the new version...
-        assert mine.serial != theirs.serial and mine.changes_since(entries[ns].serial) is not None  # ...patched
-        assert sorted(mine.scalars.column("id").to_pylist()) == sorted(theirs.scalars.column("id").to_pylist())
-        order = np.argsort(mine.scalars.column("id").to_pylist())
-        other = np.argsort(theirs.scalars.column("id").to_pylist())
-        assert np.array_equal(mine.matrix[order], theirs.matrix[other])
+        assert (mine is entries[ns]) == (ns == "d")
+        assert mine.scalars.column("id").to_pylist() == theirs.scalars.column("id").to_pylist()
+        assert np.array_equal(mine.matrix, theirs.matrix)
+    assert [h.id for h in notes.search("a", np.array(vec(hash("a7") % 1000), np.float32), k=1)] == ["7"]
+
+
+def test_new_ids_encode_as_new_id() -> None:
+    from mindcore.store.ids import _encode, _encode_many
+
+    raw = np.random.default_rng(0).integers(0, 256, (500, 16), dtype=np.uint8)
+    raw[0], raw[1] = 0, 255
+    assert _encode_many(raw) == [_encode(int.from_bytes(r.tobytes(), "big")) for r in raw]
+    ids = new_ids(2000)
+    assert len(set(ids)) == 2000 and all(len(i) == 26 for i in ids)
+    assert len({i[:10] for i in ids}) == 1 and new_id()[:10] >= ids[0][:10]  # one timestamp, time-ordered
+    assert new_ids(0) == []
 
 
 def test_cached_many_is_cached_of_each(tmp_path: Path, notes: Table) -> None:

@@ -85,6 +85,7 @@ from mindcore.errors import MindcoreError
 from mindcore.kernels import looks_like_secret
 
 if TYPE_CHECKING:  # the lazy names, for type checkers and IDEs
+    from mindcore import batch as batch
     from mindcore.agent import Agent as Agent
     from mindcore.agent import AgentResult as AgentResult
     from mindcore.consciousness import Consciousness as Consciousness
@@ -143,7 +144,13 @@ _LAZY: dict[str, str] = {
 __all__ = ["MindcoreError", "__version__", "looks_like_secret", *sorted(_LAZY)]
 
 
+# subpackages reachable as attributes without importing them first (``mindcore.batch.remember``)
+_SUBPACKAGES = frozenset({"batch"})
+
+
 def __getattr__(name: str) -> Any:
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"mindcore.{name}")
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'mindcore' has no attribute {name!r}")
@@ -153,4 +160,4 @@ def __getattr__(name: str) -> Any:
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+    return sorted(set(globals()) | set(_LAZY) | _SUBPACKAGES)

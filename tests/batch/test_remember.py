@@ -25,7 +25,7 @@ from mindcore.errors import InvalidInputError
 from mindcore.ltm import LongTermMemory
 from mindcore.ltm._repo import TABLE
 from mindcore.policy import SecretPolicy
-from mindcore.store import ALL_NAMESPACES, Store, StoreConfig
+from mindcore.store import ALL_NAMESPACES, EmbedderMismatchError, Store, StoreConfig
 
 DAY = 86_400_000
 NOW = time.time_ns() // 1_000_000
@@ -245,6 +245,20 @@ def test_bad_columns_raise(store: Store, table: pa.Table, message: str) -> None:
         remember(store, table, embedder=HashEmbedder())
 
 
+def test_a_store_written_with_another_embedder_is_refused_before_any_write(store: Store) -> None:
+    ltm(store, "ann").remember("Likes tea")
+    before = version(store)
+    with pytest.raises(EmbedderMismatchError):
+        remember(store, pa.table({"user_id": ["ann"], "text": ["Lives in Lyon"]}), embedder=HashEmbedder(64))
+    assert version(store) == before and texts_of(store, "ann") == ["Likes tea"]
+
+
+def test_no_rows_store_nothing(store: Store) -> None:
+    empty = pa.table({"user_id": pa.array([], pa.string()), "text": pa.array([], pa.string())})
+    report = remember(store, empty, embedder=HashEmbedder(), progress=lambda d, t: pytest.fail("no chunk"))
+    assert (report.rows, report.stored, report.commits, report.results.num_rows) == (0, 0, 0, 0)
+
+
 def test_bad_options_raise(store: Store) -> None:
     rows = pa.table({"user_id": ["a"], "text": ["t"]})
     for kwargs in ({"chunk_size": 0}, {"namespace": ""}, {"max_items": -1}, {"progress": 3}, {"source": ""}):
@@ -352,6 +366,11 @@ def test_every_input_form(tmp_path: Path, form: str) -> None:
     check_rows_stored(store)
 
 
+def test_the_package_face_reaches_it() -> None:
+    assert mindcore.batch.remember is remember and mindcore.batch.BulkReport is BulkReport
+    assert "batch" in dir(mindcore)
+
+
 def test_a_store_path_is_opened_and_closed(tmp_path: Path) -> None:
     report = remember(tmp_path / "store", pa.table({"user_id": ["ann"], "text": ["Likes tea"]}),
                       embedder=HashEmbedder(), namespace="chat")
@@ -365,6 +384,30 @@ def test_hostile_ids_stay_in_their_own_scope(store: Store) -> None:
     remember(store, rows, embedder=HashEmbedder())
     for i, user in enumerate(users):
         assert texts_of(store, user) == [f"fact of user {i} {WORDS[i]}"]
+
+
+def test_a_file_and_a_store_on_object_storage(tmp_path: Path) -> None:
+    moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+    boto3 = pytest.importorskip("boto3")
+    import pyarrow.parquet as pq
+
+    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        options = {"aws_endpoint": f"http://{host}:{port}", "aws_access_key_id": "testing",
+                   "aws_secret_access_key": "testing", "aws_region": "us-east-1", "allow_http": "true"}
+        client = boto3.client("s3", endpoint_url=options["aws_endpoint"], aws_access_key_id="testing",
+                              aws_secret_access_key="testing", region_name="us-east-1")
+        client.create_bucket(Bucket="bulk")
+        pq.write_table(pa.Table.from_pylist(ROWS, schema=as_table(ROWS).schema), tmp_path / "rows.parquet")
+        client.upload_file(str(tmp_path / "rows.parquet"), "bulk", "in/rows.parquet")
+        report = remember("s3://bulk/store", "s3://bulk/in/rows.parquet", embedder=HashEmbedder(),
+                          storage_options=options)
+        assert report.stored == 2
+        check_rows_stored(mindcore.open("s3://bulk/store", storage_options=options))
+    finally:
+        server.stop()
 
 
 # -- a concurrent single-user writer --------------------------------------------------------------------

@@ -11,9 +11,10 @@ commit per chunk (after one commit of their history).
 
 How it runs:
 
-1. The rows are read once (into Arrow memory: the columns below only) and every row is validated
+1. The rows are read once (into memory: the columns below only) and every row is validated
    before anything is written: a bad row raises :class:`~mindcore.errors.InvalidInputError`
-   naming its index and column, and nothing is stored.
+   naming its index and column, and nothing is stored. A million rows of short facts take a few
+   hundred MB; split larger inputs into several calls.
 2. Rows are grouped by scope (user and workspace) in order of first appearance; chunks hold
    whole scopes of about ``chunk_size`` rows (a scope is never split, so each user's outcome is
    that of one ``remember_many`` call with all of that user's rows, in input order).
@@ -125,7 +126,8 @@ def remember(
     ``secrets`` is the :class:`~mindcore.policy.SecretPolicy` (default: refuse); ``source`` is
     recorded on each new memory. ``chunk_size`` is the number of rows per commit (whole users;
     a user with more rows gets a chunk of their own); ``progress(done, total)`` is called after
-    each chunk with the rows handled so far.
+    each chunk with the rows handled so far (an exception it raises stops the work there: the
+    chunks done stay committed).
 
     Raises :class:`~mindcore.errors.InvalidInputError` naming the row and column of the first bad
     row, before anything is written. An error after the first commit (a failing embedder, a
@@ -158,7 +160,7 @@ def remember(
         embedder = _default_embedder()
     check_embedder(embedder)
     table = _read(rows, storage_options)
-    scopes = _validate(table, namespace)
+    scopes, validated = _validate(table, namespace)
     chunks = list(_chunks(scopes, chunk_size))
 
     owned = not _is_store(store)
@@ -172,8 +174,8 @@ def remember(
             return check_vectors(model.embed(texts), len(texts), dim, f"embedder {model.model_id}")
 
         pipeline = BulkPipeline(opened, repo, config, embed, _now_ms)
-        return _run(pipeline, table, chunks, namespace=namespace, dedupe=dedupe, source=source,
-                    progress=progress, started=started)
+        return _run(pipeline, table.column("user_id"), validated, chunks, namespace=namespace, dedupe=dedupe,
+                    source=source, progress=progress, started=started)
     finally:
         if owned:
             opened.close()
@@ -186,21 +188,16 @@ _Scopes = dict[tuple[str, str | None], list[int]]
 _Chunk = list[tuple[tuple[str, str | None], list[int]]]
 
 
-def _run(pipeline: BulkPipeline, table: pa.Table, chunks: list[_Chunk], *, namespace: str, dedupe: bool,
-         source: str, progress: Callable[[int, int], None] | None, started: float) -> BulkReport:
-    total = table.num_rows
+def _run(pipeline: BulkPipeline, user_ids: pa.ChunkedArray[Any], validated: list[Row], chunks: list[_Chunk], *,
+         namespace: str, dedupe: bool, source: str, progress: Callable[[int, int], None] | None,
+         started: float) -> BulkReport:
+    total = len(validated)
     statuses: list[str | None] = [None] * total
     memory_ids: list[str | None] = [None] * total
     done = commits = evicted = 0
     for chunk in chunks:
-        indices = [i for _, rows in chunk for i in rows]
-        part = table.take(pa.array(indices, pa.int64()))
-        values = {name: part.column(name).to_pylist() if name in part.column_names else None for name in COLUMNS}
-        by_scope: dict[str, list[Row]] = {}
-        at = 0
-        for (user_id, workspace_id), rows in chunk:
-            by_scope[scope_key(user_id, namespace, workspace_id)] = [_row(values, at + j) for j in range(len(rows))]
-            at += len(rows)
+        by_scope = {scope_key(user_id, namespace, workspace_id): [validated[i] for i in rows]
+                    for (user_id, workspace_id), rows in chunk}
         try:
             outcomes, gone, committed = pipeline.ingest(by_scope, dedupe=dedupe, source=source)
         except Exception as exc:
@@ -212,12 +209,12 @@ def _run(pipeline: BulkPipeline, table: pa.Table, chunks: list[_Chunk], *, names
             for i, (status, memory_id) in zip(rows, outcome, strict=True):
                 statuses[i], memory_ids[i] = status, memory_id
         commits += committed
-        done += len(indices)
+        done += sum(len(rows) for _, rows in chunk)
         if progress is not None:
             progress(done, total)
     results = pa.table({
         "row_index": pa.array(range(total), pa.int64()),
-        "user_id": table.column("user_id"),
+        "user_id": user_ids,
         "status": pa.array(statuses, pa.string()),
         "memory_id": pa.array(memory_ids, pa.string()),
     })
@@ -234,8 +231,7 @@ def _ordered(outcomes: dict[str, list[Outcome]], chunk: _Chunk, namespace: str) 
 
 
 def _row(values: dict[str, list[Any] | None], j: int) -> Row:
-    """Row ``j`` of a chunk, validated as :func:`mindcore.ltm.pipeline.validate_item` does (it was
-    checked already, so this cannot fail)."""
+    """Row ``j`` of ``values`` (columns as lists) validated by :func:`mindcore.ltm.pipeline.validate_item`."""
     item = {name: values[name][j] for name in ("text", "kind", "importance", "created_at", "context")  # type: ignore[index]
             if values[name] is not None and values[name][j] is not None}  # type: ignore[index]
     return validate_item(item)
@@ -276,10 +272,11 @@ def _open(store: StoreLike, storage_options: Mapping[str, str] | None) -> Store:
 # -- validation and grouping -----------------------------------------------------------------------
 
 
-def _validate(table: pa.Table, namespace: str) -> _Scopes:
-    """Every row checked (the first bad one raises, naming its index and column); the rows of each
-    scope, in order of first appearance."""
+def _validate(table: pa.Table, namespace: str) -> tuple[_Scopes, list[Row]]:
+    """Every row checked (the first bad one raises, naming its index and column): the rows of each
+    scope, in order of first appearance, and each row as it will be written."""
     scopes: _Scopes = {}
+    validated: list[Row] = []
     for start in range(0, table.num_rows, _VALIDATE_SLICE):
         part = table.slice(start, _VALIDATE_SLICE)
         values = {name: part.column(name).to_pylist() if name in part.column_names else None for name in COLUMNS}
@@ -293,14 +290,14 @@ def _validate(table: pa.Table, namespace: str) -> _Scopes:
             if workspace_id is not None:
                 _check_id(i, "workspace_id", workspace_id)
             try:
-                _row(values, j)
+                validated.append(_row(values, j))
             except (ValueError, TypeError) as exc:
                 raise InvalidInputError(f"rows[{i}]: {exc}") from None
             scopes.setdefault((str(user_id), workspace_id), []).append(i)
     # Each scope's namespace must be one the store accepts (it is JSON: any id fits).
     for user_id, workspace_id in scopes:
         scope_key(user_id, namespace, workspace_id)
-    return scopes
+    return scopes, validated
 
 
 def _check_id(i: int, column: str, value: object) -> None:
@@ -441,8 +438,8 @@ def _filesystem(path: str, storage_options: Mapping[str, str] | None) -> tuple[A
             if arg is not None:
                 options[arg] = value
         endpoint = options.get("endpoint_override")
-        if isinstance(endpoint, str) and endpoint.startswith("http://"):
-            options["scheme"] = "http"
+        if isinstance(endpoint, str) and "://" in endpoint:  # pyarrow takes the scheme apart
+            options["scheme"], options["endpoint_override"] = endpoint.split("://", 1)
         return fs.S3FileSystem(**options), path.removeprefix("s3://")
     filesystem, location = fs.FileSystem.from_uri(path)
     return filesystem, location

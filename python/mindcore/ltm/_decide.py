@@ -30,6 +30,7 @@ import numpy as np
 from mindcore.ltm._repo import HistoryEvent, MemoryRepo, NewMemory
 from mindcore.ltm.resolve import MemoryPair, PairVerdict, classify_pairs, resolve_pairs
 from mindcore.ltm.types import Memory, RememberResult
+from mindcore.store import new_ids
 from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
@@ -213,12 +214,12 @@ def plan_scope(rows: Sequence[Row], vectors: np.ndarray, decisions: Sequence[Dec
     """The :class:`ScopePlan` of ``decisions`` (see :func:`decide`); ``cut(stored retention scores,
     new memories, their vectors)`` picks what eviction drops when over ``max_items`` (0: no cap)."""
     memory_of: dict[int, Memory] = {}
-    for j, d in enumerate(decisions):
-        if d.action != "duplicate":
-            text, kind, importance, created_at, context = rows[j]
-            memory_of[j] = MemoryRepo.new_memory(NewMemory(
-                text=text, kind=kind, importance=importance, created_at=now if created_at is None else created_at,
-                source=source, context=context))
+    stored_rows = [j for j, d in enumerate(decisions) if d.action != "duplicate"]
+    for j, memory_id in zip(stored_rows, new_ids(len(stored_rows)), strict=True):
+        text, kind, importance, created_at, context = rows[j]
+        memory_of[j] = MemoryRepo.new_memory(NewMemory(
+            text=text, kind=kind, importance=importance, created_at=now if created_at is None else created_at,
+            source=source, context=context), memory_id)
 
     def memory(ref: Ref) -> Memory:
         return known[ref[1]] if ref[0] else memory_of[ref[1]]

@@ -19,6 +19,7 @@ import pyarrow as pa
 from mindcore.kernels import BM25Index, looks_like_secret, near_duplicates, near_duplicates_pruned
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, indexed_text
+from mindcore.store.ids import new_id
 from mindcore.store.schema import take_rows
 from mindcore.store.scoring import Weights, rank
 
@@ -462,11 +463,10 @@ class MemoryRepo:
         return {h.id: h.score for h in hits}
 
     @staticmethod
-    def new_memory(row: NewMemory) -> Memory:
-        """The memory ``row`` becomes when written (a fresh, time-ordered, collision-free id)."""
-        from mindcore.store import new_id
-
-        return Memory(id=new_id(), text=row.text, kind=row.kind, importance=row.importance,
+    def new_memory(row: NewMemory, memory_id: str | None = None) -> Memory:
+        """The memory ``row`` becomes when written: ``memory_id``, else a fresh, time-ordered,
+        collision-free id (bulk writes make theirs with ``store.new_ids``)."""
+        return Memory(id=new_id() if memory_id is None else memory_id, text=row.text, kind=row.kind, importance=row.importance,
                       created_at=row.created_at, last_accessed_at=row.created_at, source=row.source,
                       context=row.context)
 

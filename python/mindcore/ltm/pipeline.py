@@ -9,6 +9,10 @@ neither both add the same fact nor leave the scope over ``max_items``. The histo
 (retired memories in full, duplicates, evictions) are committed first, then the inserts, deletes
 and last-access bumps as one commit, so no reader sees the scope over its cap or a retired
 memory missing from history; when the second commit fails the events are deleted again.
+
+:class:`BulkPipeline` applies the same rules to many scopes at once (``mindcore.batch.remember``):
+it takes the locks of all of them, in sorted order so that it cannot deadlock with single-scope
+writers or another bulk write, reads them with one scan and commits them together.
 """
 
 from __future__ import annotations

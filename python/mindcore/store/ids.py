@@ -7,7 +7,9 @@ import os
 import time
 from collections.abc import Iterable
 
-__all__ = ["check_ids", "check_namespace", "new_id"]
+import numpy as np
+
+__all__ = ["check_ids", "check_namespace", "new_id", "new_ids"]
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lower case
 
@@ -19,12 +21,46 @@ def new_id() -> str:
     >>> len(a), a != b
     (26, True)
     """
-    n = ((time.time_ns() // 1_000_000) << 80) | int.from_bytes(os.urandom(10), "big")
+    return _encode(((time.time_ns() // 1_000_000) << 80) | int.from_bytes(os.urandom(10), "big"))
+
+
+def new_ids(n: int) -> list[str]:
+    """``n`` new ids at once, each as :func:`new_id` makes them (for bulk writes: one random read
+    and a few array operations instead of ``n`` calls).
+
+    >>> ids = new_ids(3)
+    >>> len(ids), len(set(ids)), all(len(i) == 26 for i in ids)
+    (3, 3, True)
+    """
+    if isinstance(n, bool) or not isinstance(n, int) or n < 0:
+        raise ValueError(f"n: expected a non-negative int, got {n!r}")
+    raw = np.empty((n, 16), dtype=np.uint8)
+    raw[:, :6] = np.frombuffer((time.time_ns() // 1_000_000).to_bytes(6, "big"), dtype=np.uint8)
+    raw[:, 6:] = np.frombuffer(os.urandom(10 * n), dtype=np.uint8).reshape(n, 10)
+    return _encode_many(raw)
+
+
+def _encode(n: int) -> str:
+    """The 128-bit ``n`` as 26 Crockford base32 digits (the first carries 3 bits)."""
     out = []
     for _ in range(26):
         out.append(_ALPHABET[n & 31])
         n >>= 5
     return "".join(reversed(out))
+
+
+_DIGITS = np.frombuffer(_ALPHABET.encode("ascii"), dtype=np.uint8)
+_WEIGHTS = np.array([16, 8, 4, 2, 1], dtype=np.uint8)
+
+
+def _encode_many(raw: np.ndarray) -> list[str]:
+    """:func:`_encode` of each row of ``raw`` (``(n, 16)`` uint8, big-endian 128-bit numbers)."""
+    n = len(raw)
+    bits = np.zeros((n, 130), dtype=np.uint8)  # two leading zero bits: 26 digits of 5 bits
+    bits[:, 2:] = np.unpackbits(raw, axis=1)
+    digits = _DIGITS[(bits.reshape(n, 26, 5) * _WEIGHTS).sum(axis=2)]
+    text = digits.tobytes().decode("ascii")
+    return [text[i:i + 26] for i in range(0, 26 * n, 26)]
 
 
 def check_namespace(namespace: object) -> str:

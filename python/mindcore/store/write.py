@@ -244,7 +244,9 @@ class TableWrites:
         the namespace and id of a stored row replace it; of two rows with the same namespace and
         id the later wins); ``delete`` maps a namespace to the ids to delete there. A crash leaves
         all of it or none. Rows that are all new are appended (the cheapest commit); deletes or
-        replacements take one ``merge_insert``.
+        replacements take one ``merge_insert``. The cached entries of the namespaces written are
+        dropped, not patched (a bulk write touches many namespaces once each: patching would copy
+        every one of them), so the next read of one of them loads it again.
 
         >>> import mindcore
         >>> t = mindcore.open("memory://").table("notes", {"text": pa.string()})
@@ -295,10 +297,6 @@ class TableWrites:
                 d = self._tbl.delete(cond)
                 res = WriteResult(int(d.version), deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
             self._after_commit(old, res.version, touched)
-            for ns in touched:
-                entry = cached[ns]
-                gone = None if entry is None or ns not in deletes else entry.holding(pa.array(deletes[ns], pa.string()))
-                self._patch_cache(ns, entry, parts.get(ns), gone, old, res.version, replaced=replaced.get(ns))
         self._note_write()
         return res
 
