@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import pyarrow as pa
 
-from mindcore.kernels import BM25Index, looks_like_secret, near_duplicates, near_duplicates_pruned
+from mindcore.kernels import BM25Index, looks_like_secret
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, indexed_text
 from mindcore.store.ids import new_id
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from mindcore.store.cache import CacheEntry
 
 __all__ = ["HISTORY_TABLE", "TABLE", "HistoryEvent", "HistoryRepo", "MemoryRepo", "NewMemory", "ScopesRepo",
-           "entry_duplicates", "entry_memories", "entry_retention", "entry_vectors", "scope_key", "storable"]
+           "entry_memories", "entry_retention", "entry_vectors", "scope_key", "storable"]
 
 TABLE = "ltm_memories"
 COLUMNS: dict[str, pa.DataType] = {
@@ -189,24 +189,6 @@ def entry_memories(entry: CacheEntry, positions: Sequence[int]) -> list[Memory]:
     if not entry.has_vector.all():
         rows = np.flatnonzero(entry.has_vector)[rows]
     return [_memory(r) for r in take_rows(entry.scalars, rows)]
-
-
-def entry_duplicates(entry: CacheEntry, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
-    """The ids of a cached scope's memories (as :func:`entry_vectors`), and for each of ``vectors``
-    the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
-    ``kernels.near_duplicates`` finds it. The scan reads little of memories that cannot match,
-    with per-row norms the store's cache keeps up to date across writes."""
-    if not entry.has_vector.all() or entry.n == 0:  # not written by this module: the general path
-        ids, matrix = entry_vectors(entry)
-        if not ids or not len(vectors):
-            return ids, np.full(len(vectors), -1, dtype=np.int64)
-        return ids, near_duplicates(vectors, matrix, threshold=threshold)[0]
-    ids = _Ids(entry.scalars.column("id"))
-    try:
-        norms = entry.row_norms()
-    except ValueError:  # a stored vector is not finite: the full scan names it
-        return ids, near_duplicates(vectors, entry.matrix, threshold=threshold)[0]
-    return ids, near_duplicates_pruned(vectors, entry.matrix, norms, threshold=threshold)[0]
 
 
 def entry_retention(entry: CacheEntry, *, weights: Weights, now_ms: int) -> np.ndarray:
@@ -430,12 +412,6 @@ class MemoryRepo:
         """The scope as the store caches it, at the table's latest version."""
         entry: CacheEntry = self.table.cached(self.ns)
         return entry
-
-    def duplicates(self, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
-        """The ids of every memory of the scope (as :meth:`vectors`), and for each of ``vectors``
-        the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
-        ``kernels.near_duplicates`` finds it (see :func:`entry_duplicates`)."""
-        return entry_duplicates(self.table.cached(self.ns), vectors, threshold=threshold)
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
         return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)] if ids else []
