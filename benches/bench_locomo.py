@@ -110,6 +110,20 @@ def test_locomo_mindcore(benchmark: Any, setup: dict[str, Any], impl: str, weigh
     _record(benchmark, impl, report)
 
 
+def test_locomo_mindcore_judged(benchmark: Any, setup: dict[str, Any]) -> None:
+    """``mindcore-judged``: the default settings with the write's judgement on (``remember_many``'s
+    default ``dedupe=True``): turns judged duplicates are not stored and turns a later one updates
+    or contradicts are retired, so they cannot be recalled. Conversation turns are not the facts
+    the judgement is made for; this row shows what it costs when they are stored as memories."""
+    conversations: list[Conversation] = setup["conversations"]
+    _start(benchmark, "mindcore-judged")
+    report = benchmark.pedantic(
+        lambda: evaluate_locomo(conversations=conversations, embedder=setup["embedder"], dedupe=True),
+        rounds=1, iterations=1,
+    )
+    _record(benchmark, "mindcore-judged", report)
+
+
 def test_locomo_bm25(benchmark: Any, setup: dict[str, Any]) -> None:
     conversations: list[Conversation] = setup["conversations"]
     _start(benchmark, "bm25")

@@ -21,7 +21,7 @@ import mindcore
 from mindcore.embed import HashEmbedder
 from mindcore.kernels import near_duplicates
 from mindcore.llm import LLMError, ScriptedLLM
-from mindcore.ltm import LongTermMemory, Memory, RecallWeights
+from mindcore.ltm import LongTermMemory, LongTermMemoryConfig, Memory, RecallWeights
 from mindcore.ltm.extract import EXTRACTION_SYSTEM_PROMPT
 from mindcore.ltm.pipeline import DUPLICATE_THRESHOLD
 
@@ -609,8 +609,8 @@ def test_queued_background_turns_are_stored_in_one_commit(store: Any, emb: Any) 
     ltm = make(store, emb, extractor=llm)
     commits: list[int] = []
     real_write = ltm._repo.write
-    ltm._repo.write = lambda memories, vectors, delete=(): commits.append(len(memories)) or real_write(  # type: ignore[method-assign]
-        memories, vectors, delete=delete)
+    ltm._repo.write = lambda memories, vectors, **kw: commits.append(len(memories)) or real_write(  # type: ignore[method-assign]
+        memories, vectors, **kw)
     first = ltm.remember_conversation_in_background(CONVERSATION)
     while llm.calls == 0:  # the worker is inside the first LLM call
         time.sleep(0.001)
@@ -663,9 +663,9 @@ def test_eviction_drops_lowest_recency_and_importance_in_one_pass(
     writes: list[tuple[int, list[str]]] = []
     real_write = ltm._repo.write
 
-    def spy(memories: Any, vectors: Any, *, delete: Any = ()) -> set[str]:
+    def spy(memories: Any, vectors: Any, *, delete: Any = (), touch: Any = ()) -> set[str]:
         writes.append((len(memories), list(delete)))
-        return real_write(memories, vectors, delete=delete)
+        return real_write(memories, vectors, delete=delete, touch=touch)
 
     monkeypatch.setattr(ltm._repo, "write", spy)
     items = [  # (text, importance, age days)
@@ -779,9 +779,9 @@ def test_backfill_many_conversations_in_one_commit(store: Any, emb: Any, monkeyp
     writes: list[int] = []
     real_write = ltm._repo.write
 
-    def spy(memories: Any, vectors: Any, *, delete: Any = ()) -> set[str]:
+    def spy(memories: Any, vectors: Any, *, delete: Any = (), touch: Any = ()) -> set[str]:
         writes.append(len(memories))
-        return real_write(memories, vectors, delete=delete)
+        return real_write(memories, vectors, delete=delete, touch=touch)
 
     monkeypatch.setattr(ltm._repo, "write", spy)
     reports = ltm.remember_conversations([
@@ -867,8 +867,10 @@ def test_duplicate_checks_match_the_full_scan_across_objects_and_writes(tmp_path
     decision is the one a full scan of the stored vectors gives."""
     emb = _ScaledEmbedder()
     first, second = mindcore.open(tmp_path / "s"), mindcore.open(tmp_path / "s")
-    a, b = make(first, emb, clock, max_items=8), make(first, emb, clock, max_items=8)
-    c = make(second, emb, clock, max_items=8)
+    # Only near-identical texts are compared: the decisions are then the full scan's.
+    config = LongTermMemoryConfig(max_items=8, related_threshold=DUPLICATE_THRESHOLD)
+    a, b = make(first, emb, clock, config=config), make(first, emb, clock, config=config)
+    c = make(second, emb, clock, config=config)
     facts = [f"fact {i}: the user keeps {n} {w}" for i, (n, w) in
              enumerate([(2, "cats"), (3, "dogs"), (40, "ferns"), (1, "bike"), (900, "books"), (6, "maps")])]
 

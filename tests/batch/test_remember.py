@@ -128,10 +128,15 @@ def test_same_outcome_as_remember_many_per_user(tmp_path: Path) -> None:
     for (user, workspace) in by_scope:
         assert texts_of(bulk, user, workspace_id=workspace) == texts_of(loop, user, workspace_id=workspace)
         assert len(texts_of(bulk, user, workspace_id=workspace)) <= cap
-    # memory_id names the memory stored, or the one duplicated (same text as remember_many's).
+    # memory_id names the memory stored, or the one duplicated (same text as remember_many's); a
+    # memory retired since (a later row updates or contradicts it) is in history.
     stored = {r["id"]: r for r in bulk.open_table(TABLE).scan(ALL_NAMESPACES)}
+    retired = {r["memory_id"]: r for r in bulk.open_table("ltm_history").scan(ALL_NAMESPACES)
+               if r["action"] in ("updated", "superseded")}
     for i, r in enumerate(results):
-        if r["memory_id"] is not None:
+        if r["memory_id"] is not None and r["memory_id"] in retired:
+            assert retired[r["memory_id"]]["text"] == expected[i][1]
+        elif r["memory_id"] is not None:
             assert stored[r["memory_id"]]["text"] == expected[i][1]
             assert stored[r["memory_id"]]["source"] == ("import" if r["status"] == "stored" else
                                                         stored[r["memory_id"]]["source"])
@@ -181,28 +186,28 @@ def test_duplicates_within_the_rows_and_against_the_store(store: Store) -> None:
 
 def test_eviction_keeps_each_user_within_max_items(store: Store) -> None:
     old = ltm(store, "ann", max_items=0)
-    old.remember_many([{"text": f"old fact {w}", "created_at": NOW - 300 * DAY, "importance": 0.1}
-                       for w in ("amber", "basil")])
+    old.remember_many([{"text": text, "created_at": NOW - 300 * DAY, "importance": 0.1}
+                       for text in ("Plays the violin", "Collects stamps")])
     rows = pa.table({
         "user_id": ["ann"] * 4 + ["bob"],
-        "text": ["new fact cedar", "new fact delta", "new fact ember", "ancient fact fjord", "bob fact"],
+        "text": ["Works as a nurse", "Has a dog", "Speaks Italian", "Visited Peru once", "Drives a truck"],
         "created_at": [NOW, NOW, NOW, NOW - 3000 * DAY, NOW],
         "importance": [0.9, 0.9, 0.9, 0.0, 0.5],
     })
     report = remember(store, rows, embedder=HashEmbedder(), max_items=3)
     assert report.results.column("status").to_pylist() == ["stored", "stored", "stored", "evicted", "stored"]
     assert report.evicted == 3  # both old memories, and the backdated row
-    assert texts_of(store, "ann") == ["new fact cedar", "new fact delta", "new fact ember"]
-    assert texts_of(store, "bob") == ["bob fact"]
+    assert texts_of(store, "ann") == ["Has a dog", "Speaks Italian", "Works as a nurse"]
+    assert texts_of(store, "bob") == ["Drives a truck"]
 
 
 def test_a_duplicate_of_a_memory_evicted_by_the_same_write_has_no_memory_id(store: Store) -> None:
-    ltm(store, "ann", max_items=0).remember("old fact", importance=0.0, created_at=NOW - 900 * DAY)
-    rows = pa.table({"user_id": ["ann", "ann"], "text": ["old fact", "new fact"], "importance": [0.5, 0.9]})
+    ltm(store, "ann", max_items=0).remember("Plays the violin", importance=0.0, created_at=NOW - 900 * DAY)
+    rows = pa.table({"user_id": ["ann", "ann"], "text": ["Plays the violin", "Has a dog"], "importance": [0.5, 0.9]})
     report = remember(store, rows, embedder=HashEmbedder(), max_items=1)
     got = report.results.to_pylist()
     assert [(r["status"], r["memory_id"] is None) for r in got] == [("duplicate", True), ("stored", False)]
-    assert texts_of(store, "ann") == ["new fact"]
+    assert texts_of(store, "ann") == ["Has a dog"]
 
 
 # -- validation before any write ------------------------------------------------------------------------
@@ -269,7 +274,7 @@ def test_one_commit_per_chunk_and_progress_per_chunk(store: Store, tmp_path: Pat
     store = open_store(tmp_path / "counted")
     ltm(store, "seed").remember("a memory")
     rows = pa.table({"user_id": [f"user-{i // 5:02d}" for i in range(100)],
-                     "text": [f"fact number {i} about {WORDS[i % 26]}" for i in range(100)]})
+                     "text": [f"likes {WORDS[i % 26]} and {WORDS[(7 * i + 3) % 26]}" for i in range(100)]})
     calls: list[tuple[int, int]] = []
     before = version(store)
     report = remember(store, rows, embedder=HashEmbedder(), chunk_size=30, progress=lambda d, t: calls.append((d, t)))
@@ -277,9 +282,13 @@ def test_one_commit_per_chunk_and_progress_per_chunk(store: Store, tmp_path: Pat
     assert calls == [(30, 100), (60, 100), (90, 100), (100, 100)]
     assert report.commits == 4 and version(store) - before == 4
     assert report.stored == 100
-    # A chunk with nothing to write commits nothing.
+    # Duplicates bump the last access of the memories they repeat: one commit per chunk again.
     again = remember(store, rows, embedder=HashEmbedder(), chunk_size=30)
-    assert again.duplicates == 100 and again.commits == 0 and version(store) - before == 4
+    assert again.duplicates == 100 and again.commits == 4 and version(store) - before == 8
+    # A chunk with nothing to write commits nothing (duplicates seen before the last access bump nothing).
+    old = rows.append_column("created_at", pa.array([NOW - 900 * DAY] * 100, pa.int64()))
+    nothing = remember(store, old, embedder=HashEmbedder(), chunk_size=30)
+    assert nothing.duplicates == 100 and nothing.commits == 0 and version(store) - before == 8
 
 
 def test_a_user_is_never_split_across_chunks(store: Store) -> None:
@@ -433,9 +442,9 @@ def test_a_concurrent_single_user_writer_loses_nothing_and_duplicates_nothing(tm
     store = mindcore.open(uri)
     ltm(store, "user-003").remember("first fact")  # creates the table before both writers start
     rng = random.Random(3)
-    shared = [f"shared fact {n} " + " ".join(rng.sample(WORDS, 5)) for n in range(60)]
-    ours = [(f"user-{u:03d}", f"bulk fact {u}-{n} " + " ".join(rng.sample(WORDS, 5)))
-            for u in range(40) for n in range(6)]
+    # Random words: distinct facts (numbered ones would contradict each other: "fact 1" / "fact 2").
+    shared = [" ".join(rng.sample(WORDS, 5)) for _ in range(60)]
+    ours = [(f"user-{u:03d}", " ".join(rng.sample(WORDS, 5))) for u in range(40) for _ in range(6)]
     ours[18:18] = [("user-003", text) for text in shared]
     (tmp_path / "facts.json").write_text(json.dumps(shared))
     script = tmp_path / "writer.py"

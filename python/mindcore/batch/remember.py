@@ -3,10 +3,11 @@
 ``remember(store, rows)`` stores what ``LongTermMemory.remember_many`` would store for each user,
 in one pass over the rows instead of one call (and one commit) per user: back-filling memories
 from logs, importing another system's memories, seeding an evaluation. For each user it applies
-the same rules (the secret policy, near-duplicates dropped within the user's rows and against the
-user's stored memories, eviction down to ``max_items``), and it does the heavy parts for many
-users at once: one secret scan and one embedding call per chunk of rows, one scan of the stored
-memories of the chunk's users, and one commit per chunk.
+the same rules (the secret policy; each row judged against the user's stored memories and earlier
+rows: duplicates not stored, updated or contradicted memories retired to history; eviction down
+to ``max_items``), and it does the heavy parts for many users at once: one secret scan and one
+embedding call per chunk of rows, one scan of the stored memories of the chunk's users, and one
+commit per chunk (after one commit of their history).
 
 How it runs:
 

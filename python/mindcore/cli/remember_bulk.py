@@ -3,7 +3,8 @@ JSON-lines file with a ``user_id`` and a ``text`` column, and optionally ``kind`
 ``created_at`` (unix ms), ``context`` and ``workspace_id``.
 
 Each user gets what ``LongTermMemory.remember_many`` would store: secrets are refused,
-near-duplicates (of the user's stored memories or of earlier rows) are not stored again, and each
+duplicates (of the user's stored memories or of earlier rows) are not stored again, a row that
+updates or contradicts a stored memory retires it (``LongTermMemory.history`` keeps it), and each
 user keeps at most ``--max-items`` memories. Every row is checked before anything is written: a
 bad row stops the command, naming the row (counted from 0) and the column. Rows are written in
 chunks of whole users, one commit per chunk; Ctrl-C stops after the chunk in progress, and running the same command
@@ -35,7 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="memories kept per user (default: $MINDCORE_MEMORY_MAX_ITEMS, else 500; 0: no limit)")
     parser.add_argument("--chunk-size", type=int, default=5_000, metavar="N",
                         help="rows per committed write, whole users (5000)")
-    parser.add_argument("--no-dedupe", action="store_true", help="store near-duplicates too")
+    parser.add_argument("--no-dedupe", action="store_true", help="store every row as it is (no duplicate, update or contradiction judgement)")
     parser.add_argument("--source", default="import", help="recorded as each new memory's source (import)")
     add_embedder_argument(parser)
 

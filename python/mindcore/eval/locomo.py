@@ -205,6 +205,7 @@ def evaluate_locomo(
     progress: Callable[[str], None] | None = None,
     context: bool = True,
     batch_recall: BatchRecall | None = None,
+    dedupe: bool = False,
 ) -> LocomoReport:
     """Store each conversation in its own long-term memory (a temporary local store) and score every
     question's recall@k. Give ``path`` to ``locomo10.json`` or already loaded ``conversations``.
@@ -212,7 +213,10 @@ def evaluate_locomo(
     Each turn is stored with ``remember_many`` as one memory: ``text`` is the turn (the memory
     shown to the model), and with ``context`` (the default) the previous turn of the session and the
     speaker are the memory's ``context`` (embedded and indexed, never rendered; see
-    :meth:`LongTermMemory.remember`). ``context=False`` stores the bare turn text.
+    :meth:`LongTermMemory.remember`). ``context=False`` stores the bare turn text. Every turn is
+    stored as it is (``remember_many(..., dedupe=False)``); ``dedupe=True`` lets the write judge
+    each turn against the ones near it as ``remember`` does (duplicates dropped, updated or
+    contradicted turns retired), so a retired evidence turn can no longer be recalled.
 
     The questions are recalled with ``LongTermMemory.recall_many``, or, given ``batch_recall``
     (:func:`mindcore.batch.recall`), with one batch call per conversation: the same rankings.
@@ -230,9 +234,10 @@ def evaluate_locomo(
                                  clock=_fixed(conv.now_ms))
             results = ltm.remember_many(
                 [{"text": t.text, "created_at": t.timestamp_ms, "context": t.context if context else None}
-                 for t in conv.turns], dedupe=False
+                 for t in conv.turns], dedupe=dedupe
             )
-            dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True) if r.memory}
+            dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True)
+                      if r.memory and r.status == "stored"}
             questions = [q.question for q in conv.questions]
             if batch_recall is None:
                 found = [[m.id for m in hits] for hits in ltm.recall_many(questions, k=k_max, touch=False)]

@@ -1,8 +1,10 @@
 """Long-term memory: durable, private, per-user facts.
 
 :class:`LongTermMemory` recalls them by meaning, recency and importance, mines them from finished
-conversations with an LLM, never stores anything that looks like a credential, and is off unless
-the caller or ``MINDCORE_MEMORY_ENABLED`` turns it on.
+conversations with an LLM, keeps them true over time (a new fact that updates or contradicts a
+stored one retires it, and :meth:`LongTermMemory.history` keeps every version), never stores
+anything that looks like a credential, and is off unless the caller or ``MINDCORE_MEMORY_ENABLED``
+turns it on.
 """
 
 from __future__ import annotations
@@ -12,10 +14,11 @@ from mindcore.ltm.config import LongTermMemoryConfig, resolve_enabled, resolve_m
 from mindcore.ltm.extract import ExtractionParseError, parse_candidates, render_conversation
 from mindcore.ltm.memory import DUPLICATE_THRESHOLD, LongTermMemory, RecallWeights
 from mindcore.ltm.render import render_memories
-from mindcore.ltm.types import KINDS, ExtractionReport, Memory, RememberResult
+from mindcore.ltm.types import HISTORY_ACTIONS, KINDS, ExtractionReport, Memory, MemoryVersion, RememberResult
 
 __all__ = [
     "DUPLICATE_THRESHOLD",
+    "HISTORY_ACTIONS",
     "KINDS",
     "VECTOR_TEXTS",
     "ExtractionParseError",
@@ -23,6 +26,7 @@ __all__ = [
     "LongTermMemory",
     "LongTermMemoryConfig",
     "Memory",
+    "MemoryVersion",
     "RecallWeights",
     "RememberResult",
     "parse_candidates",

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import pyarrow as pa
 
-from mindcore.kernels import BM25Index, looks_like_secret, near_duplicates, near_duplicates_pruned
+from mindcore.kernels import BM25Index, looks_like_secret
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, embedded_text, indexed_text
 from mindcore.store.filters import col
@@ -35,10 +35,12 @@ __all__ = [
     "LEXICAL_FLOOR",
     "TABLE",
     "VECTOR_TEXTS",
+    "HistoryEvent",
+    "HistoryRepo",
     "MemoryRepo",
     "NewMemory",
     "ScopesRepo",
-    "entry_duplicates",
+    "entry_memories",
     "entry_retention",
     "entry_vectors",
     "scope_key",
@@ -48,8 +50,6 @@ __all__ = [
 ]
 
 TABLE = "ltm_memories"
-#: The versions of each memory (namespace: the scope key, ``memory_id``: the memory's id).
-HISTORY_TABLE = "ltm_history"
 COLUMNS: dict[str, pa.DataType] = {
     "text": pa.string(),
     "kind": pa.string(),
@@ -63,6 +63,21 @@ COLUMNS: dict[str, pa.DataType] = {
     "terms": pa.string(),
     # Optional text that situates the fact (Memory.context): embedded and indexed, never rendered.
     "context": pa.string(),
+}
+# What happened to the memories of a scope (same namespaces as TABLE): one row per event, its
+# ``created_at`` being when it happened. A retired memory lives on here only, in full.
+HISTORY_TABLE = "ltm_history"
+HISTORY_COLUMNS: dict[str, pa.DataType] = {
+    "memory_id": pa.string(),
+    "action": pa.string(),
+    "reason": pa.string(),
+    "successor_id": pa.string(),
+    "text": pa.string(),
+    "kind": pa.string(),
+    "importance": pa.float32(),
+    "source": pa.string(),
+    "context": pa.string(),
+    "memory_created_at": pa.int64(),
 }
 _READ_COLUMNS = ["id", "created_at", *COLUMNS]
 _MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
@@ -207,22 +222,15 @@ def entry_vectors(entry: CacheEntry) -> tuple[Sequence[str], np.ndarray]:
     return ids, np.ascontiguousarray(entry.matrix[keep])
 
 
-def entry_duplicates(entry: CacheEntry, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
-    """The ids of a cached scope's memories (as :func:`entry_vectors`), and for each of ``vectors``
-    the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
-    ``kernels.near_duplicates`` finds it. The scan reads little of memories that cannot match,
-    with per-row norms the store's cache keeps up to date across writes."""
-    if not entry.has_vector.all() or entry.n == 0:  # not written by this module: the general path
-        ids, matrix = entry_vectors(entry)
-        if not ids or not len(vectors):
-            return ids, np.full(len(vectors), -1, dtype=np.int64)
-        return ids, near_duplicates(vectors, matrix, threshold=threshold)[0]
-    ids = _Ids(entry.scalars.column("id"))
-    try:
-        norms = entry.row_norms()
-    except ValueError:  # a stored vector is not finite: the full scan names it
-        return ids, near_duplicates(vectors, entry.matrix, threshold=threshold)[0]
-    return ids, near_duplicates_pruned(vectors, entry.matrix, norms, threshold=threshold)[0]
+def entry_memories(entry: CacheEntry, positions: Sequence[int]) -> list[Memory]:
+    """The memories at ``positions`` of a cached scope, in :func:`entry_vectors` order, read from
+    the cache (no I/O)."""
+    if not len(positions):
+        return []
+    rows = np.asarray(positions, dtype=np.int64)
+    if not entry.has_vector.all():
+        rows = np.flatnonzero(entry.has_vector)[rows]
+    return [_memory(r) for r in take_rows(entry.scalars, rows)]
 
 
 def entry_retention(entry: CacheEntry, *, weights: Weights, now_ms: int) -> np.ndarray:
@@ -248,6 +256,83 @@ def storable(memories: Sequence[Memory]) -> list[int]:
             if not looks_like_secret(m.text) and not (m.context and looks_like_secret(m.context))]
 
 
+@dataclass(frozen=True, slots=True)
+class HistoryEvent:
+    """One row of the history table: ``memory`` (as it was) had ``action`` happen at ``at``."""
+
+    memory: Memory
+    action: str
+    at: int
+    reason: str | None = None
+    successor_id: str | None = None
+    # A duplicate's event records how the fact was said again, not the stored text.
+    text: str | None = None
+
+
+def _history_rows(events: Sequence[tuple[str, HistoryEvent]]) -> pa.Table:
+    from mindcore.store import new_id
+
+    at = pa.array([e.at for _, e in events], pa.int64())
+    base = new_id()  # ids ordered as the events happened (a scan orders equal times by id)
+    return pa.table({
+        "namespace": pa.array([ns for ns, _ in events], pa.string()),
+        "id": pa.array([f"{base}-{n:06d}" for n in range(len(events))], pa.string()),
+        "created_at": at,
+        "updated_at": at,
+        "memory_id": pa.array([e.memory.id for _, e in events], pa.string()),
+        "action": pa.array([e.action for _, e in events], pa.string()),
+        "reason": pa.array([e.reason for _, e in events], pa.string()),
+        "successor_id": pa.array([e.successor_id for _, e in events], pa.string()),
+        "text": pa.array([e.memory.text if e.text is None else e.text for _, e in events], pa.string()),
+        "kind": pa.array([e.memory.kind for _, e in events], pa.string()),
+        "importance": pa.array([e.memory.importance for _, e in events], pa.float32()),
+        "source": pa.array([e.memory.source for _, e in events], pa.string()),
+        "context": pa.array([e.memory.context for _, e in events], pa.string()),
+        "memory_created_at": pa.array([e.memory.created_at for _, e in events], pa.int64()),
+    })
+
+
+class HistoryRepo:
+    """The ``ltm_history`` table: what happened to the memories of every scope (same namespaces
+    as ``ltm_memories``). Retired memories live here, whole, linked to their successor."""
+
+    def __init__(self, store: Any) -> None:
+        self.table: Table = store.table(HISTORY_TABLE, HISTORY_COLUMNS)
+
+    def append(self, events: Sequence[tuple[str, HistoryEvent]]) -> dict[str, list[str]]:
+        """Record ``(scope namespace, event)`` pairs, all in one commit; returns the event ids by namespace."""
+        if not events:
+            return {}
+        rows = _history_rows(events)
+        self.table.write_batch(rows)
+        out: dict[str, list[str]] = defaultdict(list)
+        for ns, event_id in zip(rows.column("namespace").to_pylist(), rows.column("id").to_pylist(), strict=True):
+            out[str(ns)].append(str(event_id))
+        return dict(out)
+
+    def undo(self, appended: Mapping[str, Sequence[str]]) -> None:
+        """Delete the events :meth:`append` just recorded (the write to the memories did not land)."""
+        if appended:
+            self.table.write_batch(pa.table({"namespace": pa.array([], pa.string())}), delete=appended)
+
+    def events(self, namespace: str) -> list[dict[str, Any]]:
+        """Every event of a scope, oldest first."""
+        return self.table.scan(namespace, order_by="created_at")
+
+    def delete_memories(self, namespace: str, memory_ids: Sequence[str], *, purge: bool = False) -> int:
+        """Delete every event of these memories; how many there were. ``purge``: and leave none of
+        their texts in any file of the store (see ``Table.purge``)."""
+        if not memory_ids:
+            if purge:
+                self.table.purge()
+            return 0
+        where = col("memory_id").is_in(list(memory_ids))
+        return int(self.table.delete(namespace, where=where, purge=purge).deleted)
+
+    def clear(self, namespace: str, *, purge: bool = False) -> int:
+        return int(self.table.clear(namespace, purge=purge).deleted)
+
+
 class ScopesRepo:
     """The rows of many scopes of the ``ltm_memories`` table at once: the door of bulk writes
     (one scan to read the scopes, one commit to write them)."""
@@ -263,7 +348,8 @@ class ScopesRepo:
 
     def write(self, writes: Mapping[str, tuple[Sequence[Memory], np.ndarray, Sequence[str]]]) -> set[str]:
         """For each scope, ``(memories, vectors, ids to delete)``: all of it in one commit; returns
-        the ids written (a memory that looks like a credential is not, see :func:`storable`)."""
+        the ids written (a memory that looks like a credential is not, see :func:`storable`). A
+        memory with the id of a stored one replaces it (how a last-access bump is written)."""
         memories: list[Memory] = []
         vectors: list[np.ndarray] = []
         namespaces: list[str] = []
@@ -367,14 +453,13 @@ class MemoryRepo:
         cost does not grow with the scope."""
         return entry_vectors(self.table.cached(self.ns))
 
-    def duplicates(self, vectors: np.ndarray, *, threshold: float) -> tuple[Sequence[str], np.ndarray]:
-        """The ids of every memory of the scope (as :meth:`vectors`), and for each of ``vectors``
-        the position among them of its nearest memory with cosine ``>= threshold`` (-1: none), as
-        ``kernels.near_duplicates`` finds it (see :func:`entry_duplicates`)."""
-        return entry_duplicates(self.table.cached(self.ns), vectors, threshold=threshold)
+    def entry(self) -> CacheEntry:
+        """The scope as the store caches it, at the table's latest version."""
+        entry: CacheEntry = self.table.cached(self.ns)
+        return entry
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
-        return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)]
+        return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)] if ids else []
 
     def all(self) -> list[Memory]:
         return [_memory(r) for r in self.table.scan(self.ns, columns=_MEMORY_COLUMNS, order_by="created_at")]
@@ -412,20 +497,25 @@ class MemoryRepo:
         written = self.write(memories, vectors)
         return [m if m.id in written else None for m in memories]
 
-    def write(self, memories: Sequence[Memory], vectors: np.ndarray, *, delete: Sequence[str] = ()) -> set[str]:
-        """Insert ``memories`` and delete the ids in ``delete`` as one commit; returns the ids
-        written. Every text (and context) passes the secret filter here, whoever the caller is: a memory that
-        looks like a credential is not written."""
+    def write(self, memories: Sequence[Memory], vectors: np.ndarray, *, delete: Sequence[str] = (),
+              touch: Sequence[Memory] = ()) -> set[str]:
+        """Insert ``memories``, delete the ids in ``delete`` and set the last access of the stored
+        memories in ``touch`` to theirs, as one commit; returns the ids written. Every text (and
+        context) passes the secret filter here, whoever the caller is: a memory that looks like a
+        credential is not written."""
         if len(memories) != len(vectors):
             raise ValueError(f"{len(memories)} memories but {len(vectors)} vectors")
         keep = storable(memories)
-        if not keep and not delete:
+        if not keep and not delete and not touch:
             return set()
         with self.table.unit_of_work(self.ns) as uow:
             if keep:
                 uow.upsert(_arrow([memories[i] for i in keep], vectors[keep]))
             if delete:
                 uow.delete(ids=list(delete))
+            for m in touch:
+                uow.update([m.id], {"last_accessed_at": m.last_accessed_at,
+                                    "recency_at": max(m.created_at, m.last_accessed_at)})
         return {memories[i].id for i in keep}
 
     def touch(self, pending: Mapping[str, tuple[int, int]]) -> None:
@@ -433,33 +523,13 @@ class MemoryRepo:
         touch_rows(self.table, self.ns, pending)
 
     def delete(self, ids: Sequence[str], *, purge: bool = False) -> int:
-        """Delete memories by id; ``purge``: and their history, leaving neither in any file of
-        the store (see ``Table.purge``)."""
+        """Delete memories by id; ``purge``: and leave no deleted row (this one or any deleted
+        before, such as retired versions) in any file of the table (see ``Table.purge``)."""
         if ids:
-            deleted = int(self.table.delete(self.ns, ids=list(ids), purge=purge).deleted)
-        else:
-            deleted = 0
-            if purge:
-                self.table.purge()
+            return int(self.table.delete(self.ns, ids=list(ids), purge=purge).deleted)
         if purge:
-            self._purge_history(list(ids))
-        return deleted
+            self.table.purge()
+        return 0
 
     def clear(self, *, purge: bool = False) -> int:
-        deleted = int(self.table.clear(self.ns, purge=purge).deleted)
-        if purge:
-            self._purge_history(None)
-        return deleted
-
-    def _purge_history(self, ids: list[str] | None) -> None:
-        """Delete and purge the scope's rows of the history table (all of them when ``ids`` is
-        ``None``, else those whose ``memory_id`` is one of ``ids``), if the store has that table."""
-        if HISTORY_TABLE not in self._store.table_names():
-            return
-        history = self._store.open_table(HISTORY_TABLE)
-        if ids is None:
-            history.clear(self.ns, purge=True)
-        elif ids and "memory_id" in history.schema.names:
-            history.delete(self.ns, where=col("memory_id").is_in(ids), purge=True)
-        else:
-            history.purge()
+        return int(self.table.clear(self.ns, purge=purge).deleted)

@@ -23,13 +23,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from mindcore.errors import InvalidTypeError
+from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.policy import SecretPolicy
 from mindcore.store.scoring import Weights
 from mindcore.validation import check_number
 
 __all__ = [
+    "DEFAULT_DUPLICATE_THRESHOLD",
     "DEFAULT_MAX_ITEMS",
+    "DEFAULT_RELATED_THRESHOLD",
     "ENV_ENABLED",
     "ENV_MAX_ITEMS",
     "LongTermMemoryConfig",
@@ -44,6 +46,16 @@ ENV_ENABLED = "MINDCORE_MEMORY_ENABLED"
 ENV_MAX_ITEMS = "MINDCORE_MEMORY_MAX_ITEMS"
 DEFAULT_MAX_ITEMS = 500
 DAY_MS = 86_400_000
+#: Default of :attr:`LongTermMemoryConfig.duplicate_threshold`.
+DEFAULT_DUPLICATE_THRESHOLD = 0.92
+#: Default of :attr:`LongTermMemoryConfig.related_threshold`. With the bundled embedder, 127 of the
+#: 130 contradictions and 61 of the 66 updates of ``tests/data/ltm_pairs.jsonl`` sit at or above it
+#: (0.6: 114 and 48; 0.75: 98 and 22), and "Lives in Lyon" / "Moved to Berlin" sits at 0.42: a
+#: changed city or name reads far apart to the model. The rules keep the unrelated pairs it lets
+#: through apart (11 of the 348 pairs are wrongly judged to replace the old memory at 0.4, 10 at
+#: 0.6, nearly all paraphrases taken for updates); each new memory meets at most
+#: ``related_candidates`` stored ones.
+DEFAULT_RELATED_THRESHOLD = 0.4
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 _FALSY = frozenset({"0", "false", "no", "off"})
@@ -133,6 +145,13 @@ class LongTermMemoryConfig:
     path goes through: a refused item is reported as ``secret`` and nothing of it is stored; with
     ``action="redact"`` it is stored with placeholders instead.
 
+    ``related_threshold``: a stored memory whose vector has at least this cosine with a new one's
+    is compared with it (up to ``related_candidates`` of them, nearest first): the rules of
+    :mod:`mindcore.ltm.resolve` (or the ``resolver`` LLM) decide whether the new one is a
+    duplicate, an update or a contradiction of it (then it retires it) or unrelated.
+    ``duplicate_threshold``: two texts whose own vectors (without their contexts) have at least
+    this cosine are duplicates unless judged an update or a contradiction.
+
     >>> LongTermMemoryConfig(max_items=50).max_items
     50
     >>> LongTermMemoryConfig(touch_delay=-1)
@@ -145,6 +164,9 @@ class LongTermMemoryConfig:
     weights: RecallWeights = field(default_factory=RecallWeights)
     touch_delay: float = 2.0
     secrets: SecretPolicy = field(default_factory=SecretPolicy)
+    related_threshold: float = DEFAULT_RELATED_THRESHOLD
+    duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD
+    related_candidates: int = 3
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_items", resolve_max_items(self.max_items))
@@ -153,3 +175,11 @@ class LongTermMemoryConfig:
         object.__setattr__(self, "touch_delay", check_number(self.touch_delay, "touch_delay", minimum=0))
         if not isinstance(self.secrets, SecretPolicy):
             raise InvalidTypeError(f"secrets: expected a SecretPolicy, got {type(self.secrets).__name__}")
+        for name in ("related_threshold", "duplicate_threshold"):
+            object.__setattr__(self, name, check_number(getattr(self, name), name, minimum=0, maximum=1))
+        if self.related_threshold > self.duplicate_threshold:
+            raise InvalidInputError(f"related_threshold: {self.related_threshold} is above duplicate_threshold "
+                                    f"{self.duplicate_threshold}; lower it or raise duplicate_threshold")
+        n = self.related_candidates
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise InvalidInputError(f"related_candidates: expected a positive int, got {n!r}")

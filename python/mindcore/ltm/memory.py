@@ -21,7 +21,7 @@ import numpy as np
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.llm.base import check_llm
-from mindcore.ltm._repo import MemoryRepo
+from mindcore.ltm._repo import HistoryEvent, HistoryRepo, MemoryRepo
 from mindcore.ltm.background import ExtractionQueue, TouchWriter
 from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig, RecallWeights, resolve_enabled
 from mindcore.ltm.extract import (
@@ -41,7 +41,7 @@ from mindcore.ltm.pipeline import (
 )
 from mindcore.ltm.render import render_memories
 from mindcore.ltm.tools import build_toolset
-from mindcore.ltm.types import DEFAULT_KIND, ExtractionReport, Memory, RememberResult
+from mindcore.ltm.types import DEFAULT_KIND, ExtractionReport, Memory, MemoryVersion, RememberResult
 from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset
 from mindcore.validation import check_bool, check_callable
@@ -59,6 +59,26 @@ MAX_RECALL_K = 1_000
 # A query longer than this is cut for embedding and matching (with a warning): far more than any
 # question, and it keeps a pasted document from costing seconds per recall.
 MAX_QUERY_CHARS = 8_000
+
+
+# History actions that link a version to its successor.
+_RETIRING = ("updated", "superseded", "forgotten")
+_ORDER = {"created": 0, "updated": 1, "superseded": 1, "evicted": 1, "forgotten": 1, "duplicate": 3}
+
+
+def _earlier_versions(events: Sequence[Mapping[str, Any]], memory_id: str) -> list[str]:
+    """``memory_id`` and every version it replaced, transitively (from a scope's history events)."""
+    predecessors: dict[str, list[str]] = {}
+    for e in events:
+        if e["action"] in _RETIRING and e["successor_id"]:
+            predecessors.setdefault(str(e["successor_id"]), []).append(str(e["memory_id"]))
+    chain, todo = [], [memory_id]
+    while todo:
+        current = todo.pop()
+        if current not in chain:
+            chain.append(current)
+            todo += predecessors.get(current, [])
+    return chain
 
 
 def _now_ms() -> int:
@@ -118,6 +138,7 @@ class LongTermMemory:
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
         touch_delay: float | None = None,
+        resolver: LLM | None = None,
     ) -> None:
         _require_id("user_id", user_id)
         _require_id("namespace", namespace)
@@ -125,6 +146,8 @@ class LongTermMemory:
         check_embedder(embedder)
         if extractor is not None:
             check_llm(extractor, "extractor")
+        if resolver is not None:
+            check_llm(resolver, "resolver")
         if config is not None and not isinstance(config, LongTermMemoryConfig):
             raise InvalidTypeError(f"config: expected a LongTermMemoryConfig, got {type(config).__name__}")
         if clock is not None:
@@ -138,13 +161,16 @@ class LongTermMemory:
         self.workspace_id = workspace_id
         self.embedder = embedder
         self.extractor = extractor
+        self.resolver = resolver
         self._clock = clock or _now_ms
         # Opened (and checked writable) after the arguments: a bad argument opens nothing.
         self.store: Store = resolve_store(store)
         self._owns_store = self.store is not store
         self._repo = MemoryRepo(self.store, user_id=user_id, namespace=namespace, workspace_id=workspace_id,
                                 embedder=embedder)
-        self._pipeline = WritePipeline(self.store, self._repo, self.config, self._embed, self._clock)
+        self._history = HistoryRepo(self.store)
+        self._pipeline = WritePipeline(self.store, self._repo, self.config, self._embed, self._clock,
+                                       resolver=resolver)
         # Last-access bumps are coalesced and written off recall's path.
         self._touches = TouchWriter(lambda pending: self._repo.touch(pending), self.config.touch_delay)
         self._extractions = ExtractionQueue(lambda turns: self._extract_and_ingest(turns, concurrency=1),
@@ -181,6 +207,7 @@ class LongTermMemory:
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
         touch_delay: float | None = None,
+        resolver: LLM | None = None,
     ) -> LongTermMemory | None:
         """A long-term memory for ``user_id``, or ``None`` when memory is off for this session.
 
@@ -195,6 +222,10 @@ class LongTermMemory:
         (default 500; 0 disables eviction). ``clock`` returns "now" in unix ms (tests, replays).
         Last-access bumps are written in the background ``touch_delay`` seconds after a recall (one
         write for a burst of recalls), or at :meth:`flush`, :meth:`close` or interpreter exit.
+        ``resolver``: an LLM that judges whether a new memory duplicates, updates or contradicts
+        the stored ones near it (one call per write that has such pairs, strict JSON; the rules of
+        :mod:`mindcore.ltm.resolve` decide whatever its reply does not settle). Without it the
+        rules alone decide.
         """
         if not resolve_enabled(enabled):
             return None
@@ -206,7 +237,7 @@ class LongTermMemory:
                 return None
         return cls(store, user_id=user_id, namespace=namespace, workspace_id=workspace_id, embedder=embedder,
                    extractor=extractor, config=config, max_items=max_items, weights=weights, clock=clock,
-                   touch_delay=touch_delay)
+                   touch_delay=touch_delay, resolver=resolver)
 
     # -- recall ---------------------------------------------------------------------------------
 
@@ -269,9 +300,15 @@ class LongTermMemory:
         ``context`` situates the fact, e.g. the turn it answers and who said it
         (``"Bob: How was the trip?\\nAlice:"``). Recall's BM25 side indexes the whole context with
         ``text`` and the vector embeds ``text`` after the context's last line (document expansion, see
-        :func:`~mindcore.ltm.types.embedded_text`), but :meth:`render` shows ``text`` only. A near-duplicate
-        (cosine ≥ 0.92 of the embedded texts) of a stored memory is not stored again: the existing
-        memory is returned. Use :meth:`try_remember` to tell these cases apart.
+        :func:`~mindcore.ltm.types.embedded_text`), but :meth:`render` shows ``text`` only.
+
+        The new fact is judged against the stored memories near it (cosine ≥
+        ``config.related_threshold``), on the texts alone, never their contexts: a duplicate is not
+        stored again (the existing memory is returned and its last access bumped); an update ("Moved
+        to Berlin" after "Lives in Lyon") or a contradiction ("Is not allergic to peanuts" after "Is
+        allergic to peanuts") is stored and retires the old memory, which is then no longer recalled,
+        rendered or counted, and stays in :meth:`history`. Use :meth:`try_remember` to tell these
+        cases apart.
         """
         return self.try_remember(text, kind=kind, importance=importance, created_at=created_at,
                                  context=context).memory
@@ -279,8 +316,10 @@ class LongTermMemory:
     def try_remember(self, text: str, kind: str = DEFAULT_KIND, importance: float = 0.5, *,
                      created_at: int | None = None, source: str = "manual",
                      context: str | None = None) -> RememberResult:
-        """Like :meth:`remember`, but says whether the fact was ``stored``, a ``duplicate``, a ``secret``
-        or ``evicted`` (see :class:`~mindcore.ltm.RememberResult`)."""
+        """Like :meth:`remember`, but says what happened: ``.status`` (``stored``, ``duplicate``,
+        ``secret`` or ``evicted``), ``.action`` (``created``, ``duplicate``, ``updated``,
+        ``superseded``, ``evicted`` or ``refused``), ``.replaced`` (the memory it retired) and
+        ``.reason`` (see :class:`~mindcore.ltm.RememberResult`)."""
         return self.remember_many([{"text": text, "kind": kind, "importance": importance,
                                     "created_at": created_at, "context": context}], source=source)[0]
 
@@ -300,9 +339,11 @@ class LongTermMemory:
 
         Items are strings or mappings with ``text`` and optional ``kind``, ``importance``,
         ``created_at`` (unix ms) and ``context`` (see :meth:`remember`). Every item passes the secret
-        filter; with ``dedupe`` (the default) near-duplicates of stored memories and of earlier items
-        are not stored. Raises ``ValueError``
-        (storing nothing) if any item is malformed.
+        filter; with ``dedupe`` (the default) each item is judged as :meth:`remember` judges it,
+        against the stored memories and the earlier items alike, as if remembered one after the
+        other (an item retired by a later one is reported ``stored``; :meth:`history` shows it
+        retired). ``dedupe=False`` stores every item as it is. Raises ``ValueError`` (storing
+        nothing) if any item is malformed.
         """
         return self._pipeline.ingest(validate_items(items), dedupe=dedupe, source=source)[0]
 
@@ -382,6 +423,8 @@ class LongTermMemory:
             report = reports[n]
             if result.status == "stored" and result.memory is not None:
                 report.stored.append(result.memory)
+                if result.replaced is not None:
+                    report.replaced.append(result.replaced)
             elif result.status == "duplicate":
                 report.duplicates += 1
             elif result.status == "secret":
@@ -434,7 +477,11 @@ class LongTermMemory:
     # -- removal and inspection -----------------------------------------------------------------
 
     def forget(self, memory_id: str, *, purge: bool = False) -> bool:
-        """Delete one memory for good; ``False`` if there was no such memory.
+        """Delete one memory for good, with its history: every event of it and of the earlier
+        versions it replaced (their texts included). ``memory_id`` may also be a retired version
+        (see :meth:`history`): it and its own earlier versions are deleted, its successor stays, and
+        the successor's history marks it ``forgotten`` (no text). ``False`` if there was no such
+        memory in this scope.
 
         The memory is no longer recalled, but until the store's next compaction and the end of
         ``StoreConfig.cleanup_grace`` its text stays in files of the store (old versions serve
@@ -454,17 +501,91 @@ class LongTermMemory:
         check_bool(purge, "purge")
         # A pending last-access bump is written first, so nothing writes the row after the purge.
         self._touches.flush()
-        return self._repo.delete([memory_id], purge=purge) > 0
+        with self._pipeline.locked():
+            events = self._history.events(self._repo.ns)
+            chain = _earlier_versions(events, memory_id)
+            successor = next((str(e["successor_id"]) for e in events if e["memory_id"] == memory_id
+                              and e["successor_id"] and e["action"] in _RETIRING), None)
+            gone = self._history.delete_memories(self._repo.ns, chain, purge=purge)
+            if successor is not None:
+                self._history.append([(self._repo.ns, HistoryEvent(Memory(id=memory_id, text=""), "forgotten",
+                                                                   self._clock(), successor_id=successor))])
+            # With purge the memory table is purged even when the id was a retired version: its
+            # text stayed in the table's files after it moved to history.
+            return self._repo.delete([memory_id], purge=purge) > 0 or gone > 0
 
     def clear(self, *, purge: bool = False) -> int:
-        """Delete every memory in this scope for good; returns how many there were.
+        """Delete every memory in this scope for good, and their history; returns how many memories there were.
 
         ``purge=True``: as in :meth:`forget`, the texts and the scope's history are in no file of
         the store when this returns. Other scopes are untouched.
         """
         check_bool(purge, "purge")
         self._touches.flush()
-        return self._repo.clear(purge=purge)
+        with self._pipeline.locked():
+            self._history.clear(self._repo.ns, purge=purge)
+            return self._repo.clear(purge=purge)
+
+    def history(self, memory_id: str) -> list[MemoryVersion]:
+        """The versions of a memory, oldest first: each version's ``created`` entry, the times the
+        same fact was remembered again (``duplicate``), and how it left (``updated`` or
+        ``superseded`` by its successor, ``evicted``), following the chain both ways from
+        ``memory_id`` (a live memory or a retired one). ``[]`` for an unknown id.
+
+        >>> import mindcore
+        >>> from mindcore.embed import HashEmbedder
+        >>> ltm = LongTermMemory.create(mindcore.open("memory://ltm-history"), user_id="u1",
+        ...                             embedder=HashEmbedder(), enabled=True)
+        >>> first = ltm.try_remember("Is allergic to peanuts").memory
+        >>> ltm.try_remember("Is not allergic to peanuts").action
+        'superseded'
+        >>> [(v.text, v.action) for v in ltm.history(first.id)]  # doctest: +NORMALIZE_WHITESPACE
+        [('Is allergic to peanuts', 'created'), ('Is allergic to peanuts', 'superseded'),
+         ('Is not allergic to peanuts', 'created')]
+        """
+        _require_id("memory_id", memory_id)
+        events = self._history.events(self._repo.ns)
+        successor: dict[str, str] = {}
+        predecessors: dict[str, list[str]] = {}
+        for e in events:
+            if e["action"] in _RETIRING and e["successor_id"]:
+                successor[str(e["memory_id"])] = str(e["successor_id"])
+                predecessors.setdefault(str(e["successor_id"]), []).append(str(e["memory_id"]))
+        chain: set[str] = set()
+        todo = [memory_id]
+        while todo:  # both ways: a version's predecessors and its successor, transitively
+            current = todo.pop()
+            if current in chain:
+                continue
+            chain.add(current)
+            todo += predecessors.get(current, [])
+            if current in successor:
+                todo.append(successor[current])
+        live = {m.id: m for m in self._repo.get(sorted(chain))}
+        versions: list[MemoryVersion] = []
+        created: set[str] = set()
+
+        def add_created(mid: str, text: str, kind: str, at: int) -> None:
+            if mid in created:
+                return
+            created.add(mid)
+            before = predecessors.get(mid, [])
+            versions.append(MemoryVersion(mid, text, kind, "created", at, predecessor_id=before[0] if before else None))
+
+        for e in events:
+            mid = str(e["memory_id"])
+            if mid not in chain:
+                continue
+            if e["action"] != "forgotten" and mid not in live:
+                add_created(mid, str(e["text"] or ""), str(e["kind"] or ""), int(e["memory_created_at"] or 0))
+            versions.append(MemoryVersion(
+                mid, str(e["text"] or ""), str(e["kind"] or ""), e["action"], int(e["created_at"] or 0),
+                reason=e["reason"], successor_id=e["successor_id"] or None))
+        for m in live.values():
+            add_created(m.id, m.text, m.kind, m.created_at)
+        # At equal times: a first version, what happened to versions, their successors, repeats.
+        versions.sort(key=lambda v: (v.at, _ORDER[v.action] if v.action != "created" or not v.predecessor_id else 2))
+        return versions
 
     async def aforget(self, memory_id: str, *, purge: bool = False) -> bool:
         return await asyncio.to_thread(lambda: self.forget(memory_id, purge=purge))

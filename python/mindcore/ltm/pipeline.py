@@ -1,11 +1,14 @@
 """The write pipeline every path into long-term memory shares (``remember``, ``remember_many``,
-extraction, backfill, the ``ltm_remember`` tool): validate, screen for secrets, embed, drop
-near-duplicates (within the batch and against the scope), plan eviction, commit once.
+extraction, backfill, the ``ltm_remember`` tool, bulk ingest): validate, screen for secrets,
+embed, judge each item against the memories near it (duplicate, update, contradiction or
+unrelated, see :mod:`mindcore.ltm._decide`), plan eviction, record history, commit.
 
-The read of the scope (for duplicates and eviction) and the commit happen under one lock of the
-store shared by every thread, process and machine writing that scope, so two writers can neither
-both add the same fact nor leave the scope over ``max_items``; inserts and evictions land in one
-commit, so no reader sees the scope over its cap.
+The read of the scope (for the judgement and eviction) and the commits happen under one lock of
+the store shared by every thread, process and machine writing that scope, so two writers can
+neither both add the same fact nor leave the scope over ``max_items``. The history events
+(retired memories in full, duplicates, evictions) are committed first, then the inserts, deletes
+and last-access bumps as one commit, so no reader sees the scope over its cap or a retired
+memory missing from history; when the second commit fails the events are deleted again.
 
 :class:`BulkPipeline` applies the same rules to many scopes at once (``mindcore.batch.remember``):
 it takes the locks of all of them, in sorted order so that it cannot deadlock with single-scope
@@ -15,24 +18,24 @@ writers or another bulk write, reads them with one scan and commits them togethe
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mindcore.errors import InvalidInputError, InvalidTypeError, SecretRefusedError
-from mindcore.kernels import dedupe_within, near_duplicates
+from mindcore.ltm._decide import Decision, ScopePlan, Stored, decide, plan_scope
 from mindcore.ltm._repo import (
+    HistoryRepo,
     MemoryRepo,
-    NewMemory,
     ScopesRepo,
-    entry_duplicates,
+    entry_memories,
     entry_retention,
     entry_vectors,
 )
-from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig
+from mindcore.ltm.config import DAY_MS, DEFAULT_DUPLICATE_THRESHOLD, LongTermMemoryConfig
 from mindcore.ltm.extract import Candidate
 from mindcore.ltm.types import (
     DEFAULT_KIND,
@@ -44,15 +47,18 @@ from mindcore.ltm.types import (
     RememberStatus,
     embedded_text,
 )
-from mindcore.store import Store, new_ids
+from mindcore.store import Store
 from mindcore.store.scoring import Weights, rank
 from mindcore.validation import text_problem
 
-__all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "BulkPipeline", "Outcome", "Row",
-           "WritePipeline", "eviction_cut", "retention_weights", "scope_lock_name", "validate_item", "validate_items",
-           "within_batch"]
+if TYPE_CHECKING:
+    from mindcore.llm import LLM
+    from mindcore.store.cache import CacheEntry
 
-DUPLICATE_THRESHOLD = 0.92
+__all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "BulkPipeline", "Outcome", "Row",
+           "WritePipeline", "eviction_cut", "retention_weights", "scope_lock_name", "validate_item", "validate_items"]
+
+DUPLICATE_THRESHOLD = DEFAULT_DUPLICATE_THRESHOLD  # the default of LongTermMemoryConfig.duplicate_threshold
 # Eviction ranks by the seed's recency and importance weights, whatever recall's weights are.
 EVICT_RECENCY = 0.2
 EVICT_IMPORTANCE = 0.1
@@ -114,12 +120,19 @@ class WritePipeline:
     """Validated rows in, one commit out; see the module docstring."""
 
     def __init__(self, store: Store, repo: MemoryRepo, config: LongTermMemoryConfig,
-                 embed: Callable[[list[str]], np.ndarray], clock: Callable[[], int]) -> None:
+                 embed: Callable[[list[str]], np.ndarray], clock: Callable[[], int], *,
+                 resolver: LLM | None = None) -> None:
         self._repo = repo
+        self._history = HistoryRepo(store)
         self._config = config
         self._embed = embed
         self._clock = clock
+        self._resolver = resolver
         self._lock = store.lock(scope_lock_name(repo.ns))
+
+    def locked(self) -> contextlib.AbstractContextManager[None]:
+        """The scope's write lock (held by every write, :meth:`LongTermMemory.forget` and ``clear``)."""
+        return self._lock.hold()
 
     def _screen(self, row: Row) -> Row | None:
         """The row as the secret policy lets it be stored, or ``None`` when refused."""
@@ -132,7 +145,9 @@ class WritePipeline:
             return None
 
     def ingest(self, rows: Sequence[Row], *, dedupe: bool, source: str) -> tuple[list[RememberResult], int]:
-        """Store ``rows``; one result per row, in order, and how many memories were evicted."""
+        """Store ``rows``; one result per row, in order, and how many memories were evicted. With
+        ``dedupe``, each row is judged against the memories near it (see :mod:`mindcore.ltm._decide`);
+        without, every row is stored."""
         results: list[RememberResult] = [RememberResult("secret", None)] * len(rows)
         screened = [self._screen(row) for row in rows]
         clean = [i for i, row in enumerate(screened) if row is not None]
@@ -140,51 +155,20 @@ class WritePipeline:
             return results, 0
         rows = [screened[i] for i in clean]  # type: ignore[misc]
         vectors = self._embed([embedded_text(row[0], row[4]) for row in rows])
-        keep, first_of = within_batch(vectors, dedupe=dedupe)
         with self._lock.hold():
             now = self._clock()
-            candidates = np.flatnonzero(keep)
-            existing = np.full(len(rows), -1, dtype=np.int64)
-            if dedupe and candidates.size:
-                ids, found = self._repo.duplicates(vectors[candidates], threshold=DUPLICATE_THRESHOLD)
-                existing[candidates] = found
-            else:
-                ids, _ = self._repo.vectors()
-            fresh = [int(j) for j in candidates if existing[j] < 0]
-            new = []
-            for j in fresh:
-                text, kind, importance, created_at, context = rows[j]
-                new.append(self._repo.new_memory(NewMemory(
-                    text=text, kind=kind, importance=importance,
-                    created_at=now if created_at is None else created_at, source=source, context=context)))
-            new_vectors = vectors[fresh]
-            victims, dropped = self.plan_eviction(ids, new, new_vectors, now)
-            written = self._repo.write(
-                [m for n, m in enumerate(new) if n not in dropped],
-                new_vectors[[n for n in range(len(new)) if n not in dropped]],
-                delete=victims,
-            )
-        matched = {ids[int(e)] for e in existing if e >= 0}
-        known = {m.id: m for m in self._repo.get(sorted(matched))} if matched else {}
-        outcome: dict[int, RememberResult] = {}
-        for n, j in enumerate(fresh):
-            memory = new[n]
-            if n in dropped:
-                outcome[j] = RememberResult("evicted", None)
-            elif memory.id in written:
-                outcome[j] = RememberResult("stored", memory)
-            else:  # refused by the repository's own secret check (a defence in depth)
-                outcome[j] = RememberResult("secret", None)
-        for j, i in enumerate(clean):
-            root = int(first_of[j])
-            if existing[root] >= 0:
-                # None only if the stored twin was forgotten meanwhile: nothing of this item is stored.
-                results[i] = RememberResult("duplicate", known.get(ids[int(existing[root])]))
-            elif root != j and outcome[root].status == "stored":
-                results[i] = RememberResult("duplicate", outcome[root].memory)
-            else:
-                results[i] = outcome[root]
-        return results, len(victims) + len(dropped)
+            stored = _stored(self._repo.entry(), self._config, now)
+            plan = plan_rows(rows, vectors, stored, config=self._config, embed=self._embed, resolver=self._resolver,
+                             dedupe=dedupe, source=source, now=now)
+            history = self._history.append([(self._repo.ns, e) for e in plan.events])
+            try:
+                written = self._repo.write(plan.new, plan.vectors, delete=plan.delete, touch=plan.touch)
+            except BaseException:
+                self._history.undo(history)  # the memories did not change: neither does their history
+                raise
+        for i, result in zip(clean, plan.results(written), strict=True):
+            results[i] = result
+        return results, plan.evicted
 
     def plan_eviction(self, ids: Sequence[str], new: Sequence[Memory], new_vectors: np.ndarray,
                       now: int) -> tuple[list[str], set[int]]:
@@ -202,23 +186,39 @@ class WritePipeline:
         return [ids[int(i)] for i in cut], dropped
 
 
-def within_batch(vectors: np.ndarray, *, dedupe: bool) -> tuple[np.ndarray, np.ndarray]:
-    """Which rows of one batch to keep (``dedupe``: not a near-duplicate of an earlier kept row),
-    and for each row the kept row it duplicates (itself when kept): the first kept row it matches."""
-    n = len(vectors)
-    keep = dedupe_within(vectors, threshold=DUPLICATE_THRESHOLD) if dedupe else np.ones(n, bool)
-    first_of = np.arange(n)
-    if not keep.all():
-        kept = np.flatnonzero(keep)
-        first_of[~keep] = kept[near_duplicates(vectors[~keep], vectors[kept], threshold=DUPLICATE_THRESHOLD)[0]]
-    return keep, first_of
-
-
 def scope_lock_name(namespace: str) -> str:
     """The store lock a write to the scope ``namespace`` (a ``scope_key``) holds while it reads the
     scope and commits: one of ``_LOCK_STRIPES`` locks shared by every thread, process and machine."""
     stripe = int.from_bytes(hashlib.blake2b(namespace.encode(), digest_size=4).digest(), "big") % _LOCK_STRIPES
     return f"ltm-scope-{stripe:03d}"
+
+
+def plan_rows(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: LongTermMemoryConfig,
+              embed: Callable[[list[str]], np.ndarray], resolver: LLM | None, dedupe: bool, source: str,
+              now: int) -> ScopePlan:
+    """What writing ``rows`` (``vectors``: what recall embeds for each) does to a scope whose live
+    memories are ``stored``: the decisions of :func:`mindcore.ltm._decide.decide` (every row is
+    stored without ``dedupe``), then eviction to ``max_items`` over what stays live."""
+    if dedupe:
+        decisions, known = decide(rows, vectors, stored, config=config, embed=embed, resolver=resolver)
+    else:
+        decisions, known = [Decision() for _ in rows], {}
+    max_items = config.max_items
+    assert max_items is not None  # resolved by the config
+    weights = retention_weights(config)
+
+    def cut(scores: np.ndarray, new: list[Memory], new_vectors: np.ndarray) -> tuple[np.ndarray, set[int]]:
+        return eviction_cut(scores, new, new_vectors, now, max_items=max_items, weights=weights)
+
+    return plan_scope(rows, vectors, decisions, known, stored, now=now, source=source, max_items=max_items, cut=cut)
+
+
+def _stored(entry: CacheEntry, config: LongTermMemoryConfig, now: int) -> Stored:
+    """A cached scope as :func:`plan_rows` reads it (ids, vectors, memories and retention from the cache)."""
+    ids, matrix = entry_vectors(entry)
+    weights = retention_weights(config)
+    return Stored(ids, matrix, functools.partial(entry_memories, entry),
+                  functools.partial(entry_retention, entry, weights=weights, now_ms=now))
 
 
 def retention_weights(config: LongTermMemoryConfig) -> Weights:
@@ -256,28 +256,19 @@ def eviction_cut(stored: np.ndarray, new: Sequence[Memory], new_vectors: np.ndar
 Outcome = tuple[RememberStatus, str | None]
 
 
-@dataclass(slots=True)
-class _Scope:
-    """One scope's part of a bulk write, as it goes through :meth:`BulkPipeline.ingest`."""
-
-    rows: list[Row]  # the rows the secret policy lets through, screened
-    clean: list[int]  # their positions among the scope's rows
-    vectors: np.ndarray
-    keep: np.ndarray  # not a near-duplicate of an earlier row of the scope
-    first_of: np.ndarray  # the kept row each row duplicates (itself when kept)
-
-
 class BulkPipeline:
     """:meth:`WritePipeline.ingest` for many scopes at once: the same outcome for each scope as
-    ingesting its rows alone (secret policy, near-duplicates within the scope's rows and against
-    its memories, eviction to ``max_items``), with one secret scan and one embedding call for all
-    rows and, under the locks of every scope (taken in sorted order, so a bulk write and
-    single-scope writers cannot deadlock), one scan of the scopes and one commit."""
+    ingesting its rows alone (secret policy, duplicates within the scope's rows and against
+    its memories, updates and contradictions retiring memories, eviction to ``max_items``), with one
+    secret scan and one embedding call for all rows and, under the locks of every scope (taken in
+    sorted order, so a bulk write and single-scope writers cannot deadlock), one scan of the
+    scopes, one commit of their history and one of their memories."""
 
     def __init__(self, store: Store, repo: ScopesRepo, config: LongTermMemoryConfig,
                  embed: Callable[[list[str]], np.ndarray], clock: Callable[[], int]) -> None:
         self._store = store
         self._repo = repo
+        self._history = HistoryRepo(store)
         self._config = config
         self._embed = embed
         self._clock = clock
@@ -302,7 +293,7 @@ class BulkPipeline:
         secret: Outcome = ("secret", None)
         results: dict[str, list[Outcome]] = {ns: [secret] * len(rows) for ns, rows in scopes.items()}
         screened = self._screen([row for rows in scopes.values() for row in rows])
-        plans: dict[str, _Scope] = {}
+        parts: dict[str, tuple[list[Row], list[int]]] = {}
         texts: list[str] = []
         start = 0
         for ns, rows in scopes.items():
@@ -311,73 +302,38 @@ class BulkPipeline:
             clean = [i for i, row in enumerate(part) if row is not None]
             if clean:
                 kept: list[Row] = [row for row in part if row is not None]
-                plans[ns] = _Scope(kept, clean, np.empty(0), np.empty(0), np.empty(0))
+                parts[ns] = (kept, clean)
                 texts += [embedded_text(row[0], row[4]) for row in kept]
-        if not plans:
+        if not parts:
             return results, 0, False
         vectors = self._embed(texts)
-        start = 0
-        for plan in plans.values():
-            plan.vectors = vectors[start:start + len(plan.rows)]
-            start += len(plan.rows)
-            plan.keep, plan.first_of = within_batch(plan.vectors, dedupe=dedupe)
         evicted = 0
         with contextlib.ExitStack() as held:
-            for name in sorted({scope_lock_name(ns) for ns in plans}):
+            for name in sorted({scope_lock_name(ns) for ns in parts}):
                 held.enter_context(self._store.lock(name).hold())
             now = self._clock()
-            entries = self._repo.entries(list(plans))
+            entries = self._repo.entries(list(parts))
             writes: dict[str, tuple[list[Memory], np.ndarray, list[str]]] = {}
-            staged: dict[str, tuple[Sequence[str], np.ndarray, list[int], list[Memory], set[int], set[str]]] = {}
-            for ns, plan in plans.items():
-                entry = entries[ns]
-                candidates = np.flatnonzero(plan.keep)
-                existing = np.full(len(plan.rows), -1, dtype=np.int64)
-                if dedupe and candidates.size:
-                    ids, found = entry_duplicates(entry, np.ascontiguousarray(plan.vectors[candidates]),
-                                                  threshold=DUPLICATE_THRESHOLD)
-                    existing[candidates] = found
-                else:
-                    ids, _ = entry_vectors(entry)
-                fresh = [int(j) for j in candidates if existing[j] < 0]
-                new = [MemoryRepo.new_memory(NewMemory(
-                    text=text, kind=kind, importance=importance, created_at=now if created_at is None else created_at,
-                    source=source, context=context), memory_id) for (text, kind, importance, created_at, context),
-                    memory_id in zip((plan.rows[j] for j in fresh), new_ids(len(fresh)), strict=True)]
-                new_vectors = plan.vectors[fresh]
-                victims: list[str] = []
-                dropped: set[int] = set()
-                max_items = self._config.max_items
-                if max_items and len(ids) + len(new) > max_items:
-                    weights = retention_weights(self._config)
-                    cut, dropped = eviction_cut(entry_retention(entry, weights=weights, now_ms=now), new,
-                                                new_vectors, now, max_items=max_items, weights=weights)
-                    victims = [ids[int(i)] for i in cut]
-                evicted += len(victims) + len(dropped)
-                stay = [n for n in range(len(new)) if n not in dropped]
-                writes[ns] = ([new[n] for n in stay], new_vectors[stay], victims)
-                staged[ns] = (ids, existing, fresh, new, dropped, set(victims))
-            written = self._repo.write(writes)
+            plans: dict[str, ScopePlan] = {}
+            start = 0
+            for ns, (rows, _) in parts.items():
+                stored = _stored(entries[ns], self._config, now)
+                plan = plan_rows(rows, vectors[start:start + len(rows)], stored, config=self._config,
+                                 embed=self._embed, resolver=None, dedupe=dedupe, source=source, now=now)
+                start += len(rows)
+                evicted += plan.evicted
+                writes[ns] = ([*plan.new, *plan.touch], np.concatenate([plan.vectors, plan.touch_vectors]),
+                              plan.delete)
+                plans[ns] = plan
+            history = self._history.append([(ns, e) for ns, plan in plans.items() for e in plan.events])
+            try:
+                written = self._repo.write(writes)
+            except BaseException:
+                self._history.undo(history)
+                raise
             committed = bool(written) or any(victims for _, _, victims in writes.values())
         for ns, plan in plans.items():
-            ids, existing, fresh, new, dropped, gone = staged[ns]
-            outcome: dict[int, Outcome] = {}
-            for n, j in enumerate(fresh):
-                memory_id = new[n].id
-                if n in dropped:
-                    outcome[j] = ("evicted", None)
-                elif memory_id in written:
-                    outcome[j] = ("stored", memory_id)
-                else:  # refused by the repository's own secret check (a defence in depth)
-                    outcome[j] = secret
             out = results[ns]
-            for j, i in enumerate(plan.clean):
-                root = int(plan.first_of[j])
-                if existing[root] >= 0:
-                    twin = ids[int(existing[root])]
-                    out[i] = ("duplicate", None if twin in gone else twin)
-                elif root != j and outcome[root][0] == "stored":
-                    out[i] = ("duplicate", outcome[root][1])
-                else:
-                    out[i] = outcome[root]
+            for i, result in zip(parts[ns][1], plan.results(written), strict=True):
+                out[i] = (result.status, None if result.memory is None else result.memory.id)
         return results, evicted, committed

@@ -2,7 +2,9 @@
 
 A refused write says what happened: a text that looks like a credential comes back as
 ``{"status": "refused", "reason": "secret", ...}`` (the seed's tool reported it as a duplicate), a
-near-duplicate as ``{"status": "duplicate", ...}`` with the memory already stored.
+duplicate as ``{"status": "duplicate", ...}`` with the memory already stored. A fact that
+updates or contradicts a stored one is stored and says so: ``"replaced": {"id", "text", "reason"}``
+names the memory it retired, with ``"action": "updated"`` or ``"superseded"``.
 """
 
 from __future__ import annotations
@@ -108,9 +110,14 @@ def build_toolset(ltm: LongTermMemory) -> Toolset:
         if result.status == "duplicate":
             return {
                 "status": "duplicate",
-                "message": "Not stored again: a near-identical memory already exists.",
+                "message": "Not stored again: the same fact is already remembered.",
                 "memory": _public(result.memory),
             }
-        return {"status": "ok", "memory": _public(result.memory)}
+        out: dict[str, Any] = {"status": "ok", "action": result.action, "memory": _public(result.memory)}
+        if result.replaced is not None:
+            out["replaced"] = {"id": result.replaced.id, "text": result.replaced.text, "reason": result.reason}
+            out["message"] = (f"Stored; it replaces an earlier memory ({result.action}: {result.reason}), "
+                              "which will no longer be recalled.")
+        return out
 
     return Toolset([(RECALL_TOOL, recall), (REMEMBER_TOOL, remember)])

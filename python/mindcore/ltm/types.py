@@ -8,11 +8,15 @@ from typing import Any, Literal
 
 __all__ = [
     "DEFAULT_KIND",
+    "HISTORY_ACTIONS",
     "KINDS",
     "MAX_CONTEXT_CHARS",
     "MAX_TEXT_CHARS",
     "ExtractionReport",
+    "HistoryAction",
     "Memory",
+    "MemoryVersion",
+    "RememberAction",
     "RememberResult",
     "RememberStatus",
     "embedded_text",
@@ -31,6 +35,14 @@ MAX_CONTEXT_CHARS = 2_000
 CONTEXT_WINDOW_CHARS = 600
 
 RememberStatus = Literal["stored", "duplicate", "secret", "evicted"]
+#: What one write did (see :class:`RememberResult`): the first five as in :data:`HISTORY_ACTIONS`,
+#: ``refused`` for a text that looks like a secret.
+RememberAction = Literal["created", "duplicate", "updated", "superseded", "evicted", "refused"]
+#: What happened to a memory, as :meth:`LongTermMemory.history` lists it.
+HistoryAction = Literal["created", "duplicate", "updated", "superseded", "forgotten", "evicted"]
+HISTORY_ACTIONS: tuple[HistoryAction, ...] = ("created", "duplicate", "updated", "superseded", "forgotten", "evicted")
+_ACTION_OF_STATUS: dict[str, RememberAction] = {"stored": "created", "duplicate": "duplicate", "secret": "refused",
+                                                "evicted": "evicted"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,14 +116,55 @@ def embedded_text(text: str, context: str | None) -> str:
 class RememberResult:
     """What happened to one write.
 
-    ``stored``: ``memory`` is the new memory. ``duplicate``: a near-duplicate already exists and
-    ``memory`` is that existing one (nothing was written). ``secret``: the text looks like a secret or
-    credential and was refused (``memory`` is ``None``). ``evicted``: the memory was valid but, with
-    its ``created_at`` and importance, ranked below the ``max_items`` kept, so it was not written.
+    ``status`` (kept for callers that only need to know whether something was stored):
+    ``stored``: ``memory`` is the new memory. ``duplicate``: the same fact already exists and
+    ``memory`` is that existing one (nothing was written; its last access was bumped). ``secret``:
+    the text looks like a secret or credential and was refused (``memory`` is ``None``).
+    ``evicted``: the memory was valid but, with its ``created_at`` and importance, ranked below the
+    ``max_items`` kept, so it was not written.
+
+    ``action`` says more: ``created`` (stored, nothing replaced), ``duplicate``, ``updated`` (stored;
+    it gives a new detail of ``replaced``, which is retired), ``superseded`` (stored; it contradicts
+    ``replaced``, which is retired), ``evicted`` or ``refused`` (a secret). ``replaced`` is the retired
+    memory (the nearest one when several were), ``reason`` why the write was judged so. A retired
+    memory is no longer recalled, rendered or counted; :meth:`LongTermMemory.history` keeps it.
+
+    >>> RememberResult("stored", None).action
+    'created'
     """
 
     status: RememberStatus
     memory: Memory | None
+    action: RememberAction | None = None
+    replaced: Memory | None = None
+    reason: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.action is None:
+            object.__setattr__(self, "action", _ACTION_OF_STATUS[self.status])
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """One entry of a memory's history (:meth:`LongTermMemory.history`), oldest first.
+
+    ``memory_id``, ``text`` and ``kind`` are the version's; ``action`` is what happened to it at
+    ``at`` (unix ms): ``created``, ``duplicate`` (the same fact was remembered again: ``text`` is
+    how it was said, the memory's last access was bumped), ``updated`` or ``superseded`` (retired
+    in favour of ``successor_id``), ``evicted`` (dropped to stay within ``max_items``) or
+    ``forgotten`` (this version was forgotten: its text is gone, ``text`` is empty).
+    ``predecessor_id`` is set on the ``created`` entry of a memory that replaced another.
+    ``reason`` says why (the classifier's reason for updates and contradictions).
+    """
+
+    memory_id: str
+    text: str
+    kind: str
+    action: HistoryAction
+    at: int
+    reason: str | None = None
+    successor_id: str | None = None
+    predecessor_id: str | None = None
 
 
 @dataclass(slots=True)
@@ -121,12 +174,14 @@ class ExtractionReport:
     ``error`` is set (and nothing was written) when the extraction LLM failed or its reply could not
     be parsed; memories stored before stay untouched either way. ``evicted`` counts memories dropped
     to stay within ``max_items`` by this write (older stored ones, or new ones that ranked lowest).
+    ``replaced`` lists the memories retired because a stored one updates or contradicts them.
     """
 
     stored: list[Memory] = field(default_factory=list)
     candidates: int = 0
     secrets: int = 0
     duplicates: int = 0
+    replaced: list[Memory] = field(default_factory=list)
     invalid: int = 0
     over_limit: int = 0
     evicted: int = 0

@@ -1,0 +1,285 @@
+"""What a write does with each new memory: the one decision every write path shares
+(``remember``, ``remember_many``, extraction, the ``ltm_remember`` tool, bulk ingest).
+
+A new memory is compared with the memories near it: the stored ones of its scope and the earlier
+items of the same write whose vectors have at least ``related_threshold`` cosine with its own
+(the nearest ``related_candidates``), unless their contexts attribute them to different speakers
+(the contexts' last lines differ: "Caroline:" / "Melanie:"). Each pair is judged on the two texts,
+never on their contexts: by the rules of :mod:`mindcore.ltm.resolve` (one ``classify_pairs`` call per write) or,
+when a resolver LLM is configured, by ``resolve_pairs`` (one call per write, the rules settling
+whatever its reply does not). Then, item by item in order (as if remembered one after the other):
+
+* a duplicate of a live memory is not stored; that memory's last access is bumped;
+* otherwise every live memory it updates or contradicts is retired (moved to history, linked to
+  the new one), and it is stored;
+* two texts whose own vectors have at least ``duplicate_threshold`` cosine and that the judge
+  calls unrelated are duplicates (the near-identical wordings the rules cannot tell apart).
+
+Eviction then runs over what stays live; retired memories count against nothing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+
+from mindcore.ltm._repo import HistoryEvent, MemoryRepo, NewMemory
+from mindcore.ltm.resolve import MemoryPair, PairVerdict, classify_pairs, resolve_pairs
+from mindcore.ltm.types import Memory, RememberResult
+from mindcore.store import new_ids
+from mindcore.store.scoring import Weights, rank
+
+if TYPE_CHECKING:
+    from mindcore.llm import LLM
+    from mindcore.ltm.config import LongTermMemoryConfig
+    from mindcore.ltm.pipeline import Row
+
+__all__ = ["Decision", "Ref", "ScopePlan", "Stored", "decide", "plan_scope"]
+
+#: A memory a new one is compared with: ``(True, i)`` the scope's ``i``-th stored memory (in
+#: :class:`Stored` order), ``(False, j)`` the ``j``-th item of the same write.
+Ref = tuple[bool, int]
+
+_COSINE = Weights(similarity=1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Stored:
+    """The live memories of a scope as a write reads them under the scope's lock: ids and vectors
+    aligned, the memories themselves read by position when needed, and their retention scores
+    (:func:`mindcore.ltm.pipeline.retention_weights`, aligned with ``ids``) when eviction runs."""
+
+    ids: Sequence[str]
+    matrix: np.ndarray
+    read: Callable[[Sequence[int]], list[Memory]]
+    retention: Callable[[], np.ndarray]
+
+
+@dataclass(slots=True)
+class Decision:
+    """What one new memory does: ``created``, ``duplicate`` of ``twin``, or ``updated`` /
+    ``superseded`` (it retires ``retires``: ``(ref, action, reason)``, nearest first)."""
+
+    action: Literal["created", "duplicate", "updated", "superseded"] = "created"
+    reason: str | None = None
+    twin: Ref | None = None
+    retires: list[tuple[Ref, str, str]] = field(default_factory=list)
+
+
+def _candidates(vectors: np.ndarray, stored: Stored, *, threshold: float, k: int) -> list[list[tuple[float, Ref]]]:
+    """For each new vector, the nearest ``k`` stored memories and earlier new ones at cosine >= ``threshold``."""
+    out: list[list[tuple[float, Ref]]] = []
+    earlier = np.zeros(len(vectors), dtype=bool)
+    for j, vector in enumerate(vectors):
+        found: list[tuple[float, Ref]] = []
+        if len(stored.ids):
+            top = rank(vector, stored.matrix, _COSINE, k=k, min_score=threshold)
+            found += [(float(s), (True, int(i))) for i, s in zip(top.indices, top.similarities, strict=True)]
+        if j:
+            earlier[j - 1] = True
+            top = rank(vector, vectors, _COSINE, k=k, mask=earlier, min_score=threshold)
+            found += [(float(s), (False, int(i))) for i, s in zip(top.indices, top.similarities, strict=True)]
+        found.sort(key=lambda f: -f[0])
+        out.append(found[:k])
+    return out
+
+
+def _speaker(context: str | None) -> str:
+    """Who a memory is attributed to: its context's last line (as :func:`~mindcore.ltm.types.embedded_text` reads it)."""
+    return context.strip().rsplit("\n", 1)[-1].strip() if context else ""
+
+
+def _same_speaker(a: str | None, b: str | None) -> bool:
+    first, second = _speaker(a), _speaker(b)
+    return not first or not second or first == second
+
+
+def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: LongTermMemoryConfig,
+           embed: Callable[[list[str]], np.ndarray], resolver: LLM | None) -> tuple[list[Decision], dict[int, Memory]]:
+    """One :class:`Decision` per row (``vectors``: what recall embeds for each), and the stored
+    memories the decisions name (by position in ``stored``). See the module docstring."""
+    cands = _candidates(vectors, stored, threshold=config.related_threshold, k=config.related_candidates)
+    positions = sorted({ref[1] for found in cands for _, ref in found if ref[0]})
+    known = dict(zip(positions, stored.read(positions), strict=True))
+
+    # The texts' own vectors: what recall embeds, unless a context was embedded with the text.
+    def text_of(ref: Ref) -> tuple[str, str | None]:
+        if ref[0]:
+            memory = known[ref[1]]
+            return memory.text, memory.context
+        return rows[ref[1]][0], rows[ref[1]][4]
+
+    needed = {ref for j, found in enumerate(cands) if found for ref in [(False, j), *(r for _, r in found)]
+              if text_of(ref)[1]}
+    order = sorted(needed)
+    extra = dict(zip(order, embed([text_of(ref)[0] for ref in order]), strict=True)) if order else {}
+
+    def text_vector(ref: Ref) -> np.ndarray:
+        if ref in extra:
+            return np.asarray(extra[ref], dtype=np.float32)
+        return np.asarray(stored.matrix[ref[1]] if ref[0] else vectors[ref[1]], dtype=np.float32)
+
+    # Two memories attributed to different speakers (their contexts' last lines, e.g. "Caroline:" and
+    # "Melanie:") are about different people: neither repeats nor replaces the other.
+    cands = [[(c, ref) for c, ref in found if _same_speaker(text_of((False, j))[1], text_of(ref)[1])]
+             for j, found in enumerate(cands)]
+    pairs: list[MemoryPair] = []
+    owners: list[tuple[int, Ref]] = []
+    for j, found in enumerate(cands):
+        if not found:
+            continue
+        others = np.stack([text_vector(ref) for _, ref in found]).astype(np.float32)
+        top = rank(text_vector((False, j)), others, _COSINE, k=len(found))
+        cosine = dict(zip(top.indices.tolist(), top.similarities.tolist(), strict=True))
+        for n, (_, ref) in enumerate(found):
+            pairs.append(MemoryPair(text_of(ref)[0], rows[j][0], float(cosine.get(n, 0.0))))
+            owners.append((j, ref))
+    if resolver is not None:
+        verdicts = resolve_pairs(pairs, resolver) if pairs else []
+    else:
+        verdicts = classify_pairs([(p.old, p.new) for p in pairs], similarities=[p.similarity for p in pairs])
+    judged: dict[int, list[tuple[Ref, PairVerdict, float]]] = {}
+    for (j, ref), pair, verdict in zip(owners, pairs, verdicts, strict=True):
+        judged.setdefault(j, []).append((ref, verdict, pair.similarity or 0.0))
+
+    decisions: list[Decision] = []
+    live = np.zeros(len(rows), dtype=bool)  # items of this write stored and not retired so far
+    retired: set[int] = set()  # stored positions retired so far
+    for j in range(len(rows)):
+        alive = [(ref, v, s) for ref, v, s in judged.get(j, [])
+                 if (ref[1] not in retired if ref[0] else live[ref[1]])]
+        decision = Decision()
+        for ref, verdict, similarity in alive:
+            if verdict.relation == "duplicate" or (verdict.relation == "unrelated"
+                                                   and similarity >= config.duplicate_threshold):
+                reason = verdict.reason if verdict.relation == "duplicate" else f"near-identical: cosine {similarity:.2f}"
+                decision = Decision("duplicate", reason, twin=ref)
+                break
+        else:
+            for ref, verdict, _ in alive:
+                if verdict.supersedes:
+                    action = "updated" if verdict.relation == "update" else "superseded"
+                    decision.retires.append((ref, action, verdict.reason))
+                    if ref[0]:
+                        retired.add(ref[1])
+                    else:
+                        live[ref[1]] = False
+            if decision.retires:
+                first = decision.retires[0]
+                decision.action = "updated" if first[1] == "updated" else "superseded"
+                decision.reason = first[2]
+            live[j] = True
+        decisions.append(decision)
+    return decisions, known
+
+
+@dataclass(slots=True)
+class ScopePlan:
+    """What one write does to one scope, before it commits: the memories to insert (with their
+    vectors), the stored ids to delete (retired and evicted), the stored memories whose last access
+    is bumped, the history events, and how to report each row once the commit says what landed."""
+
+    new: list[Memory]
+    vectors: np.ndarray
+    delete: list[str]
+    touch: list[Memory]
+    touch_vectors: np.ndarray
+    events: list[HistoryEvent]
+    evicted: int
+    _rows: list[tuple[str, int | None, Memory | None, Memory | None, str | None]]
+
+    def results(self, written: set[str]) -> list[RememberResult]:
+        """One result per row, given the ids the commit wrote."""
+        out = []
+        for kind, _, memory, replaced, reason in self._rows:
+            if kind == "duplicate":
+                out.append(RememberResult("duplicate", memory, "duplicate", None, reason))
+            elif kind == "evicted":
+                out.append(RememberResult("evicted", None))
+            elif memory is None or (memory.id not in written and kind != "retired"):
+                out.append(RememberResult("secret", None))  # refused by the repository's own check
+            else:
+                action = "created" if kind == "retired" else kind
+                out.append(RememberResult("stored", memory, action, replaced, reason))  # type: ignore[arg-type]
+        return out
+
+
+def plan_scope(rows: Sequence[Row], vectors: np.ndarray, decisions: Sequence[Decision], known: dict[int, Memory],
+               stored: Stored, *, now: int, source: str, max_items: int,
+               cut: Callable[[np.ndarray, list[Memory], np.ndarray], tuple[np.ndarray, set[int]]]) -> ScopePlan:
+    """The :class:`ScopePlan` of ``decisions`` (see :func:`decide`); ``cut(stored retention scores,
+    new memories, their vectors)`` picks what eviction drops when over ``max_items`` (0: no cap)."""
+    memory_of: dict[int, Memory] = {}
+    stored_rows = [j for j, d in enumerate(decisions) if d.action != "duplicate"]
+    for j, memory_id in zip(stored_rows, new_ids(len(stored_rows)), strict=True):
+        text, kind, importance, created_at, context = rows[j]
+        memory_of[j] = MemoryRepo.new_memory(NewMemory(
+            text=text, kind=kind, importance=importance, created_at=now if created_at is None else created_at,
+            source=source, context=context), memory_id)
+
+    def memory(ref: Ref) -> Memory:
+        return known[ref[1]] if ref[0] else memory_of[ref[1]]
+
+    events: list[HistoryEvent] = []
+    gone: set[int] = set()  # stored positions retired
+    retired_rows: set[int] = set()
+    bumps: dict[int, Memory] = {}
+    for j, d in enumerate(decisions):
+        for ref, action, reason in d.retires:
+            events.append(HistoryEvent(memory(ref), action, now, reason, successor_id=memory_of[j].id))
+            (gone if ref[0] else retired_rows).add(ref[1])
+        if d.twin is not None:
+            twin = memory(d.twin)
+            events.append(HistoryEvent(twin, "duplicate", now, d.reason, text=rows[j][0]))
+            if d.twin[0]:
+                created_at = rows[j][3]
+                seen = now if created_at is None else created_at
+                current = bumps.get(d.twin[1], twin)
+                if seen > current.last_accessed_at:
+                    bumps[d.twin[1]] = dataclasses.replace(current, last_accessed_at=seen)
+    fresh = [j for j in memory_of if j not in retired_rows]
+    new = [memory_of[j] for j in fresh]
+    new_vectors = vectors[fresh]
+    alive = np.array([p for p in range(len(stored.ids)) if p not in gone], dtype=np.int64)
+    victims: list[int] = []
+    dropped: set[int] = set()
+    if max_items and len(alive) + len(new) > max_items:
+        scores = stored.retention()[alive] if len(alive) else np.empty(0, dtype=np.float64)
+        cut_at, dropped = cut(scores, new, new_vectors)
+        victims = [int(alive[int(i)]) for i in cut_at]
+        for m in stored.read(victims):
+            events.append(HistoryEvent(m, "evicted", now, "lowest by recency and importance over max_items"))
+    evicted_at = set(victims)
+    keep = [n for n in range(len(new)) if n not in dropped]
+    touch = [m for p, m in bumps.items() if p not in evicted_at]
+    touch_at = [p for p in bumps if p not in evicted_at]
+    dim = vectors.shape[1] if vectors.ndim == 2 else stored.matrix.shape[1]
+
+    report: list[tuple[str, int | None, Memory | None, Memory | None, str | None]] = []
+    dropped_rows = {fresh[n] for n in dropped}
+    for j, d in enumerate(decisions):
+        if d.twin is not None:
+            twin_memory: Memory | None = memory(d.twin)
+            if d.twin[0]:
+                twin_memory = None if d.twin[1] in evicted_at else bumps.get(d.twin[1], twin_memory)
+            report.append(("duplicate", j, twin_memory, None, d.reason))
+        elif j in dropped_rows:
+            report.append(("evicted", j, None, None, None))
+        else:
+            replaced = memory(d.retires[0][0]) if d.retires else None
+            kind = "retired" if j in retired_rows else d.action
+            report.append((kind, j, memory_of[j], replaced, d.reason))
+    return ScopePlan(
+        new=[new[n] for n in keep],
+        vectors=new_vectors[keep] if len(keep) else np.zeros((0, dim), np.float32),
+        delete=[stored.ids[p] for p in sorted(gone | evicted_at)],
+        touch=touch,
+        touch_vectors=stored.matrix[touch_at] if touch_at else np.zeros((0, dim), np.float32),
+        events=events,
+        evicted=len(victims) + len(dropped),
+        _rows=report,
+    )

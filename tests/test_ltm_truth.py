@@ -1,0 +1,318 @@
+"""Long-term memory stays true over time: a write judges each new memory against the memories near
+it (duplicate, update, contradiction, unrelated), retired memories leave recall for history, and
+forgetting erases history too. Real LanceDB stores on disk; the bundled embedder where the
+judgement depends on real vectors, the hashing embedder where it does not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+
+import mindcore
+from mindcore.embed import HashEmbedder
+from mindcore.errors import InvalidInputError
+from mindcore.llm import ScriptedLLM
+from mindcore.ltm import LongTermMemory, LongTermMemoryConfig, Memory
+from mindcore.store import ALL_NAMESPACES
+
+DAY = 86_400_000
+NOW = 1_750_000_000_000
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = NOW
+
+    def __call__(self) -> int:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def model() -> Any:
+    try:
+        from mindcore.embed import default_embedder
+
+        return default_embedder(threads=1)
+    except Exception as exc:  # the bundled model is an optional extra
+        pytest.skip(f"default embedder unavailable: {exc}")
+
+
+def make(path: Path, embedder: Any, clock: Clock | None = None, **kw: Any) -> LongTermMemory:
+    kw.setdefault("user_id", "u1")
+    ltm = LongTermMemory.create(mindcore.open(path), namespace="chat", embedder=embedder, enabled=True,
+                                clock=clock or Clock(), **kw)
+    assert ltm is not None
+    return ltm
+
+
+def texts(memories: list[Memory]) -> list[str]:
+    return [m.text for m in memories]
+
+
+def history_texts(path: Path) -> list[str]:
+    """Every text in the history table, any scope (what a scan of the store would find)."""
+    store = mindcore.open(path)
+    if "ltm_history" not in store.table_names():
+        return []
+    return [str(r["text"]) for r in store.open_table("ltm_history").scan(ALL_NAMESPACES)]
+
+
+# -- the realistic cases, with the bundled embedder ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("old", "new", "action"), [
+    ("Is allergic to peanuts", "Is not allergic to peanuts", "superseded"),
+    ("Lives in Lyon", "Moved to Berlin", "updated"),
+    ("Lives in Lyon", "Lives in Berlin", "superseded"),
+    ("Has 2 kids", "Has 3 kids", "superseded"),
+    ("Wedding is on June 12, 2025", "Wedding is on July 3, 2025", "superseded"),
+    ("Runs 5 km every morning", "Runs 10 km every morning", "superseded"),
+])
+def test_the_newest_fact_wins_and_recall_shows_only_it(tmp_path: Path, model: Any, old: str, new: str,
+                                                        action: str) -> None:
+    ltm = make(tmp_path / "s", model)
+    first = ltm.try_remember(old)
+    ltm.remember("Plays the cello")
+    second = ltm.try_remember(new)
+    assert (second.status, second.action) == ("stored", action)
+    assert second.replaced is not None and second.replaced.id == first.memory.id  # type: ignore[union-attr]
+    assert second.reason
+    assert sorted(texts(ltm.memories())) == sorted(["Plays the cello", new]) and len(ltm) == 2
+    recalled = texts(ltm.recall(old, k=5))
+    assert old not in recalled and new in recalled
+    assert old not in ltm.render(ltm.recall(old, k=5))
+    assert ltm.get(first.memory.id) is None  # type: ignore[union-attr]
+
+
+def test_unrelated_look_alikes_and_duplicates(tmp_path: Path, model: Any) -> None:
+    clock = Clock()
+    ltm = make(tmp_path / "s", model, clock)
+    first = ltm.try_remember("Is allergic to peanuts").memory
+    assert ltm.try_remember("Is allergic to cats").action == "created"
+    clock.now += DAY
+    again = ltm.try_remember("Is allergic to peanuts")
+    assert (again.status, again.action) == ("duplicate", "duplicate")
+    assert again.memory is not None and first is not None and again.memory.id == first.id
+    assert again.memory.last_accessed_at == clock.now  # the old memory's last access is bumped
+    assert ltm.get(first.id).last_accessed_at == clock.now  # type: ignore[union-attr]
+    assert [(v.action, v.text) for v in ltm.history(first.id)] == [
+        ("created", "Is allergic to peanuts"), ("duplicate", "Is allergic to peanuts")]
+    assert len(ltm) == 2
+
+
+def test_different_facts_with_the_same_context_are_both_kept(tmp_path: Path, model: Any) -> None:
+    """The LoCoMo case: two turns answering the same long question embed alike with their context
+    (cosine above the duplicate threshold), but they are different facts: both are kept, and
+    recall still embeds each with its context."""
+    question = ("Melanie: Hey Caroline, so good to hear from you! It has been ages. What have you been up to "
+                "since we last talked? How are the kids doing at their new school, and how is the new job at "
+                "the counseling center going? I've been thinking about our last chat a lot, about the support "
+                "group and the painting class, and I really want to hear everything, the good parts and the "
+                "hard parts too, so tell me all about your weekend and the last few weeks!")
+    ltm = make(tmp_path / "s", model)
+    facts = ["I adopted a puppy.", "I ran a marathon."]
+    vectors = model.embed([f"{question}\n{t}" for t in facts])
+    assert float(vectors[0] @ vectors[1]) >= ltm.config.duplicate_threshold  # what used to merge them
+    results = [ltm.try_remember(t, context=question) for t in facts]
+    assert [r.action for r in results] == ["created", "created"]
+    assert sorted(texts(ltm.memories())) == sorted(facts)
+    # Within one write too.
+    other = make(tmp_path / "t", model)
+    assert [r.action for r in other.remember_many([{"text": t, "context": question} for t in facts])] == [
+        "created", "created"]
+
+
+def test_a_chain_of_versions_in_history(tmp_path: Path, model: Any) -> None:
+    clock = Clock()
+    ltm = make(tmp_path / "s", model, clock)
+    lyon = ltm.try_remember("Lives in Lyon").memory
+    clock.now += DAY
+    berlin = ltm.try_remember("Moved to Berlin")
+    clock.now += DAY
+    munich = ltm.try_remember("Moved to Munich")
+    assert (berlin.action, munich.action) == ("updated", "superseded")  # "moved" in both: a conflict
+    assert munich.replaced is not None and berlin.memory is not None and munich.replaced.id == berlin.memory.id
+    assert texts(ltm.memories()) == ["Moved to Munich"]
+    assert lyon is not None and munich.memory is not None
+    chain = ltm.history(lyon.id)
+    assert chain == ltm.history(munich.memory.id) == ltm.history(berlin.memory.id)  # both ways
+    assert [(v.text, v.action, v.at) for v in chain] == [
+        ("Lives in Lyon", "created", NOW),
+        ("Lives in Lyon", "updated", NOW + DAY),
+        ("Moved to Berlin", "created", NOW + DAY),
+        ("Moved to Berlin", "superseded", NOW + 2 * DAY),
+        ("Moved to Munich", "created", NOW + 2 * DAY),
+    ]
+    assert chain[1].successor_id == berlin.memory.id and chain[2].predecessor_id == lyon.id
+    assert chain[1].reason == berlin.reason
+    assert ltm.history("no-such-id") == []
+
+
+# -- mechanics, with the hashing embedder -----------------------------------------------------------------
+
+
+def test_within_one_write_as_if_one_after_the_other(tmp_path: Path) -> None:
+    ltm = make(tmp_path / "s", HashEmbedder())
+    results = ltm.remember_many(["Lives in Lyon", "Has a cat", "Lives in Berlin", "Lives in Berlin"])
+    assert [(r.status, r.action) for r in results] == [
+        ("stored", "created"), ("stored", "created"), ("stored", "superseded"), ("duplicate", "duplicate")]
+    assert results[2].replaced == results[0].memory
+    assert results[3].memory == results[2].memory
+    assert sorted(texts(ltm.memories())) == ["Has a cat", "Lives in Berlin"]
+    assert [v.action for v in ltm.history(results[0].memory.id)] == [  # type: ignore[union-attr]
+        "created", "superseded", "created", "duplicate"]
+
+
+def test_dedupe_false_stores_every_item(tmp_path: Path) -> None:
+    ltm = make(tmp_path / "s", HashEmbedder())
+    results = ltm.remember_many(["Lives in Lyon", "Lives in Berlin", "Lives in Berlin"], dedupe=False)
+    assert [r.action for r in results] == ["created"] * 3 and len(ltm) == 3
+
+
+def test_retired_memories_count_against_nothing(tmp_path: Path) -> None:
+    clock = Clock()
+    ltm = make(tmp_path / "s", HashEmbedder(), clock, max_items=2)
+    ltm.remember("Lives in Lyon")
+    ltm.remember("Plays the cello")
+    clock.now += DAY
+    result = ltm.try_remember("Lives in Berlin")
+    assert result.action == "superseded"
+    assert sorted(texts(ltm.memories())) == ["Lives in Berlin", "Plays the cello"]  # nothing evicted
+    clock.now += DAY
+    ltm.remember("Speaks Italian")  # now over the cap: the oldest live memory goes
+    assert sorted(texts(ltm.memories())) == ["Lives in Berlin", "Speaks Italian"]
+    evicted = [m for m in ltm.memories() if m.text == "Speaks Italian"]
+    assert evicted
+    cello = [e for e in history_texts(tmp_path / "s") if e == "Plays the cello"]
+    assert cello  # the evicted memory is in history
+    actions = {(r["text"], r["action"]) for r in mindcore.open(tmp_path / "s").open_table("ltm_history")
+               .scan(ALL_NAMESPACES)}
+    assert ("Plays the cello", "evicted") in actions and ("Lives in Lyon", "superseded") in actions
+
+
+def test_the_tool_says_when_it_replaced_a_fact(tmp_path: Path) -> None:
+    ltm = make(tmp_path / "s", HashEmbedder())
+    first = ltm.call("ltm_remember", {"text": "Is allergic to peanuts"})
+    assert first["status"] == "ok" and first["action"] == "created" and "replaced" not in first
+    second = ltm.call("ltm_remember", {"text": "Is not allergic to peanuts"})
+    assert second["status"] == "ok" and second["action"] == "superseded"
+    assert second["replaced"]["id"] == first["memory"]["id"]
+    assert second["replaced"]["text"] == "Is allergic to peanuts"
+    assert "negation" in second["replaced"]["reason"]
+    assert "replaces" in second["message"]
+    third = ltm.call("ltm_remember", {"text": "Is not allergic to peanuts"})
+    assert third["status"] == "duplicate" and third["memory"]["id"] == second["memory"]["id"]
+
+
+def test_an_llm_resolver_decides_in_one_call_per_write(tmp_path: Path) -> None:
+    llm = ScriptedLLM([
+        '{"verdicts": [{"pair": 1, "relation": "update", "reason": "the user changed cities"}]}',
+        "I cannot answer that.",  # unusable: the rules decide
+    ])
+    ltm = make(tmp_path / "s", HashEmbedder(), resolver=llm)
+    ltm.remember("Lives in Lyon")  # nothing near it: no call
+    assert len(llm.calls) == 0
+    judged = ltm.try_remember("Lives in Berlin")
+    assert len(llm.calls) == 1 and llm.calls[0].json
+    assert (judged.action, judged.reason) == ("updated", "the user changed cities")
+    assert "Lives in Lyon" in llm.calls[0].messages[-1]["content"]
+    fallback = ltm.try_remember("Lives in Paris")
+    assert len(llm.calls) == 2
+    assert fallback.action == "superseded" and "berlin -> paris" in (fallback.reason or "")
+    assert texts(ltm.memories()) == ["Lives in Paris"]
+
+
+def test_an_llm_resolver_failing_falls_back_to_the_rules(tmp_path: Path) -> None:
+    ltm = make(tmp_path / "s", HashEmbedder(), resolver=ScriptedLLM([]))  # raises: script exhausted
+    ltm.remember("Is allergic to peanuts")
+    assert ltm.try_remember("Is not allergic to peanuts").action == "superseded"
+
+
+def test_forget_and_clear_erase_history(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    ltm = make(path, HashEmbedder())
+    old = ltm.try_remember("Lives in Lyon").memory
+    new = ltm.try_remember("Lives in Berlin").memory
+    ltm.remember("Lives in Berlin")  # a duplicate event
+    assert old is not None and new is not None
+    assert "Lives in Lyon" in history_texts(path)
+    assert ltm.forget(new.id)
+    assert ltm.history(old.id) == [] and ltm.history(new.id) == []
+    assert not {"Lives in Lyon", "Lives in Berlin"} & set(history_texts(path))
+    assert len(ltm) == 0
+    # A retired version alone: it goes, its successor stays and marks it forgotten (without text).
+    a = ltm.try_remember("Has 2 cats").memory
+    b = ltm.try_remember("Has 3 cats").memory
+    assert a is not None and b is not None
+    assert ltm.forget(a.id)
+    assert texts(ltm.memories()) == ["Has 3 cats"]
+    assert "Has 2 cats" not in history_texts(path)
+    assert (a.id, "forgotten", "") in [(v.memory_id, v.action, v.text) for v in ltm.history(b.id)]
+    assert not ltm.forget("no-such-id")
+    ltm.remember("Lives in Lyon")
+    ltm.remember("Lives in Rome")
+    assert ltm.clear() == 2
+    assert history_texts(path) == []
+
+
+def test_other_scopes_keep_their_history(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    ann, bob = make(path, HashEmbedder()), make(path, HashEmbedder(), user_id="bob")
+    for ltm in (ann, bob):
+        ltm.remember("Lives in Lyon")
+        ltm.remember("Lives in Berlin")
+    ann.clear()
+    lyon = [v for m in bob.memories() for v in bob.history(m.id) if v.text == "Lives in Lyon"]
+    assert [v.action for v in lyon] == ["created", "superseded"]
+
+
+def test_bulk_ingest_follows_the_same_decisions(tmp_path: Path) -> None:
+    from mindcore.batch import remember
+
+    path = tmp_path / "s"
+    make(path, HashEmbedder(), user_id="ann").remember("Lives in Lyon")
+    rows = pa.table({"user_id": ["ann", "ann", "bob", "bob"],
+                     "text": ["Lives in Berlin", "Lives in Berlin", "Is allergic to peanuts", "Is not allergic to peanuts"]})
+    report = remember(mindcore.open(path), rows, embedder=HashEmbedder(), namespace="chat")
+    assert report.results.column("status").to_pylist() == ["stored", "duplicate", "stored", "stored"]
+    ann, bob = make(path, HashEmbedder(), user_id="ann"), make(path, HashEmbedder(), user_id="bob")
+    assert texts(ann.memories()) == ["Lives in Berlin"] and texts(bob.memories()) == ["Is not allergic to peanuts"]
+    assert [v.action for v in ann.history(ann.memories()[0].id)] == ["created", "superseded", "created", "duplicate"]
+    loop = make(tmp_path / "loop", HashEmbedder(), user_id="bob")
+    assert [r.status for r in loop.remember_many(["Is allergic to peanuts", "Is not allergic to peanuts"])] == [
+        "stored", "stored"]
+    assert texts(loop.memories()) == texts(bob.memories())
+
+
+def test_extraction_reports_replaced_memories(tmp_path: Path) -> None:
+    llm = ScriptedLLM(['{"memories": [{"text": "Lives in Berlin", "kind": "identity", "importance": 0.8}]}'])
+    ltm = make(tmp_path / "s", HashEmbedder(), extractor=llm)
+    ltm.remember("Lives in Lyon")
+    report = ltm.remember_conversation([{"role": "user", "content": "I live in Berlin now"}])
+    assert texts(report.stored) == ["Lives in Berlin"] and texts(report.replaced) == ["Lives in Lyon"]
+
+
+def test_config_thresholds_are_checked() -> None:
+    assert LongTermMemoryConfig(related_threshold=0.5).related_threshold == 0.5
+    with pytest.raises(InvalidInputError, match="related_threshold"):
+        LongTermMemoryConfig(related_threshold=0.95)
+    with pytest.raises(InvalidInputError, match="duplicate_threshold"):
+        LongTermMemoryConfig(duplicate_threshold=1.5)
+    with pytest.raises(InvalidInputError, match="related_candidates"):
+        LongTermMemoryConfig(related_candidates=0)
+
+
+def test_memories_of_different_speakers_never_replace_each_other(tmp_path: Path) -> None:
+    ltm = make(tmp_path / "s", HashEmbedder())
+    results = ltm.remember_many([
+        {"text": "I live in Lyon", "context": "Melanie: Where do you live?\nCaroline:"},
+        {"text": "I live in Berlin", "context": "Caroline: And you?\nMelanie:"},
+        {"text": "I live in Berlin", "context": "Bob: Where do you live now?\nMelanie:"},
+        {"text": "I live in Paris", "context": "Melanie: Still in Lyon?\nCaroline:"},
+    ])
+    assert [r.action for r in results] == ["created", "created", "duplicate", "superseded"]
+    assert results[3].replaced == results[0].memory
+    assert sorted(texts(ltm.memories())) == ["I live in Berlin", "I live in Paris"]
