@@ -105,6 +105,9 @@ def test_rules_with_the_default_embedders_cosine_meet_the_targets(pairs: list[La
         ("Graduated in 2015", "Graduated in 2017", "contradiction", "2015 -> 2017"),
         ("Lives in Lyon", "Lives in Berlin", "contradiction", "lyon -> berlin"),
         ("Dog is named Max", "Dog is named Rocky", "contradiction", "max -> rocky"),
+        # Other values of other facts: what is said around the values differs, so nothing is replaced.
+        ("Plays the cello on Sundays", "Was born in Lisbon", "unrelated", "different facts around the values"),
+        ("Alice plays the cello on Sundays", "Alice was born in Lisbon", "unrelated", "cello, plays / born"),
         ("Lives in Lyon", "Moved to Berlin in June", "update", "moved"),
         ("Works at Acme", "Now works at Globex", "update", "now"),
         ("Has a dog", "Has a dog named Max, a beagle", "update", "new detail"),

@@ -375,7 +375,6 @@ class MemoryRepo:
     """The rows of one scope in the ``ltm_memories`` table."""
 
     def __init__(self, store: Any, *, user_id: str, namespace: str, workspace_id: str | None, embedder: Any) -> None:
-        self._store = store
         self.table = store.table(TABLE, COLUMNS, vectors=True, embedder=embedder)
         self.ns = scope_key(user_id, namespace, workspace_id)
         # BM25 over the stored terms of the cached namespace `_indexed`, patched as the cache is.

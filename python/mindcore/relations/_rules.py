@@ -36,6 +36,9 @@ __all__ = ["classify_pair", "classify_pairs"]
 # Below this content-word overlap (|A∩B| / min(|A|, |B|)) a pair is unrelated unless the embeddings say
 # otherwise.
 MIN_OVERLAP = 0.5
+# A changed value (number, date, name, place) contradicts or updates only when the words around the values
+# overlap at least this much (|A∩B| / min(|A|, |B|)); else the two texts state different facts.
+MIN_FRAME = 0.6
 # An antonym contradicts only when the rest of the two texts is about this close ("lights on" / "lights
 # off", not "coffee in the morning" / "tea at night").
 ANTONYM_OVERLAP = 0.67
@@ -395,7 +398,8 @@ def _entities(an: _Analysis, other: _Analysis) -> frozenset[str]:
 
 
 def _frame(an: _Analysis, slots: frozenset[str]) -> frozenset[str]:
-    return frozenset(w for w in an.content if w not in slots)
+    """The content words around the values (digits are values too: the "6" of "6 am")."""
+    return frozenset(w for w in an.content if w not in slots and not any(c.isdigit() for c in w))
 
 
 def _decide(old: _Analysis, new: _Analysis, similarity: float | None) -> PairVerdict:
@@ -442,6 +446,11 @@ def _decide(old: _Analysis, new: _Analysis, similarity: float | None) -> PairVer
     if changed:
         if cue:
             return PairVerdict("update", f"{'; '.join(changed)}, with '{sorted(cue)[0]}'")
+        if frame < MIN_FRAME:
+            # The values changed but so did what is said of them ("plays the cello on Sundays" /
+            # "was born in Lisbon"): two facts, not one fact with a new value.
+            return PairVerdict("unrelated", f"different facts around the values: {old.words(frame_old - frame_new)}"
+                                            f" / {new.words(frame_new - frame_old)}")
         verbs = frozenset(old.stems) & frozenset(new.stems)
         if old_ent != new_ent and verbs & _MULTI_VALUED and not verbs & _SINGLE_VALUED:
             return PairVerdict("unrelated", f"another value of a many-valued fact: {_quote(new_ent - old_ent)}")
