@@ -1,11 +1,12 @@
-//! Dot products and the batch score scan, with an AVX2+FMA path picked once at run time
-//! and a portable path for every other CPU.
+//! Dot products and the batch score scan, on the best instruction-set path the CPU has
+//! (AVX-512F, AVX2+FMA, or a portable path for every other CPU), picked once per process at
+//! run time and capped by `MINDCORE_SIMD` (see [`path`]).
 //!
-//! Both paths keep a fixed summation order (4 accumulators of 8 lanes, folded the same way),
-//! so on one machine `dot(a, b) == dot(b, a)` and `dot_norm(q, r) == (dot(q, r), dot(r, r))`
-//! bit for bit: both top-k paths see the same row norms, and `near_duplicates` and
-//! `dedupe_within` the same similarities. The scan turns raw dot products into scores with
-//! the same operations, in the same order, lane-wise as `score_at` does one at a time.
+//! Each path keeps one fixed summation order (4 accumulators of 16, 8 or 8 lanes, folded the same
+//! way), so within a process `dot(a, b) == dot(b, a)` and `dot_norm(q, r) == (dot(q, r), dot(r, r))`
+//! bit for bit: both top-k paths and `grouped_recall` see the same dot products and row norms, and
+//! `near_duplicates` and `dedupe_within` the same similarities. The scan turns raw dot products into
+//! scores with the same operations, in the same order, lane-wise as `score_at` does one at a time.
 
 use super::select::TopSel;
 use super::{non_finite_row, score_overflow};
