@@ -4,6 +4,8 @@ bookkeeping here: the report computes them from every round's time."""
 
 from __future__ import annotations
 
+import platform
+import subprocess
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +26,15 @@ def size_label(n: int) -> str:
     if n >= 1_000_000:
         return f"{n // 1_000_000}M"
     return f"{n // 1000}k" if n >= 1000 else str(n)
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``lscpu``), for the bench report: kernels pick their path by CPU."""
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
+        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
+    except (OSError, subprocess.CalledProcessError, StopIteration):
+        return platform.processor() or "unknown"
 
 
 class PrecomputedEmbedder:

@@ -13,17 +13,15 @@ for one query. Both give the same hits, bit for bit (checked on a sample before 
 from __future__ import annotations
 
 import os
-import platform
-import subprocess
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pytest
-from _bench import finish, size_label
+from _bench import cpu_model, finish, size_label
 from numpy.typing import NDArray
 
-from mindcore.kernels import BM25Index, TopK, grouped_recall
+from mindcore.kernels import BM25Index, TopK, grouped_recall, simd_path
 from mindcore.store.scoring import Weights, rank
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
@@ -37,24 +35,6 @@ NOW = 1_760_000_000_000
 W = {"w_sim": 0.7, "w_rec": 0.2, "w_importance": 0.1, "w_lexical": 1.0, "half_life_ms": 30.0 * DAY}
 FLOOR = 2.0
 VOCAB = [f"w{i}" for i in range(3_000)]
-
-
-def _cpu() -> str:
-    try:
-        out = subprocess.run(["lscpu"], capture_output=True, text=True, check=True).stdout
-        return next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
-    except (OSError, subprocess.CalledProcessError, StopIteration):
-        return platform.processor() or "unknown"
-
-
-def _dispatch() -> str:
-    """The scan the kernels pick at run time: AVX2+FMA when the CPU has both, else portable."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            flags = next((line for line in f if line.startswith("flags")), "").split()
-    except OSError:
-        return "unknown"
-    return "avx2+fma" if {"avx2", "fma"} <= set(flags) else "portable"
 
 
 @dataclass
@@ -93,7 +73,7 @@ def data() -> Data:
             importance=rng.random(n, dtype=np.float32),
             terms=terms,
         ))
-        print(f"\nCPU: {_cpu()}, {os.cpu_count()} cores; scan dispatch: {_dispatch()}")
+        print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; scan dispatch: {simd_path()}")
     return _data[0]
 
 
@@ -128,8 +108,8 @@ def test_grouped_recall(benchmark: Any, impl: str) -> None:
     d = data()
     nq = len(d.query_texts)
     group = f"batch recall: {GROUPS} groups x {ROWS} rows d={D}, {size_label(nq)} queries"
-    benchmark.extra_info["cpu"] = _cpu()
-    benchmark.extra_info["dispatch"] = _dispatch()
+    benchmark.extra_info["cpu"] = cpu_model()
+    benchmark.extra_info["dispatch"] = simd_path()
     if impl == "python-loop":
         sample = python_loop(d, groups=3)
         want = kernel(d, d.terms).indices[: 3 * PER_GROUP]

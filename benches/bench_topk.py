@@ -6,6 +6,8 @@ Baselines, all measured in the same run on the same data:
   the k; it does per call what mindcore does per call (no cached norms).
 - ``numpy-cached-norms``: the same with the row norms computed once outside the timing (a cache a numpy
   user might keep; mindcore keeps none).
+- ``mindcore-cached-norms``: mindcore given the rows' inverse norms (``row_norms(m).inv``, computed once
+  outside the timing, as the store's vector cache keeps them): each row is read for its dot product alone.
 - ``faiss``: ``IndexFlatIP`` over rows L2-normalised at build time, similarity only (FAISS has no hybrid
   score), so it does less work than the others.
 - batch only: ``numpy-matmul``, the bare ``Q @ M.T`` (the GEMM every exact method must do).
@@ -14,6 +16,10 @@ GB/s columns: at these sizes every single-query method is bound by reading the m
 
     pytest benches/bench_topk.py --benchmark-only -q          # full sizes (release build)
     MINDCORE_BENCH_QUICK=1 pytest benches/bench_topk.py --benchmark-only -q
+    MINDCORE_SIMD=avx2 pytest benches/bench_topk.py --benchmark-only -q   # force a kernel path
+
+The CPU model and the kernels' instruction-set path (``simd_path()``) are printed once and kept in
+each row's ``extra_info``.
 """
 
 from __future__ import annotations
@@ -25,10 +31,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _bench import size_label
+from _bench import cpu_model, size_label
 from numpy.typing import NDArray
 
-from mindcore.kernels import hybrid_topk
+from mindcore.kernels import hybrid_topk, row_norms, simd_path
 
 faiss = pytest.importorskip("faiss", reason="faiss-cpu is the baseline: pip install faiss-cpu")
 
@@ -52,10 +58,12 @@ class Data:
     extra: NDArray[np.float32]
     queries: NDArray[np.float32]
     norms: NDArray[np.float32]
+    inv_norms: NDArray[np.float32]  # row_norms(matrix).inv, as the store's cache keeps it
     index: Any  # faiss.IndexFlatIP over the L2-normalised rows
 
 
 _cache: dict[tuple[int, int], Data] = {}
+_cache_printed: list[bool] = []
 
 
 def data(n: int, nq: int) -> Data:
@@ -74,15 +82,20 @@ def data(n: int, nq: int) -> Data:
             extra=rng.random(n, dtype=F32),
             queries=rng.standard_normal((nq, D), dtype=F32),
             norms=norms,
+            inv_norms=row_norms(matrix).inv,
             index=index,
         )
+        if not _cache_printed:
+            print(f"\nCPU: {cpu_model()}, {os.cpu_count()} cores; kernel path: {simd_path()}")
+            _cache_printed.append(True)
     return _cache[key]
 
 
-def mindcore_topk(dat: Data, q: NDArray[np.float32]) -> NDArray[np.int64]:
+def mindcore_topk(dat: Data, q: NDArray[np.float32], cached_norms: bool = False) -> NDArray[np.int64]:
     top = hybrid_topk(
         q, dat.matrix, k=K, w_sim=W_SIM, w_rec=W_REC, w_extra=W_EXTRA,
         timestamps=dat.timestamps, now_ms=NOW, tau_ms=TAU, extra=dat.extra,
+        inv_norms=dat.inv_norms if cached_norms else None,
     )
     return top.indices
 
@@ -150,6 +163,7 @@ def _exact_scores(dat: Data, q: NDArray[np.float32]) -> NDArray[np.float64]:
 
 SINGLE_IMPLS: dict[str, Callable[[Data, NDArray[np.float32]], NDArray[np.int64]]] = {
     "mindcore": mindcore_topk,
+    "mindcore-cached-norms": lambda dat, q: mindcore_topk(dat, q, True),
     "numpy": numpy_topk,
     "numpy-cached-norms": lambda dat, q: numpy_topk(dat, q, dat.norms),
     "faiss": lambda dat, q: faiss_topk(dat, q)[0],
@@ -166,6 +180,7 @@ def test_single(benchmark: Any, n: int, impl: str) -> None:
     q = dat.queries[0]
     benchmark.extra_info["impl"] = impl
     benchmark.extra_info["bytes"] = dat.matrix.nbytes
+    benchmark.extra_info["dispatch"] = simd_path()
     if impl in BANDWIDTH_IMPLS:
         m = dat.matrix
         benchmark.group = f"topk: bandwidth n={size_label(n)} d={D}"
@@ -192,6 +207,7 @@ def test_single(benchmark: Any, n: int, impl: str) -> None:
 
 BATCH_IMPLS: dict[str, Callable[[Data, NDArray[np.float32]], Any]] = {
     "mindcore": mindcore_topk,
+    "mindcore-cached-norms": lambda dat, qs: mindcore_topk(dat, qs, True),
     "numpy": numpy_batch,
     "numpy-matmul": lambda dat, qs: qs @ dat.matrix.T,
     "faiss": faiss_topk,
@@ -203,10 +219,11 @@ def test_batch(benchmark: Any, impl: str) -> None:
     dat = data(BATCH_N, BATCH_Q)
     qs = dat.queries
     fn = BATCH_IMPLS[impl]
-    if impl in ("mindcore", "numpy"):
+    benchmark.extra_info["dispatch"] = simd_path()
+    if impl in ("mindcore", "mindcore-cached-norms", "numpy"):
         got = fn(dat, qs)
         assert got.shape == (BATCH_Q, K)
-        want = numpy_batch(dat, qs[:8]) if impl == "mindcore" else mindcore_topk(dat, qs[:8])
+        want = mindcore_topk(dat, qs[:8]) if impl == "numpy" else numpy_batch(dat, qs[:8])
         for i in range(8):
             _same_hits(got[i], want[i], dat, qs[i])
     elif impl == "faiss":

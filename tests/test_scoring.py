@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from mindcore.kernels import TopK, hybrid_topk
+from mindcore.errors import KernelError, KernelTypeError
+from mindcore.kernels import TopK, hybrid_topk, row_norms
 
 F32 = np.float32
 DAY = 86_400_000
@@ -403,3 +404,35 @@ def test_gil_is_released() -> None:
     t.join()
     # Holding the GIL would allow a tick only between calls (about 6).
     assert ticks > 20
+
+
+@pytest.mark.parametrize("nq", [1, 4])
+def test_norms_given_or_unit_rows_equal_computed_ones(nq: int) -> None:
+    rng = np.random.default_rng(8)
+    m = rng.standard_normal((2000, 48), dtype=F32)
+    m[3] = 0
+    q = rng.standard_normal((nq, 48), dtype=F32)[0 if nq == 1 else slice(None)]
+    extra = rng.random(2000, dtype=F32)
+    kw: dict[str, Any] = {"k": 7, "w_sim": 0.7, "w_extra": 0.3, "extra": extra}
+    want = hybrid_topk(q, m, **kw)
+    got = hybrid_topk(q, m, inv_norms=row_norms(m).inv, **kw)
+    assert all(a.tobytes() == b.tobytes() for a, b in zip(got, want, strict=True))
+    unit = (m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-30)).astype(F32)
+    got = hybrid_topk(q, unit, normalized=True, **kw)
+    assert got.indices.tolist() == want.indices.tolist()
+    np.testing.assert_allclose(got.scores, want.scores, atol=1e-6)
+
+
+def test_bad_norms() -> None:
+    m = np.eye(3, dtype=F32)
+    q = np.ones(3, F32)
+    with pytest.raises(KernelError, match="inv_norms: has 2 entries but matrix has 3 rows"):
+        hybrid_topk(q, m, k=1, inv_norms=np.ones(2, F32))
+    with pytest.raises(KernelError, match="inv_norms: entry 1 is NaN"):
+        hybrid_topk(q, m, k=1, inv_norms=np.array([1, np.nan, 1], F32))
+    with pytest.raises(KernelError, match="not both"):
+        hybrid_topk(q, m, k=1, inv_norms=np.ones(3, F32), normalized=True)
+    with pytest.raises(KernelError, match="only used by metric"):
+        hybrid_topk(q, m, k=1, metric="dot", normalized=True)
+    with pytest.raises(KernelTypeError, match="inv_norms"):
+        hybrid_topk(q, m, k=1, inv_norms=np.ones(3))

@@ -19,7 +19,7 @@ import pytest
 import mindcore
 from mindcore.embed import HashEmbedder
 from mindcore.errors import InvalidInputError
-from mindcore.kernels import hybrid_topk
+from mindcore.kernels import hybrid_topk, row_norms
 from mindcore.store import Weights, rank
 
 DAY = 86_400_000
@@ -101,6 +101,11 @@ def test_rank_equals_a_direct_kernel_call(weights: Weights, options: dict[str, A
         assert got.indices.tolist() == want.indices[real].tolist()
         np.testing.assert_array_equal(got.scores, want.scores[real])
         np.testing.assert_array_equal(got.similarities, want.similarities[real])
+        # The cache's inverse norms change nothing, bit for bit.
+        cached = rank(x["query"], x["vectors"], weights, k=k, now_ms=NOW, timestamps=x["timestamps"],
+                      extra=x["extra"], mask=mask, min_score=options.get("min_score"), metric=metric,
+                      inv_norms=row_norms(x["vectors"]).inv)
+        assert all(a.tobytes() == b.tobytes() for a, b in zip(cached, got, strict=True))
 
 
 def test_rank_edge_cases() -> None:
@@ -137,6 +142,11 @@ def test_table_search_takes_weights(tmp_path: Path) -> None:
     assert [(h.id, h.score) for h in given] == [(h.id, h.score) for h in loose]
     direct = rank(x["query"], x["vectors"], w, k=7, now_ms=NOW, timestamps=x["timestamps"], extra=x["extra"])
     assert [h.id for h in given] == [f"r{i}" for i in direct.indices]
+    assert [h.score for h in given] == direct.scores.tolist()
+    # The search computed the rows' norms once, into the cache, for the next query.
+    e = t.cached("ns")
+    assert e._norms is not None
+    np.testing.assert_array_equal(e._norms.inv, row_norms(e.matrix).inv)
     with pytest.raises(ValueError, match="not both"):
         t.search("ns", x["query"], weights=w, w_sim=0.5, extra_column="importance")
     with pytest.raises(ValueError, match="needs half_life_ms or tau_ms"):

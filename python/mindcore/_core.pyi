@@ -2,7 +2,7 @@
 # tests/test_stubs.py (mypy.stubtest). Each kernel keeps its own section.
 
 from collections.abc import Sequence
-from typing import final
+from typing import Literal, final
 
 import numpy as np
 from numpy.typing import NDArray
@@ -26,7 +26,10 @@ def _hybrid_topk(
     extra: NDArray[np.float32] | None = None,
     mask: NDArray[np.bool_] | None = None,
     min_score: float | None = None,
+    inv_norms: NDArray[np.float32] | None = None,
+    normalized: bool = False,
 ) -> tuple[NDArray[np.int64], NDArray[np.float32], NDArray[np.float32]]: ...
+def _simd_path() -> Literal["avx512", "avx2", "portable"]: ...
 
 # --- recall ---
 def _grouped_recall(

@@ -19,8 +19,10 @@ from mindcore.kernels.dedupe import row_norms as row_norms
 # Each kernel module re-exports its public names here, one block per module.
 # --- scoring ---
 from mindcore.kernels.scoring import Metric as Metric
+from mindcore.kernels.scoring import SimdPath as SimdPath
 from mindcore.kernels.scoring import TopK as TopK
 from mindcore.kernels.scoring import hybrid_topk as hybrid_topk
+from mindcore.kernels.scoring import simd_path as simd_path
 
 # --- recall ---
 # isort: split
@@ -76,6 +78,7 @@ __all__ = [
     "RowNorms",
     "SecretRule",
     "SecretScanner",
+    "SimdPath",
     "TopK",
     "bm25_tokenize",
     "builtin_rules",
@@ -95,4 +98,5 @@ __all__ = [
     "pack_budget",
     "redact_secrets",
     "row_norms",
+    "simd_path",
 ]

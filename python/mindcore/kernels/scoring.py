@@ -11,9 +11,10 @@ from numpy.typing import NDArray
 import mindcore._core as _core
 from mindcore.errors import KernelTypeError
 
-__all__ = ["Metric", "TopK", "hybrid_topk"]
+__all__ = ["Metric", "SimdPath", "TopK", "hybrid_topk", "simd_path"]
 
 Metric = Literal["cosine", "dot"]
+SimdPath = Literal["avx512", "avx2", "portable"]
 
 
 class TopK(NamedTuple):
@@ -55,6 +56,8 @@ def hybrid_topk(
     extra: NDArray[np.float32] | None = None,
     mask: NDArray[np.bool_] | None = None,
     min_score: float | None = None,
+    inv_norms: NDArray[np.float32] | None = None,
+    normalized: bool = False,
 ) -> TopK:
     """The `k` best rows of `matrix` for `query` under a hybrid score.
 
@@ -93,6 +96,12 @@ def hybrid_topk(
         bool per row; ``False`` excludes the row.
     min_score
         Only rows scoring at least this (inclusive) are returned.
+    inv_norms
+        float32 ``1 / norm`` per row (0 for a zero row), kept by the caller (the ``inv`` of
+        :func:`row_norms`), so a cosine query reads each row for its dot product alone. Cosine only.
+    normalized
+        ``True`` when every row has norm 1 (or is zero), as the bundled embedders produce: the
+        cosine is the dot product scaled by the query's norm. Cosine only; not with `inv_norms`.
 
     Examples
     --------
@@ -126,5 +135,23 @@ def hybrid_topk(
         extra=extra,
         mask=mask,
         min_score=min_score,
+        inv_norms=inv_norms,
+        normalized=bool(normalized),
     )
     return TopK(indices, scores, similarities)
+
+
+def simd_path() -> SimdPath:
+    """The instruction-set path the scoring kernels take in this process.
+
+    The best the CPU supports (``"avx512"``, ``"avx2"`` with FMA, else ``"portable"``), capped by
+    the ``MINDCORE_SIMD`` environment variable when it names one (read once, on first use), e.g.
+    ``MINDCORE_SIMD=avx2`` to compare paths on one machine. Each path sums in its own fixed
+    order: results agree bit for bit across kernels within a process, and to float rounding
+    across paths.
+
+    >>> simd_path() in ("avx512", "avx2", "portable")
+    True
+    """
+    path: SimdPath = _core._simd_path()
+    return path

@@ -80,13 +80,17 @@ def rank(
     mask: NDArray[np.bool_] | None = None,
     min_score: float | None = None,
     metric: Metric = "cosine",
+    inv_norms: NDArray[np.float32] | None = None,
 ) -> TopK:
     """The at most ``k`` best rows of ``vectors`` for ``query`` under ``weights``, best first.
 
     ``vectors`` is ``(n, d)`` float32, one row per row of the namespace; ``timestamps`` (unix ms,
     needed when ``weights.recency`` is not 0) and ``extra`` (needed when ``weights.extra`` is not
-    0) are aligned with it. ``mask`` excludes rows (``False``); ``min_score`` drops rows scoring
-    below it; ``now_ms`` (default: now) is when ages are measured from. Ties go to the lower row.
+    0) are aligned with it, and so is ``inv_norms``, the rows' inverse norms as
+    :func:`~mindcore.kernels.row_norms` computes them, when the caller keeps them (cosine: each row
+    is then read for its dot product alone). ``mask`` excludes rows (``False``); ``min_score`` drops
+    rows scoring below it; ``now_ms`` (default: now) is when ages are measured from. Ties go to the
+    lower row.
     The result holds real matches only (no padding): row indices, scores and raw similarities.
 
     >>> vectors = np.array([[1, 0], [0, 1], [0.8, 0.6]], dtype=np.float32)
@@ -112,6 +116,7 @@ def rank(
         half_life_ms=weights.half_life_ms if decays else None, tau_ms=weights.tau_ms if decays else None,
         extra=extra if weights.extra != 0 else None,
         mask=None if mask is None or mask.all() else mask, min_score=min_score,
+        inv_norms=inv_norms if metric == "cosine" else None,
     )
     keep = top.indices >= 0
     if keep.all():

@@ -567,6 +567,7 @@ class Table(TableWrites):
             now_ms=now_ms() if scoring.now_ms is None else scoring.now_ms, mask=mask,
             timestamps=e.int64(scoring.time_column) if w.recency != 0 else None,
             extra=e.float32(scoring.extra_column) if w.extra != 0 and scoring.extra_column is not None else None,
+            inv_norms=_cached_inv_norms(e) if scoring.metric == "cosine" else None,
         )
         idx = top.indices
         if len(idx) == 0:
@@ -711,3 +712,11 @@ class Table(TableWrites):
     async def acompact(self) -> None:
         await asyncio.to_thread(self.compact)
 
+
+def _cached_inv_norms(e: CacheEntry) -> np.ndarray | None:
+    """The entry's cached ``1/norm`` per row, so a cosine search reads each row for its dot
+    product alone; ``None`` (the kernel computes them) while a row is not finite."""
+    try:
+        return e.row_norms().inv
+    except ValueError:
+        return None

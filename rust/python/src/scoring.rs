@@ -2,12 +2,16 @@
 //! and returns `(indices, scores, similarities)` shaped like the query (1-D or 2-D).
 
 use crate::convert::{invalid, kernel_err, matrix, one_or_many_rows, vector};
-use mindcore_kernels::scoring::{self, Metric, Params, Rows};
+use mindcore_kernels::scoring::{self, Metric, Norms, Params, Rows};
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 
-type TopKArrays<'py> = (Bound<'py, PyArrayDyn<i64>>, Bound<'py, PyArrayDyn<f32>>, Bound<'py, PyArrayDyn<f32>>);
+type TopKArrays<'py> = (
+    Bound<'py, PyArrayDyn<i64>>,
+    Bound<'py, PyArrayDyn<f32>>,
+    Bound<'py, PyArrayDyn<f32>>,
+);
 
 fn optional<'py, T: numpy::Element>(
     obj: Option<&Bound<'py, PyAny>>,
@@ -24,14 +28,19 @@ fn slice<'a, T>(r: Result<&'a [T], numpy::AsSliceError>, arg: &str) -> PyResult<
     r.map_err(|e| invalid(format!("{arg}: {e}")))
 }
 
-fn shaped<'py, T: numpy::Element>(py: Python<'py>, shape: &[usize], v: Vec<T>) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
+fn shaped<'py, T: numpy::Element>(
+    py: Python<'py>,
+    shape: &[usize],
+    v: Vec<T>,
+) -> PyResult<Bound<'py, PyArrayDyn<T>>> {
     let arr = ArrayD::from_shape_vec(IxDyn(shape), v).map_err(|e| invalid(e.to_string()))?;
     Ok(arr.into_pyarray(py))
 }
 
 #[pyfunction]
 #[pyo3(signature = (query, matrix, *, k, metric="cosine", w_sim=1.0, w_rec=0.0, w_extra=0.0, timestamps=None,
-                    now_ms=0, half_life_ms=None, tau_ms=None, extra=None, mask=None, min_score=None))]
+                    now_ms=0, half_life_ms=None, tau_ms=None, extra=None, mask=None, min_score=None,
+                    inv_norms=None, normalized=false))]
 #[allow(clippy::too_many_arguments)]
 fn _hybrid_topk<'py>(
     py: Python<'py>,
@@ -49,6 +58,8 @@ fn _hybrid_topk<'py>(
     extra: Option<&Bound<'py, PyAny>>,
     mask: Option<&Bound<'py, PyAny>>,
     min_score: Option<f64>,
+    inv_norms: Option<&Bound<'py, PyAny>>,
+    normalized: bool,
 ) -> PyResult<TopKArrays<'py>> {
     let k = usize::try_from(k).map_err(|_| invalid(format!("k: must be >= 1, got {k}")))?;
     let metric = Metric::parse(metric).map_err(kernel_err)?;
@@ -58,10 +69,34 @@ fn _hybrid_topk<'py>(
     let ts = optional::<i64>(timestamps, "timestamps", "int64")?;
     let ex = optional::<f32>(extra, "extra", "float32")?;
     let mk = optional::<bool>(mask, "mask", "bool_")?;
+    let inv = optional::<f32>(inv_norms, "inv_norms", "float32")?;
     let m_data = slice(m.as_slice(), "matrix")?;
-    let ts = ts.as_ref().map(|a| slice(a.as_slice(), "timestamps")).transpose()?;
-    let ex = ex.as_ref().map(|a| slice(a.as_slice(), "extra")).transpose()?;
-    let mk = mk.as_ref().map(|a| slice(a.as_slice(), "mask")).transpose()?;
+    let ts = ts
+        .as_ref()
+        .map(|a| slice(a.as_slice(), "timestamps"))
+        .transpose()?;
+    let ex = ex
+        .as_ref()
+        .map(|a| slice(a.as_slice(), "extra"))
+        .transpose()?;
+    let mk = mk
+        .as_ref()
+        .map(|a| slice(a.as_slice(), "mask"))
+        .transpose()?;
+    let inv = inv
+        .as_ref()
+        .map(|a| slice(a.as_slice(), "inv_norms"))
+        .transpose()?;
+    let norms = match (inv, normalized) {
+        (Some(_), true) => {
+            return Err(invalid(
+                "inv_norms: give inv_norms or normalized=True, not both".to_string(),
+            ))
+        }
+        (Some(inv), false) => Norms::Inverse(inv),
+        (None, true) => Norms::Unit,
+        (None, false) => Norms::Compute,
+    };
     let params = Params {
         k,
         metric,
@@ -75,9 +110,16 @@ fn _hybrid_topk<'py>(
         extra: ex,
         mask: mk,
         min_score,
+        norms,
     };
     let top = py
-        .detach(|| scoring::hybrid_topk(Rows::new(&queries, nq, dq), Rows::new(m_data, n, dm), &params))
+        .detach(|| {
+            scoring::hybrid_topk(
+                Rows::new(&queries, nq, dq),
+                Rows::new(m_data, n, dm),
+                &params,
+            )
+        })
         .map_err(kernel_err)?;
     if one {
         let len = top.lens[0];
@@ -85,14 +127,29 @@ fn _hybrid_topk<'py>(
         i.truncate(len);
         s.truncate(len);
         c.truncate(len);
-        Ok((shaped(py, &[len], i)?, shaped(py, &[len], s)?, shaped(py, &[len], c)?))
+        Ok((
+            shaped(py, &[len], i)?,
+            shaped(py, &[len], s)?,
+            shaped(py, &[len], c)?,
+        ))
     } else {
         let shape = [top.nq, top.width];
-        Ok((shaped(py, &shape, top.indices)?, shaped(py, &shape, top.scores)?, shaped(py, &shape, top.similarities)?))
+        Ok((
+            shaped(py, &shape, top.indices)?,
+            shaped(py, &shape, top.scores)?,
+            shaped(py, &shape, top.similarities)?,
+        ))
     }
+}
+
+/// The instruction-set path the scoring kernels take in this process.
+#[pyfunction]
+fn _simd_path() -> &'static str {
+    scoring::simd_path()
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_hybrid_topk, m)?)?;
+    m.add_function(wrap_pyfunction!(_simd_path, m)?)?;
     Ok(())
 }

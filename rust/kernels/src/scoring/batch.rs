@@ -4,7 +4,7 @@
 
 use super::select::{merge, Hit, TopSel};
 use super::simd::{self, inv_norm, ScanRow};
-use super::{chunk_rows, non_finite_row, norm_overflow, par_map, Metric, Prepared};
+use super::{chunk_rows, non_finite_row, norm_overflow, par_map, Metric, Norms, Prepared};
 use crate::Result;
 
 /// Matrix rows per GEMM call: with up to QUERY_BLOCK queries the score block (1 MB at most)
@@ -24,6 +24,7 @@ pub(super) fn topk(
 ) -> Result<Vec<Vec<Hit>>> {
     let s = simd::simd();
     let cosine = prep.metric == Metric::Cosine;
+    let compute_norms = cosine && prep.norms == Norms::Compute;
 
     // Per-row terms shared by every query: the bias (recency + extra, −inf when masked) and,
     // for cosine, 1/‖row‖ (a non-finite squared norm means the row holds NaN/inf).
@@ -33,7 +34,7 @@ pub(super) fn topk(
         let mut bias = vec![0f32; r1 - r0];
         prep.fill_bias(r0, &mut bias)?;
         let mut inv = Vec::new();
-        if cosine {
+        if compute_norms {
             inv = vec![0f32; r1 - r0];
             for (o, (inv, &b)) in inv.iter_mut().zip(&bias).enumerate() {
                 if b == f32::NEG_INFINITY {
@@ -53,14 +54,23 @@ pub(super) fn topk(
         }
         Ok((bias, inv))
     })?;
-    let (mut bias, mut inv_r) = (
+    let (mut bias, mut computed) = (
         Vec::with_capacity(n),
-        Vec::with_capacity(if cosine { n } else { 0 }),
+        Vec::with_capacity(if compute_norms { n } else { 0 }),
     );
     for (b, i) in per_row {
         bias.extend(b);
-        inv_r.extend(i);
+        computed.extend(i);
     }
+    let ones;
+    let inv_r: &[f32] = match prep.norms {
+        Norms::Inverse(inv) => inv,
+        Norms::Unit if cosine => {
+            ones = vec![1f32; n];
+            &ones
+        }
+        _ => &computed,
+    };
 
     // The task grid: about 4 tasks per thread, rows split first (each task then streams its
     // own part of the matrix), queries only when there are too few row blocks.
@@ -101,7 +111,7 @@ pub(super) fn topk(
                         inv_q: inv_q[q0 + i],
                         w_sim: prep.w_sim,
                     };
-                    simd::scan(&row, b0, &mut tops[q0 - g0 + i])?;
+                    (s.scan)(&row, b0, &mut tops[q0 - g0 + i])?;
                 }
             }
         }

@@ -363,7 +363,7 @@ impl Shared<'_> {
             tau_ms: None,
             extra: Some(importance),
             mask,
-            min_score: None,
+            ..Params::new(p.k)
         };
         let vectors: Vec<&[f32]> = queries.iter().map(|&i| &self.queries[i * d..(i + 1) * d]).collect();
         let inv_q: Vec<f32> = queries.iter().map(|&i| self.inv_q[i]).collect();

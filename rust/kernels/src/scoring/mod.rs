@@ -41,6 +41,18 @@ impl Metric {
     }
 }
 
+/// What the kernel knows of the rows' norms (cosine only).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Norms<'a> {
+    /// Computed in the same pass as the dot products.
+    Compute,
+    /// `1/‖row‖` per row (0 for a zero row), kept by the caller: a query reads each row once
+    /// for its dot product alone.
+    Inverse(&'a [f32]),
+    /// Every row has norm 1 (or is zero).
+    Unit,
+}
+
 /// Everything but the vectors. `Params::new(k)` gives pure cosine similarity.
 #[derive(Debug, Clone)]
 pub struct Params<'a> {
@@ -60,6 +72,8 @@ pub struct Params<'a> {
     pub mask: Option<&'a [bool]>,
     /// Inclusive lower bound on the score.
     pub min_score: Option<f64>,
+    /// The rows' norms, when the caller knows them (cosine only).
+    pub norms: Norms<'a>,
 }
 
 impl Params<'_> {
@@ -77,6 +91,7 @@ impl Params<'_> {
             extra: None,
             mask: None,
             min_score: None,
+            norms: Norms::Compute,
         }
     }
 }
@@ -99,7 +114,11 @@ impl TopK {
     /// The real hits of query `i`: `(indices, scores, similarities)`.
     pub fn hits(&self, i: usize) -> (&[i64], &[f32], &[f32]) {
         let (a, b) = (i * self.width, i * self.width + self.lens[i]);
-        (&self.indices[a..b], &self.scores[a..b], &self.similarities[a..b])
+        (
+            &self.indices[a..b],
+            &self.scores[a..b],
+            &self.similarities[a..b],
+        )
     }
 
     fn padded(nq: usize, width: usize) -> Result<TopK> {
@@ -143,13 +162,18 @@ pub(crate) fn non_finite_row(row: usize) -> KernelError {
 }
 
 pub(crate) fn norm_overflow(row: usize) -> KernelError {
-    KernelError::invalid("matrix", format!("row {row}: squared norm overflows float32"))
+    KernelError::invalid(
+        "matrix",
+        format!("row {row}: squared norm overflows float32"),
+    )
 }
 
 pub(crate) fn score_overflow(row: usize) -> KernelError {
     KernelError::invalid(
         "w_sim",
-        format!("the score of row {row} overflows float32 (are the weights or the dot products huge?)"),
+        format!(
+            "the score of row {row} overflows float32 (are the weights or the dot products huge?)"
+        ),
     )
 }
 
@@ -164,6 +188,7 @@ pub(crate) struct Prepared<'a> {
     extra: Option<(&'a [f32], f64)>,
     mask: Option<&'a [bool]>,
     min_score: f32,
+    norms: Norms<'a>,
     /// Added to row numbers in hits and errors: the arrays cover rows `base..` of a larger matrix.
     base: usize,
 }
@@ -280,9 +305,30 @@ impl<'a> Prepared<'a> {
         } else {
             None
         };
+        match p.norms {
+            Norms::Compute => {}
+            _ if p.metric != Metric::Cosine => {
+                return Err(KernelError::invalid(
+                    "inv_norms",
+                    "row norms are only used by metric=\"cosine\"",
+                ))
+            }
+            Norms::Inverse(inv) => {
+                check_len("inv_norms", inv.len(), n)?;
+                if let Some(i) = inv.iter().position(|x| !(x.is_finite() && *x >= 0.0)) {
+                    return Err(KernelError::invalid(
+                        "inv_norms",
+                        format!("entry {i} is {} (must be finite and >= 0)", inv[i]),
+                    ));
+                }
+            }
+            Norms::Unit => {}
+        }
         let min_score = match p.min_score {
             None => f32::NEG_INFINITY,
-            Some(m) if m.is_nan() => return Err(KernelError::invalid("min_score", "must not be NaN")),
+            Some(m) if m.is_nan() => {
+                return Err(KernelError::invalid("min_score", "must not be NaN"))
+            }
             Some(m) => m as f32,
         };
         Ok(Prepared {
@@ -293,18 +339,21 @@ impl<'a> Prepared<'a> {
             extra,
             mask: p.mask,
             min_score,
+            norms: p.norms,
             base: 0,
         })
     }
 
     /// The query-independent part of the score for rows `r0..r0+out.len()`; `-inf` marks a masked row.
     fn fill_bias(&self, r0: usize, out: &mut [f32]) -> Result<()> {
+        // The same f64 operations on every path (no FMA contraction), only wider.
         #[cfg(target_arch = "x86_64")]
-        let ok = if simd::has_avx2() {
-            // SAFETY: the CPU supports AVX2 and FMA.
-            unsafe { self.bias_avx2(r0, out) }
-        } else {
-            self.bias_body(r0, out)
+        let ok = match simd::path() {
+            // SAFETY: `path()` returns only paths the CPU supports.
+            simd::Path::Avx512 => unsafe { self.bias_avx512(r0, out) },
+            // SAFETY: as above.
+            simd::Path::Avx2 => unsafe { self.bias_avx2(r0, out) },
+            simd::Path::Portable => self.bias_body(r0, out),
         };
         #[cfg(not(target_arch = "x86_64"))]
         let ok = self.bias_body(r0, out);
@@ -328,6 +377,12 @@ impl<'a> Prepared<'a> {
     #[cfg(target_arch = "x86_64")]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn bias_avx2(&self, r0: usize, out: &mut [f32]) -> bool {
+        self.bias_body(r0, out)
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn bias_avx512(&self, r0: usize, out: &mut [f32]) -> bool {
         self.bias_body(r0, out)
     }
 
@@ -421,6 +476,12 @@ fn exp2_nonpositive(x: f64) -> f64 {
         p = p * f + C[k];
     }
     p * scale
+}
+
+/// The instruction-set path the scoring kernels take in this process (`"avx512"`, `"avx2"` or
+/// `"portable"`): the best the CPU supports, capped by the `MINDCORE_SIMD` environment variable.
+pub fn simd_path() -> &'static str {
+    simd::path().name()
 }
 
 /// A row-major `(n, d)` block of float32 vectors, borrowed.
@@ -554,8 +615,11 @@ fn single(
     /// Rows scored per step: the dot products land in small stack buffers, then the same
     /// vectorised scan as the batch path scores them and feeds the heap.
     const STEP: usize = 256;
+    /// `1/‖r‖` of unit rows.
+    static ONES: [f32; STEP] = [1.0; STEP];
     let s = simd::simd();
-    let cosine_metric = prep.metric == Metric::Cosine;
+    // The row norms to compute in the pass (cosine without norms given).
+    let fused_norms = prep.metric == Metric::Cosine && prep.norms == Norms::Compute;
     let rows = chunk_rows(n, d);
     let parts = par_map(n.div_ceil(rows), n * d.max(1), |c| {
         let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
@@ -572,7 +636,7 @@ fn single(
                 let row = &matrix[(b0 + o) * d..(b0 + o + 1) * d];
                 // NaN/inf in a row makes its dot product non-finite (the query is finite): the
                 // scan reports it. A finite row whose squared norm overflows is reported here.
-                if cosine_metric {
+                if fused_norms {
                     let (dot, rr) = (s.dot_norm)(q, row);
                     if rr.is_infinite() && dot.is_finite() {
                         return Err(norm_overflow(prep.base + b0 + o));
@@ -582,19 +646,25 @@ fn single(
                     dots[o] = (s.dot)(q, row);
                 }
             }
-            if cosine_metric {
+            if fused_norms {
                 for x in inv_r.iter_mut() {
                     *x = inv_norm(*x);
                 }
             }
+            let inv_r: Option<&[f32]> = match (prep.metric, prep.norms) {
+                (Metric::Dot, _) => None,
+                (Metric::Cosine, Norms::Compute) => Some(inv_r),
+                (Metric::Cosine, Norms::Inverse(inv)) => Some(&inv[b0..b0 + len]),
+                (Metric::Cosine, Norms::Unit) => Some(&ONES[..len]),
+            };
             let row = ScanRow {
                 s: dots,
-                inv_r: cosine_metric.then_some(&*inv_r),
+                inv_r,
                 bias,
                 inv_q,
                 w_sim: prep.w_sim,
             };
-            simd::scan(&row, prep.base + b0, &mut top)?;
+            (s.scan)(&row, prep.base + b0, &mut top)?;
         }
         Ok(top.into_vec())
     })?;
@@ -629,7 +699,10 @@ pub(crate) fn multi(
     let nq = queries.len();
     let parts = par_map(n.div_ceil(rows), n * d.max(1) * nq, |c| {
         let (r0, r1) = (c * rows, ((c + 1) * rows).min(n));
-        let mut tops: Vec<TopSel> = preps.iter().map(|p| TopSel::new(p.k, p.min_score, r1 - r0)).collect();
+        let mut tops: Vec<TopSel> = preps
+            .iter()
+            .map(|p| TopSel::new(p.k, p.min_score, r1 - r0))
+            .collect();
         let (mut bias, mut inv_r, mut sq) = ([0f32; STEP], [0f32; STEP], [0f32; STEP]);
         // Row-major (row, query) dot products of the block; `per_row` is one row's.
         let mut all = vec![0f32; block * nq];
@@ -669,18 +742,23 @@ pub(crate) fn multi(
                     inv_q: inv_q[qi],
                     w_sim: prep.w_sim,
                 };
-                simd::scan(&row, prep.base + b0, &mut tops[qi])?;
+                (s.scan)(&row, prep.base + b0, &mut tops[qi])?;
             }
         }
         Ok(tops.into_iter().map(TopSel::into_vec).collect::<Vec<_>>())
     })?;
-    let mut per_query: Vec<Vec<Vec<Hit>>> = (0..nq).map(|_| Vec::with_capacity(parts.len())).collect();
+    let mut per_query: Vec<Vec<Vec<Hit>>> =
+        (0..nq).map(|_| Vec::with_capacity(parts.len())).collect();
     for part in parts {
         for (qi, hits) in part.into_iter().enumerate() {
             per_query[qi].push(hits);
         }
     }
-    Ok(per_query.into_iter().zip(preps).map(|(parts, p)| merge(parts, p.k)).collect())
+    Ok(per_query
+        .into_iter()
+        .zip(preps)
+        .map(|(parts, p)| merge(parts, p.k))
+        .collect())
 }
 
 #[cfg(test)]
@@ -697,7 +775,9 @@ mod tests {
     /// Small integers: every dot product and squared norm is exact in f32, so the single and
     /// batch paths must agree bit for bit and ties are real ties.
     fn int_matrix(rows: usize, d: usize, seed: &mut u64) -> Vec<f32> {
-        (0..rows * d).map(|_| (lcg(seed) % 7) as f32 - 3.0).collect()
+        (0..rows * d)
+            .map(|_| (lcg(seed) % 7) as f32 - 3.0)
+            .collect()
     }
 
     /// Straightforward reference: every score in f64, stable sort, best first.
@@ -873,8 +953,12 @@ mod tests {
                     (nq, k.min(n), nq * k.min(n))
                 );
                 for i in 0..nq {
-                    let one = hybrid_topk(Rows::new(&qs[i * d..(i + 1) * d], 1, d), Rows::new(&m, n, d), &p)
-                        .unwrap();
+                    let one = hybrid_topk(
+                        Rows::new(&qs[i * d..(i + 1) * d], 1, d),
+                        Rows::new(&m, n, d),
+                        &p,
+                    )
+                    .unwrap();
                     assert_eq!(batch.hits(i), one.hits(0), "query {i} {metric:?} k={k}");
                     let w = batch.width;
                     let pad = &batch.indices[i * w + batch.lens[i]..(i + 1) * w];
@@ -882,6 +966,99 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn given_norms_equal_computed_ones_bit_for_bit() {
+        let mut seed = 31;
+        let (n, d) = (3000, 40);
+        let unit = |seed: &mut u64| (lcg(seed) % 100_000) as f32 / 50_000.0 - 1.0;
+        let mut m: Vec<f32> = (0..n * d).map(|_| unit(&mut seed)).collect();
+        m[17 * d..18 * d].fill(0.0); // a zero row: inverse norm 0, similarity 0
+        let qs: Vec<f32> = (0..3 * d).map(|_| unit(&mut seed)).collect();
+        let s = simd::simd();
+        let inv: Vec<f32> = m.chunks(d).map(|r| inv_norm((s.dot)(r, r))).collect();
+        let extra: Vec<f32> = (0..n).map(|j| (j % 5) as f32 * 0.1).collect();
+        let mask: Vec<bool> = (0..n).map(|j| j % 11 != 0).collect();
+        for masked in [false, true] {
+            let p = Params {
+                w_sim: 0.8,
+                w_extra: 0.2,
+                extra: Some(&extra),
+                mask: masked.then_some(&mask[..]),
+                ..Params::new(25)
+            };
+            let given = Params {
+                norms: Norms::Inverse(&inv),
+                ..p.clone()
+            };
+            for nq in [1, 3] {
+                let (q, m) = (Rows::new(&qs[..nq * d], nq, d), Rows::new(&m, n, d));
+                let want = hybrid_topk(q, m, &p).unwrap();
+                assert_eq!(
+                    hybrid_topk(q, m, &given).unwrap(),
+                    want,
+                    "nq={nq} masked={masked}"
+                );
+            }
+        }
+        // Unit rows: `normalized` gives the cosine.
+        let unit_rows: Vec<f32> = m
+            .chunks(d)
+            .zip(&inv)
+            .flat_map(|(r, &i)| r.iter().map(move |x| x * i))
+            .collect();
+        let p = Params::new(10);
+        for nq in [1, 3] {
+            let (q, m) = (Rows::new(&qs[..nq * d], nq, d), Rows::new(&unit_rows, n, d));
+            let want = hybrid_topk(q, m, &p).unwrap();
+            let got = hybrid_topk(
+                q,
+                m,
+                &Params {
+                    norms: Norms::Unit,
+                    ..p.clone()
+                },
+            )
+            .unwrap();
+            assert_eq!(got.indices, want.indices);
+            for (a, b) in got.scores.iter().zip(&want.scores) {
+                assert!((a - b).abs() < 1e-6);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_given_norms_are_a_clear_error() {
+        let m = [1.0, 0.0, 0.0, 1.0, 1.0, 1.0];
+        let q = [1.0, 0.0];
+        let bad = [1.0, f32::NAN, 1.0];
+        let neg = [1.0, -1.0, 1.0];
+        let short = [1.0];
+        let run = |p: Params<'_>| err(&q, 1, &m, 3, &p);
+        assert_eq!(
+            run(Params {
+                norms: Norms::Inverse(&short),
+                ..Params::new(1)
+            }),
+            "inv_norms: has 1 entries but matrix has 3 rows"
+        );
+        assert!(run(Params {
+            norms: Norms::Inverse(&bad),
+            ..Params::new(1)
+        })
+        .starts_with("inv_norms: entry 1 is NaN"));
+        assert!(run(Params {
+            norms: Norms::Inverse(&neg),
+            ..Params::new(1)
+        })
+        .starts_with("inv_norms: entry 1 is -1"));
+        let dot = Params {
+            metric: Metric::Dot,
+            norms: Norms::Unit,
+            ..Params::new(1)
+        };
+        assert!(run(dot).starts_with("inv_norms: row norms are only used"));
     }
 
     #[test]
@@ -898,8 +1075,12 @@ mod tests {
             };
             let batch = hybrid_topk(Rows::new(&qs, nq, d), Rows::new(&m, n, d), &p).unwrap();
             for i in 0..nq {
-                let one =
-                    hybrid_topk(Rows::new(&qs[i * d..(i + 1) * d], 1, d), Rows::new(&m, n, d), &p).unwrap();
+                let one = hybrid_topk(
+                    Rows::new(&qs[i * d..(i + 1) * d], 1, d),
+                    Rows::new(&m, n, d),
+                    &p,
+                )
+                .unwrap();
                 assert_eq!(batch.hits(i), one.hits(0), "query {i} k={k}");
             }
         }
@@ -927,7 +1108,12 @@ mod tests {
         let p = Params::new(3);
         let one = hybrid_topk(Rows::new(&[1.0, 2.0], 1, 2), Rows::new(&[], 0, 2), &p).unwrap();
         assert_eq!(one.lens, vec![0]);
-        let many = hybrid_topk(Rows::new(&[1.0, 2.0, 3.0, 4.0], 2, 2), Rows::new(&[], 0, 2), &p).unwrap();
+        let many = hybrid_topk(
+            Rows::new(&[1.0, 2.0, 3.0, 4.0], 2, 2),
+            Rows::new(&[], 0, 2),
+            &p,
+        )
+        .unwrap();
         assert_eq!((many.nq, many.width, many.lens.clone()), (2, 0, vec![0, 0]));
         // k far beyond n: the rows are only n wide, nothing of size k is allocated.
         let huge = hybrid_topk(
@@ -981,7 +1167,10 @@ mod tests {
         )
         .unwrap_err()
         .to_string();
-        assert!(e.contains("dimension 3") && e.contains("dimension 2"), "{e}");
+        assert!(
+            e.contains("dimension 3") && e.contains("dimension 2"),
+            "{e}"
+        );
         assert!(err(
             &q,
             1,
@@ -1026,7 +1215,10 @@ mod tests {
                 ..Params::new(1)
             },
         );
-        assert!(e.starts_with("half_life_ms: w_rec != 0 needs a decay"), "{e}");
+        assert!(
+            e.starts_with("half_life_ms: w_rec != 0 needs a decay"),
+            "{e}"
+        );
         let both = Params {
             half_life_ms: Some(1.0),
             tau_ms: Some(1.0),
@@ -1125,9 +1317,8 @@ mod tests {
         );
         assert_eq!(e, "w_extra: the score of row 1 overflows float32");
         assert!(err(&[f32::INFINITY, 0.0], 1, &m, 3, &Params::new(1)).starts_with("query: entry 0"));
-        assert!(
-            err(&[0.0, 0.0, 0.0, f32::NAN], 2, &m, 3, &Params::new(1)).starts_with("query: row 1, column 1")
-        );
+        assert!(err(&[0.0, 0.0, 0.0, f32::NAN], 2, &m, 3, &Params::new(1))
+            .starts_with("query: row 1, column 1"));
     }
 
     #[test]
@@ -1151,7 +1342,10 @@ mod tests {
                 let e = hybrid_topk(Rows::new(&q, nq, d), Rows::new(&m, n, d), &p)
                     .unwrap_err()
                     .to_string();
-                assert_eq!(e, "matrix: row 4321 contains NaN or inf", "{nq} {metric:?} {bad}");
+                assert_eq!(
+                    e, "matrix: row 4321 contains NaN or inf",
+                    "{nq} {metric:?} {bad}"
+                );
                 let mask: Vec<bool> = (0..n).map(|j| j != 4321).collect();
                 let p = Params {
                     mask: Some(&mask),
@@ -1167,8 +1361,12 @@ mod tests {
         let m = [1e30f32, 0.0, 1.0, 0.0, 1.0, 1.0];
         for nq in [1, 2] {
             let q = vec![1.0f32; 2 * nq];
-            let e = hybrid_topk(Rows::new(&q, nq, 2), Rows::new(&m, 3, 2), &Params::new(1)).unwrap_err();
-            assert_eq!(e.to_string(), "matrix: row 0: squared norm overflows float32");
+            let e = hybrid_topk(Rows::new(&q, nq, 2), Rows::new(&m, 3, 2), &Params::new(1))
+                .unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                "matrix: row 0: squared norm overflows float32"
+            );
         }
     }
 
@@ -1208,7 +1406,10 @@ mod decay_tests {
             assert_eq!(exp2_nonpositive(-(n as f64)), (-(n as f64)).exp2());
         }
         assert_eq!(exp2_nonpositive(-0.0), 1.0);
-        assert_eq!(exp2_nonpositive(-1e300), 0.0f64.max(exp2_nonpositive(-1000.0)));
+        assert_eq!(
+            exp2_nonpositive(-1e300),
+            0.0f64.max(exp2_nonpositive(-1000.0))
+        );
         assert_eq!(exp2_nonpositive(-1e300) as f32, 0.0);
     }
 

@@ -1,11 +1,12 @@
-//! Dot products and the batch score scan, with an AVX2+FMA path picked once at run time
-//! and a portable path for every other CPU.
+//! Dot products and the batch score scan, on the best instruction-set path the CPU has
+//! (AVX-512F, AVX2+FMA, or a portable path for every other CPU), picked once per process at
+//! run time and capped by `MINDCORE_SIMD` (see [`path`]).
 //!
-//! Both paths keep a fixed summation order (4 accumulators of 8 lanes, folded the same way),
-//! so on one machine `dot(a, b) == dot(b, a)` and `dot_norm(q, r) == (dot(q, r), dot(r, r))`
-//! bit for bit: both top-k paths see the same row norms, and `near_duplicates` and
-//! `dedupe_within` the same similarities. The scan turns raw dot products into scores with
-//! the same operations, in the same order, lane-wise as `score_at` does one at a time.
+//! Each path keeps one fixed summation order (4 accumulators of 16, 8 or 8 lanes, folded the same
+//! way), so within a process `dot(a, b) == dot(b, a)` and `dot_norm(q, r) == (dot(q, r), dot(r, r))`
+//! bit for bit: both top-k paths and `grouped_recall` see the same dot products and row norms, and
+//! `near_duplicates` and `dedupe_within` the same similarities. The scan turns raw dot products into
+//! scores with the same operations, in the same order, lane-wise as `score_at` does one at a time.
 
 use super::select::TopSel;
 use super::{non_finite_row, score_overflow};
@@ -27,13 +28,82 @@ pub fn cosine(dot: f32, inv_a: f32, inv_b: f32) -> f32 {
     (dot * inv_a * inv_b).clamp(-1.0, 1.0)
 }
 
-/// The hot functions for this CPU.
+/// An instruction-set path for the hot loops. Each path keeps its own fixed summation order, so
+/// results agree bit for bit between kernels on one path (and may differ in the last bits
+/// between paths).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Path {
+    /// Plain Rust the compiler vectorises for the build target (SSE2 on x86_64, NEON on aarch64).
+    Portable,
+    /// AVX2 + FMA, 8 lanes.
+    Avx2,
+    /// AVX-512F, 16 lanes.
+    Avx512,
+}
+
+impl Path {
+    pub const ALL: [Path; 3] = [Path::Portable, Path::Avx2, Path::Avx512];
+
+    /// The name `MINDCORE_SIMD` takes and [`path`] reports.
+    pub fn name(self) -> &'static str {
+        match self {
+            Path::Portable => "portable",
+            Path::Avx2 => "avx2",
+            Path::Avx512 => "avx512",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Path> {
+        Path::ALL.into_iter().find(|p| p.name() == name)
+    }
+
+    /// Whether this CPU can run the path.
+    pub fn supported(self) -> bool {
+        match self {
+            Path::Portable => true,
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => avx2::available(),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512 => avx512::available(),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+}
+
+/// The environment variable that caps the path (`avx512`, `avx2` or `portable`), for tests and
+/// benchmarks: a path the CPU lacks falls back to the best one below it; other values are ignored.
+pub const ENV: &str = "MINDCORE_SIMD";
+
+/// The path every kernel takes in this process: the best the CPU supports, capped by
+/// `MINDCORE_SIMD`; decided on first use.
+pub fn path() -> Path {
+    static PATH: std::sync::OnceLock<Path> = std::sync::OnceLock::new();
+    *PATH.get_or_init(|| {
+        let cap = std::env::var(ENV)
+            .ok()
+            .and_then(|v| Path::parse(v.trim().to_ascii_lowercase().as_str()))
+            .unwrap_or(Path::Avx512);
+        Path::ALL
+            .into_iter()
+            .rev()
+            .find(|p| *p <= cap && p.supported())
+            .unwrap_or(Path::Portable)
+    })
+}
+
+/// The hot functions of one path.
 #[derive(Clone, Copy)]
 pub struct Simd {
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub path: Path,
     pub dot: fn(&[f32], &[f32]) -> f32,
     pub dot_norm: fn(&[f32], &[f32]) -> (f32, f32),
     /// `out[i] = dot(qs[i], r)` bit for bit, for several queries against one row at once.
     pub dots: fn(&[&[f32]], &[f32], &mut [f32]),
+    /// Offers every unmasked lane of a scan row (global row index `r0 + j`) to `top`; a
+    /// non-finite dot product or score is an error naming the row.
+    pub scan: fn(&ScanRow<'_>, usize, &mut TopSel) -> crate::Result<()>,
 }
 
 /// A run of rows to score for one query: `s` are the raw dot products against rows
@@ -48,29 +118,48 @@ pub struct ScanRow<'a> {
     pub w_sim: f32,
 }
 
-/// Whether the AVX2+FMA paths can run (cached by std after the first call).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub fn has_avx2() -> bool {
-    avx2::available()
+/// The functions of the process's path (see [`path`]).
+pub fn simd() -> Simd {
+    Simd::of(path()).unwrap_or_else(Simd::portable)
 }
 
-/// Picks the fastest implementation the CPU supports (checked once per kernel call).
-pub fn simd() -> Simd {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if avx2::available() {
-            return Simd {
+impl Simd {
+    fn portable() -> Simd {
+        Simd {
+            path: Path::Portable,
+            dot: portable::dot,
+            dot_norm: portable::dot_norm,
+            dots: portable::dots,
+            scan: |row, r0, top| portable::scan(row, 0, r0, top),
+        }
+    }
+
+    /// The functions of `path`, or `None` when this CPU cannot run it.
+    pub fn of(path: Path) -> Option<Simd> {
+        if !path.supported() {
+            return None;
+        }
+        Some(match path {
+            Path::Portable => Simd::portable(),
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx2 => Simd {
+                path,
                 dot: avx2::dot_safe,
                 dot_norm: avx2::dot_norm_safe,
                 dots: avx2::dots_safe,
-            };
-        }
-    }
-    Simd {
-        dot: portable::dot,
-        dot_norm: portable::dot_norm,
-        dots: portable::dots,
+                scan: avx2::scan_safe,
+            },
+            #[cfg(target_arch = "x86_64")]
+            Path::Avx512 => Simd {
+                path,
+                dot: avx512::dot_safe,
+                dot_norm: avx512::dot_norm_safe,
+                dots: avx512::dots_safe,
+                scan: avx512::scan_safe,
+            },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => return None,
+        })
     }
 }
 
@@ -82,19 +171,6 @@ pub fn score_at(row: &ScanRow<'_>, j: usize) -> (f32, f32) {
         None => row.s[j],
     };
     (row.w_sim * sim + row.bias[j], sim)
-}
-
-/// Offers every unmasked lane of `row` (global row index `r0 + j`) to `top`; a non-finite
-/// dot product or score is an error naming the row.
-pub fn scan(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
-    #[cfg(target_arch = "x86_64")]
-    {
-        if avx2::available() {
-            // SAFETY: the CPU supports AVX2 and FMA (checked just above).
-            return unsafe { avx2::scan(row, r0, top) };
-        }
-    }
-    portable::scan(row, 0, r0, top)
 }
 
 /// The slow path for one lane that passed the cheap filter.
@@ -241,6 +317,11 @@ mod avx2 {
         unsafe { dots(qs, r, out) }
     }
 
+    pub fn scan_safe(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
+        // SAFETY: as above.
+        unsafe { scan(row, r0, top) }
+    }
+
     #[target_feature(enable = "avx2,fma")]
     unsafe fn dots(qs: &[&[f32]], r: &[f32], out: &mut [f32]) {
         // Three queries at a time: 12 independent FMA chains (the single dot has 4, and waits on
@@ -295,7 +376,10 @@ mod avx2 {
         let mut out = [0f32; N];
         for k in 0..N {
             let a = d[k];
-            let mut dt = hsum(_mm256_add_ps(_mm256_add_ps(a[0], a[1]), _mm256_add_ps(a[2], a[3])));
+            let mut dt = hsum(_mm256_add_ps(
+                _mm256_add_ps(a[0], a[1]),
+                _mm256_add_ps(a[2], a[3]),
+            ));
             for j in i..n {
                 dt += qs[k][j] * r[j];
             }
@@ -351,7 +435,7 @@ mod avx2 {
     /// Eight lanes at a time: score, compare with the threshold, and hand the rare
     /// candidates (or non-finite lanes) to `hit`. Same operations as `score_at`, lane-wise.
     #[target_feature(enable = "avx2,fma")]
-    pub unsafe fn scan(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
+    unsafe fn scan(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
         let n = row.s.len();
         let (ps, pb) = (row.s.as_ptr(), row.bias.as_ptr());
         let inv_q = _mm256_set1_ps(row.inv_q);
@@ -367,7 +451,10 @@ mod avx2 {
             let b = _mm256_loadu_ps(pb.add(j));
             let sim = match row.inv_r {
                 Some(inv_r) => {
-                    let x = _mm256_mul_ps(_mm256_mul_ps(s, inv_q), _mm256_loadu_ps(inv_r.as_ptr().add(j)));
+                    let x = _mm256_mul_ps(
+                        _mm256_mul_ps(s, inv_q),
+                        _mm256_loadu_ps(inv_r.as_ptr().add(j)),
+                    );
                     _mm256_min_ps(_mm256_max_ps(x, lo), hi)
                 }
                 None => s,
@@ -376,7 +463,10 @@ mod avx2 {
             // threshold is −inf (`take` skips them). A NaN/inf dot product is collected for the
             // whole row (|s| < inf is false for both) and reported after it.
             let score = _mm256_add_ps(_mm256_mul_ps(w, sim), b);
-            bad = _mm256_or_ps(bad, _mm256_cmp_ps::<_CMP_NLT_UQ>(_mm256_and_ps(s, abs_mask), inf));
+            bad = _mm256_or_ps(
+                bad,
+                _mm256_cmp_ps::<_CMP_NLT_UQ>(_mm256_and_ps(s, abs_mask), inf),
+            );
             let mut bits = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_GE_OQ>(score, t)) as u32;
             if bits != 0 {
                 while bits != 0 {
@@ -395,6 +485,199 @@ mod avx2 {
     }
 }
 
+/// The AVX-512F path: the AVX2 path's layout at twice the width (4 accumulators of 16 lanes,
+/// folded pairwise, then to 8 lanes and on as the AVX2 fold), so one register load covers 16
+/// values and a 384-dimensional row takes 6 steps instead of 12.
+#[cfg(target_arch = "x86_64")]
+mod avx512 {
+    use super::{first_bad, portable, take, ScanRow, TopSel};
+    use std::arch::x86_64::*;
+
+    pub fn available() -> bool {
+        is_x86_feature_detected!("avx512f") && super::avx2::available()
+    }
+
+    pub fn dot_safe(a: &[f32], b: &[f32]) -> f32 {
+        // SAFETY: only installed by `Simd::of` after `available()` returned true.
+        unsafe { dot_n::<1>([a], b)[0] }
+    }
+
+    pub fn dot_norm_safe(q: &[f32], r: &[f32]) -> (f32, f32) {
+        // SAFETY: as above.
+        unsafe { dot_norm(q, r) }
+    }
+
+    pub fn dots_safe(qs: &[&[f32]], r: &[f32], out: &mut [f32]) {
+        // SAFETY: as above.
+        unsafe { dots(qs, r, out) }
+    }
+
+    pub fn scan_safe(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
+        // SAFETY: as above.
+        unsafe { scan(row, r0, top) }
+    }
+
+    /// Sum of the 16 lanes: halves added (lanes l and l+8), then the AVX2 fold of the 8.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    fn hsum(v: __m512) -> f32 {
+        let lo = _mm512_castps512_ps256(v);
+        let hi = _mm256_castpd_ps(_mm512_extractf64x4_pd::<1>(_mm512_castps_pd(v)));
+        let v = _mm256_add_ps(lo, hi);
+        let s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps::<1>(v));
+        let s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        _mm_cvtss_f32(_mm_add_ss(s, _mm_shuffle_ps::<1>(s, s)))
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    fn fold(a: [__m512; 4]) -> f32 {
+        hsum(_mm512_add_ps(
+            _mm512_add_ps(a[0], a[1]),
+            _mm512_add_ps(a[2], a[3]),
+        ))
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn dots(qs: &[&[f32]], r: &[f32], out: &mut [f32]) {
+        // Four queries at a time: 16 independent FMA chains and one load of the row for four
+        // FMAs; 16 accumulators leave half of the 32 registers for the loads.
+        let mut i = 0;
+        while i + 4 <= qs.len() {
+            let [a, b, c, d] = dot_n::<4>([qs[i], qs[i + 1], qs[i + 2], qs[i + 3]], r);
+            (out[i], out[i + 1], out[i + 2], out[i + 3]) = (a, b, c, d);
+            i += 4;
+        }
+        if i + 2 <= qs.len() {
+            let [a, b] = dot_n::<2>([qs[i], qs[i + 1]], r);
+            (out[i], out[i + 1]) = (a, b);
+            i += 2;
+        }
+        if i < qs.len() {
+            out[i] = dot_n::<1>([qs[i]], r)[0];
+        }
+    }
+
+    // Indexing by `u` and `k` mirrors `dot_norm` line for line (the point of this function).
+    #[allow(clippy::needless_range_loop)]
+    /// The dot product of each of `N` queries with `r`, each query's accumulators updated by
+    /// the same FMAs in the same order as `dot_norm`'s (only interleaved with the others'),
+    /// the same fold and the same scalar tail: equal bit for bit.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn dot_n<const N: usize>(qs: [&[f32]; N], r: &[f32]) -> [f32; N] {
+        let n = qs.iter().fold(r.len(), |n, q| n.min(q.len()));
+        let pr = r.as_ptr();
+        let pq = qs.map(|q| q.as_ptr());
+        let mut d = [[_mm512_setzero_ps(); 4]; N];
+        let mut i = 0;
+        while i + 64 <= n {
+            for u in 0..4 {
+                let y = _mm512_loadu_ps(pr.add(i + 16 * u));
+                for k in 0..N {
+                    let x = _mm512_loadu_ps(pq[k].add(i + 16 * u));
+                    d[k][u] = _mm512_fmadd_ps(x, y, d[k][u]);
+                }
+            }
+            i += 64;
+        }
+        while i + 16 <= n {
+            let y = _mm512_loadu_ps(pr.add(i));
+            for k in 0..N {
+                let x = _mm512_loadu_ps(pq[k].add(i));
+                d[k][0] = _mm512_fmadd_ps(x, y, d[k][0]);
+            }
+            i += 16;
+        }
+        let mut out = [0f32; N];
+        for k in 0..N {
+            let mut dt = fold(d[k]);
+            for j in i..n {
+                dt += qs[k][j] * r[j];
+            }
+            out[k] = dt;
+        }
+        out
+    }
+
+    /// `(dot(q, r), dot(r, r))` in one read of `r`.
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn dot_norm(q: &[f32], r: &[f32]) -> (f32, f32) {
+        let n = q.len().min(r.len());
+        let (pq, pr) = (q.as_ptr(), r.as_ptr());
+        let mut d = [_mm512_setzero_ps(); 4];
+        let mut s = [_mm512_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 64 <= n {
+            for u in 0..4 {
+                let x = _mm512_loadu_ps(pq.add(i + 16 * u));
+                let y = _mm512_loadu_ps(pr.add(i + 16 * u));
+                d[u] = _mm512_fmadd_ps(x, y, d[u]);
+                s[u] = _mm512_fmadd_ps(y, y, s[u]);
+            }
+            i += 64;
+        }
+        while i + 16 <= n {
+            let x = _mm512_loadu_ps(pq.add(i));
+            let y = _mm512_loadu_ps(pr.add(i));
+            d[0] = _mm512_fmadd_ps(x, y, d[0]);
+            s[0] = _mm512_fmadd_ps(y, y, s[0]);
+            i += 16;
+        }
+        let (mut dt, mut nn) = (fold(d), fold(s));
+        while i < n {
+            dt += q[i] * r[i];
+            nn += r[i] * r[i];
+            i += 1;
+        }
+        (dt, nn)
+    }
+
+    /// Sixteen lanes at a time, the same operations as `score_at` lane-wise (see the AVX2 scan).
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn scan(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
+        let n = row.s.len();
+        let (ps, pb) = (row.s.as_ptr(), row.bias.as_ptr());
+        let inv_q = _mm512_set1_ps(row.inv_q);
+        let w = _mm512_set1_ps(row.w_sim);
+        let (lo, hi) = (_mm512_set1_ps(-1.0), _mm512_set1_ps(1.0));
+        let inf = _mm512_set1_ps(f32::INFINITY);
+        let mut t = _mm512_set1_ps(top.threshold());
+        let mut bad: __mmask16 = 0;
+        let mut j = 0;
+        while j + 16 <= n {
+            let s = _mm512_loadu_ps(ps.add(j));
+            let b = _mm512_loadu_ps(pb.add(j));
+            let sim = match row.inv_r {
+                Some(inv_r) => {
+                    let x = _mm512_mul_ps(
+                        _mm512_mul_ps(s, inv_q),
+                        _mm512_loadu_ps(inv_r.as_ptr().add(j)),
+                    );
+                    _mm512_min_ps(_mm512_max_ps(x, lo), hi)
+                }
+                None => s,
+            };
+            let score = _mm512_add_ps(_mm512_mul_ps(w, sim), b);
+            bad |= _mm512_cmp_ps_mask::<_CMP_NLT_UQ>(_mm512_abs_ps(s), inf);
+            let mut bits = _mm512_cmp_ps_mask::<_CMP_GE_OQ>(score, t) as u32;
+            if bits != 0 {
+                while bits != 0 {
+                    let l = bits.trailing_zeros() as usize;
+                    take(row, j + l, r0, top)?;
+                    bits &= bits - 1;
+                }
+                t = _mm512_set1_ps(top.threshold());
+            }
+            j += 16;
+        }
+        if bad != 0 {
+            first_bad(row, r0)?;
+        }
+        portable::scan(row, j, r0, top)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -404,23 +687,111 @@ mod tests {
     fn dots_equal_dot_bit_for_bit() {
         let mut seed = 23u64;
         let mut next = || {
-            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((seed >> 33) % 100_003) as f32 / 50_000.0 - 1.0
         };
-        let s = simd();
-        for d in [0, 1, 7, 8, 9, 31, 32, 33, 41, 100, 384] {
-            let qs: Vec<Vec<f32>> = (0..8).map(|_| (0..d).map(|_| next()).collect()).collect();
-            let r: Vec<f32> = (0..d).map(|_| next()).collect();
-            for nq in 0..=qs.len() {
-                let refs: Vec<&[f32]> = qs[..nq].iter().map(|q| &q[..]).collect();
-                let mut out = vec![f32::NAN; nq];
-                (s.dots)(&refs, &r, &mut out);
-                for (q, o) in refs.iter().zip(&out) {
-                    assert_eq!(o.to_bits(), (s.dot)(q, &r).to_bits(), "d={d} nq={nq}");
-                    assert_eq!(o.to_bits(), (s.dot_norm)(q, &r).0.to_bits(), "d={d} nq={nq}");
+        for s in paths() {
+            for d in [0, 1, 7, 8, 9, 31, 32, 33, 41, 100, 384] {
+                let qs: Vec<Vec<f32>> = (0..8).map(|_| (0..d).map(|_| next()).collect()).collect();
+                let r: Vec<f32> = (0..d).map(|_| next()).collect();
+                for nq in 0..=qs.len() {
+                    let refs: Vec<&[f32]> = qs[..nq].iter().map(|q| &q[..]).collect();
+                    let mut out = vec![f32::NAN; nq];
+                    (s.dots)(&refs, &r, &mut out);
+                    for (q, o) in refs.iter().zip(&out) {
+                        assert_eq!(o.to_bits(), (s.dot)(q, &r).to_bits(), "d={d} nq={nq}");
+                        assert_eq!(
+                            o.to_bits(),
+                            (s.dot_norm)(q, &r).0.to_bits(),
+                            "d={d} nq={nq}"
+                        );
+                    }
                 }
             }
         }
+    }
+
+    /// Every path this CPU has, against the portable one (skipped: paths the CPU lacks).
+    fn paths() -> Vec<Simd> {
+        let got: Vec<Simd> = Path::ALL.into_iter().filter_map(Simd::of).collect();
+        for p in Path::ALL {
+            if !p.supported() {
+                eprintln!("skipped: this CPU has no {} path", p.name());
+            }
+        }
+        got
+    }
+
+    #[test]
+    fn every_path_is_exact_on_small_integers_and_close_on_floats() {
+        let mut seed = 29u64;
+        let mut next = |m: u64| {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) % m
+        };
+        for s in paths() {
+            for d in [0, 1, 7, 15, 16, 17, 63, 64, 65, 100, 384, 1000] {
+                let a: Vec<f32> = (0..d).map(|_| next(13) as f32 - 6.0).collect();
+                let b: Vec<f32> = (0..d).map(|_| next(13) as f32 - 6.0).collect();
+                let exact = |x: &[f32], y: &[f32]| {
+                    x.iter().zip(y).map(|(u, v)| (u * v) as f64).sum::<f64>() as f32
+                };
+                assert_eq!((s.dot)(&a, &b), exact(&a, &b), "{:?} d={d}", s.path);
+                assert_eq!(
+                    (s.dot_norm)(&a, &b),
+                    (exact(&a, &b), exact(&b, &b)),
+                    "{:?} d={d}",
+                    s.path
+                );
+                let fa: Vec<f32> = (0..d)
+                    .map(|_| next(100_003) as f32 / 50_000.0 - 1.0)
+                    .collect();
+                let fb: Vec<f32> = (0..d)
+                    .map(|_| next(100_003) as f32 / 50_000.0 - 1.0)
+                    .collect();
+                let want: f64 = fa.iter().zip(&fb).map(|(x, y)| *x as f64 * *y as f64).sum();
+                let (dot, nn) = (s.dot_norm)(&fa, &fb);
+                assert!((dot as f64 - want).abs() < 1e-4, "{:?} d={d}", s.path);
+                assert_eq!(
+                    dot.to_bits(),
+                    (s.dot)(&fa, &fb).to_bits(),
+                    "{:?} d={d}",
+                    s.path
+                );
+                assert_eq!(
+                    dot.to_bits(),
+                    (s.dot)(&fb, &fa).to_bits(),
+                    "{:?} d={d}",
+                    s.path
+                );
+                assert_eq!(
+                    nn.to_bits(),
+                    (s.dot)(&fb, &fb).to_bits(),
+                    "{:?} d={d}",
+                    s.path
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_env_var_caps_the_path() {
+        // `path()` is decided once per process; the cap rule itself is checked here.
+        let p = path();
+        assert!(p.supported());
+        match std::env::var(ENV).ok().and_then(|v| Path::parse(&v)) {
+            Some(cap) => assert!(p <= cap),
+            None => assert_eq!(
+                p,
+                Path::ALL.into_iter().rev().find(|p| p.supported()).unwrap()
+            ),
+        }
+        assert_eq!(Path::parse("avx512"), Some(Path::Avx512));
+        assert_eq!(Path::parse("sse"), None);
     }
 
     #[test]
@@ -432,44 +803,45 @@ mod tests {
                 .wrapping_add(1442695040888963407);
             ((seed >> 40) % 13) as f32 - 6.0
         };
-        let s = simd();
-        for d in [0, 3, 8, 40, 384] {
-            let a: Vec<f32> = (0..d).map(|_| next()).collect();
-            let b: Vec<f32> = (0..d).map(|_| next()).collect();
-            // Small integers: exact in any order, so both paths must agree exactly.
-            assert_eq!(portable::dot_norm(&a, &b), (s.dot_norm)(&a, &b));
-            assert_eq!(portable::dot(&a, &b), (s.dot)(&a, &b));
-        }
-        let n = 37;
-        let raw: Vec<f32> = (0..n).map(|_| next()).collect();
-        let inv_r: Vec<f32> = (0..n).map(|j| 1.0 / (1.0 + j as f32)).collect();
-        let bias: Vec<f32> = (0..n)
-            .map(|j| {
-                if j % 7 == 3 {
-                    f32::NEG_INFINITY
-                } else {
-                    (j % 3) as f32
-                }
-            })
-            .collect();
-        for inv in [Some(&inv_r[..]), None] {
-            let row = ScanRow {
-                s: &raw,
-                inv_r: inv,
-                bias: &bias,
-                inv_q: 0.5,
-                w_sim: 2.0,
-            };
-            let mut a = TopSel::new(5, -1.0, 5);
-            let mut b = TopSel::new(5, -1.0, 5);
-            scan(&row, 100, &mut a).unwrap();
-            portable::scan(&row, 0, 100, &mut b).unwrap();
-            let (a, b) = (
-                super::super::select::merge([a.into_vec()], 5),
-                super::super::select::merge([b.into_vec()], 5),
-            );
-            assert_eq!(a, b);
-            assert!(a.iter().all(|h| h.index >= 100 && (h.index - 100) % 7 != 3));
+        for s in paths() {
+            for d in [0, 3, 8, 40, 384] {
+                let a: Vec<f32> = (0..d).map(|_| next()).collect();
+                let b: Vec<f32> = (0..d).map(|_| next()).collect();
+                // Small integers: exact in any order, so both paths must agree exactly.
+                assert_eq!(portable::dot_norm(&a, &b), (s.dot_norm)(&a, &b));
+                assert_eq!(portable::dot(&a, &b), (s.dot)(&a, &b));
+            }
+            let n = 37;
+            let raw: Vec<f32> = (0..n).map(|_| next()).collect();
+            let inv_r: Vec<f32> = (0..n).map(|j| 1.0 / (1.0 + j as f32)).collect();
+            let bias: Vec<f32> = (0..n)
+                .map(|j| {
+                    if j % 7 == 3 {
+                        f32::NEG_INFINITY
+                    } else {
+                        (j % 3) as f32
+                    }
+                })
+                .collect();
+            for inv in [Some(&inv_r[..]), None] {
+                let row = ScanRow {
+                    s: &raw,
+                    inv_r: inv,
+                    bias: &bias,
+                    inv_q: 0.5,
+                    w_sim: 2.0,
+                };
+                let mut a = TopSel::new(5, -1.0, 5);
+                let mut b = TopSel::new(5, -1.0, 5);
+                (s.scan)(&row, 100, &mut a).unwrap();
+                portable::scan(&row, 0, 100, &mut b).unwrap();
+                let (a, b) = (
+                    super::super::select::merge([a.into_vec()], 5),
+                    super::super::select::merge([b.into_vec()], 5),
+                );
+                assert_eq!(a, b);
+                assert!(a.iter().all(|h| h.index >= 100 && (h.index - 100) % 7 != 3));
+            }
         }
     }
 }
