@@ -73,7 +73,9 @@ def test_no_reader_sees_the_scope_over_its_cap(tmp_path: Path) -> None:
     thread = threading.Thread(target=read)
     thread.start()
     for i in range(60):
-        writer.remember(f"Fact number {i}: the user owns {i} plants of kind {i * 31 % 17}")
+        # One write each, stored as given: the judgement would read these numbered facts as one
+        # fact changing (each retiring the one before), and the cap is what is under test here.
+        writer.remember_many([f"Fact number {i}: the user owns {i} plants of kind {i * 31 % 17}"], dedupe=False)
     done.set()
     thread.join()
     assert len(writer) == 20 and seen and max(seen) <= 20

@@ -460,7 +460,7 @@ def _decide(old: _Analysis, new: _Analysis, similarity: float | None) -> PairVer
     missing = old.content - new.content
     if cue and extra:
         return PairVerdict("update", f"'{sorted(cue)[0]}' with a new detail: {new.words(extra)}")
-    if extra and len(missing) <= len(old.content) // 3 and (len(extra) >= 2 or _slots(new) - _slots(old)):
+    if extra and len(missing) <= len(old.content) // 4 and (len(extra) >= 2 or _slots(new) - _slots(old)):
         return PairVerdict("update", f"new detail: {new.words(extra)}")
     if not extra or not missing:
         return PairVerdict("duplicate", "same content words" if not extra and not missing else "paraphrase")
