@@ -75,6 +75,6 @@ def test_forget_one_row(benchmark: Any, table: Table, impl: str) -> None:
             table.delete(NS, ids=[victim], purge=True)
 
     rounds = 5 if QUICK else 10
-    benchmark.pedantic(forget, rounds=rounds, iterations=1, warmup_rounds=1)
     finish(benchmark, impl, f"store: forget one row of n={size_label(n)}")
+    benchmark.pedantic(forget, rounds=rounds, iterations=1, warmup_rounds=1)
     assert table.count(NS) == n - rounds - 1 and table.count("user/bob") == 100

@@ -100,10 +100,10 @@ def _table(name: str, scores: dict[str, Any]) -> str:
 def test_quality(benchmark: Any, labelled: list[LabelledPair], cosines: list[float], impl: str, split: str) -> None:
     chosen = [i for i, p in enumerate(labelled) if split in ("all", p.split)]
     pairs, sims = [labelled[i] for i in chosen], [cosines[i] for i in chosen]
+    finish(benchmark, impl, f"resolve quality {split}", items=len(pairs))
     predicted = benchmark.pedantic(_predict, args=(impl, pairs, sims), rounds=1, iterations=1)
     scores = score_relations([p.label for p in pairs], predicted)
     benchmark.extra_info.update(scores)
-    finish(benchmark, impl, f"resolve quality {split}", items=len(pairs))
     print("\n" + _table(f"{impl} [{split}]", scores))
     if impl == "rules+cosine" and split == "all":
         # The pairs today's dedupe drops as duplicates: what the rules say about them instead.
@@ -129,6 +129,6 @@ def test_speed(benchmark: Any, labelled: list[LabelledPair], vectors: tuple[np.n
         return ["duplicate" if float(a @ b) >= TODAY_THRESHOLD else "unrelated" for a, b in rows]
 
     fn = {"classify_pair": rules, "classify_pair+cosine": rules_cosine, "cosine threshold": threshold}[impl]
+    finish(benchmark, impl, "resolve per pair", items=len(labelled))
     out = benchmark(fn)
     assert len(out) == len(labelled)
-    finish(benchmark, impl, "resolve per pair", items=len(labelled))
