@@ -33,12 +33,11 @@ read do not grow with W; there are at least ~4 W blocks (``chunk_size``, 2048 by
 block: n >= 8k W for full blocks) so the workers stay busy to the end; and Ray's scheduling of a
 block on an idle cluster (milliseconds) stays small against scoring it (~0.5 s for 1,250 queries).
 
-Measured on an AMD EPYC, 2 cores shared with other jobs (load average 7-9), 10k queries over 1k
-users x 500 memories, d=384, k=10: local engine 6.99 s (1,431 queries/s); Ray with 2 workers
-17.5 s (572 queries/s, 2.5x the local engine's time); F = 7.4 s; a block of 1,250 queries 0.56 s
-in process (r = 2,200 queries/s), 2.5 s a worker through Ray on the shared cores; d = 15 us. So on
-a cluster of W workers with a core each: 100k queries take about 1.5 s + F + 45 s / W (W = 16:
-about 10 s with F = 5-7 s, ~10k queries/s), and the driver caps a call near 65k queries/s.
+Measured on an AMD EPYC, 2 cores, quiet, 10k queries over 1k users x 500 memories, d=384, k=10: local
+engine 1.09 s (9,176 queries/s); Ray with 2 workers 5.2 s (4.8x the local engine's time); F = 3.2 s; one
+worker on whole blocks in process r = 9,250 queries/s; d = 15 us. So on a cluster of W workers with a core
+each, 100k queries take about 1.5 s + F + 10.8 s / W (W = 16: about 5.4 s, ~18k queries/s), and the driver
+caps a call near 65k queries/s (``benches/NOTES.md``).
 
 Sizes come from the environment, as in ``bench_batch.py``::
 
