@@ -42,6 +42,7 @@ __all__ = [
     "loads_lenient",
     "parse_candidates",
     "render_conversation",
+    "reply_items",
 ]
 
 MAX_CANDIDATES = 8
@@ -258,19 +259,32 @@ def loads_lenient(text: str) -> Any:
 _LIST_KEYS = ("memories", "items", "candidates", "facts")
 
 
-def _items(value: Any) -> list[Any]:
+def reply_items(value: Any, *, list_keys: tuple[str, ...], item_key: str, reply: str) -> list[Any]:
+    """The items of a parsed LLM reply that should hold a list of them.
+
+    The list itself, the first list under one of ``list_keys`` (the first key names it in the
+    error), a lone object marked by ``item_key`` as a list of one, or the only list among an
+    object's values. Raises :class:`ExtractionParseError` when there is none; ``reply`` names
+    whose reply it was.
+
+    >>> reply_items({"verdicts": [1, 2]}, list_keys=("verdicts",), item_key="relation", reply="resolver")
+    [1, 2]
+    >>> reply_items({"text": "Likes tea"}, list_keys=_LIST_KEYS, item_key="text", reply="extraction")
+    [{'text': 'Likes tea'}]
+    """
     if isinstance(value, list):
         return value
     if isinstance(value, dict):
-        for key in _LIST_KEYS:
+        for key in list_keys:
             if isinstance(value.get(key), list):
                 return list(value[key])
-        if "text" in value:
+        if item_key in value:
             return [value]
         lists = [v for v in value.values() if isinstance(v, list)]
         if len(lists) == 1:
             return lists[0]
-    raise ExtractionParseError('the extraction reply has no list of memories (expected {"memories": [...]})')
+    name = list_keys[0]
+    raise ExtractionParseError(f'the {reply} reply has no list of {name} (expected {{"{name}": [...]}})')
 
 
 def _importance(raw: Any) -> float | None:
@@ -320,7 +334,7 @@ def parse_candidates(reply: str, *, limit: int = MAX_CANDIDATES) -> ParsedCandid
         raise ExtractionParseError(f"the extraction reply must be a string, got {type(reply).__name__}")
     parsed = ParsedCandidates()
     seen: set[str] = set()
-    for item in _items(loads_lenient(reply)):
+    for item in reply_items(loads_lenient(reply), list_keys=_LIST_KEYS, item_key="text", reply="extraction"):
         candidate = _candidate(item)
         if candidate is None:
             parsed.invalid += 1

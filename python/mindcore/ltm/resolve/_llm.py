@@ -18,7 +18,7 @@ from typing import Any
 from mindcore.blocks import one_line, render_block
 from mindcore.errors import ExtractionParseError, InvalidTypeError
 from mindcore.llm.base import LLM, Message
-from mindcore.ltm.extract import loads_lenient
+from mindcore.ltm.extract import loads_lenient, reply_items
 from mindcore.ltm.types import MAX_TEXT_CHARS
 from mindcore.relations import RELATIONS, MemoryPair, PairVerdict, classify_pair
 
@@ -96,18 +96,6 @@ def build_resolver_messages(
     ]
 
 
-def _items(value: Any) -> list[Any]:
-    if isinstance(value, list):
-        return value
-    if isinstance(value, dict):
-        for key in _LIST_KEYS:
-            if isinstance(value.get(key), list):
-                return list(value[key])
-        if "relation" in value:
-            return [value]
-    raise ExtractionParseError('the resolver reply has no list of verdicts (expected {"verdicts": [...]})')
-
-
 def _index(raw: Any, count: int) -> int | None:
     if isinstance(raw, bool):
         return None
@@ -135,7 +123,7 @@ def parse_verdicts(reply: str, count: int) -> dict[int, PairVerdict]:
     if not isinstance(reply, str):
         raise ExtractionParseError(f"the resolver reply must be a string, got {type(reply).__name__}")
     out: dict[int, PairVerdict] = {}
-    for item in _items(loads_lenient(reply)):
+    for item in reply_items(loads_lenient(reply), list_keys=_LIST_KEYS, item_key="relation", reply="resolver"):
         if not isinstance(item, dict):
             continue
         idx = _index(item.get("pair", item.get("id")), count)
