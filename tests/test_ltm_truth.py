@@ -5,6 +5,7 @@ judgement depends on real vectors, the hashing embedder where it does not."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,18 @@ def test_a_chain_of_versions_in_history(tmp_path: Path, model: Any) -> None:
     assert chain[1].successor_id == berlin.memory.id and chain[2].predecessor_id == lyon.id
     assert chain[1].reason == berlin.reason
     assert ltm.history("no-such-id") == []
+
+
+def test_ahistory_is_history(tmp_path: Path) -> None:
+    ltm = make(tmp_path / "s", HashEmbedder())
+    first = ltm.try_remember("Is allergic to peanuts").memory
+    assert first is not None
+    assert ltm.try_remember("Is not allergic to peanuts").action == "superseded"
+    want = ltm.history(first.id)
+    assert len(want) == 3 and asyncio.run(ltm.ahistory(first.id)) == want
+    assert asyncio.run(ltm.ahistory("no-such-id")) == []
+    with pytest.raises(InvalidInputError):
+        asyncio.run(ltm.ahistory(""))
 
 
 # -- mechanics, with the hashing embedder -----------------------------------------------------------------

@@ -7,6 +7,7 @@ re-check at flush against a belief another process stored meanwhile.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -155,3 +156,12 @@ def test_flush_recheck_supersedes_a_belief_stored_meanwhile() -> None:
     [row] = plan.rows
     assert row["id"] == "other" and row["content"] == DOWN
     assert [h["content"] for h in json.loads(row["history"])] == [UP]
+
+
+def test_ahistory_is_history(mind: Mind) -> None:
+    belief = mind.believe(UP)
+    mind.believe(DOWN)
+    want = mind.history(belief.id)
+    assert [c.content for c in want] == [UP] and asyncio.run(mind.ahistory(belief.id)) == want
+    with pytest.raises(MindError, match="no belief"):
+        asyncio.run(mind.ahistory("nope"))

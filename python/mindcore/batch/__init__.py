@@ -8,12 +8,16 @@ capability's tables.
 - :func:`remember`: bulk ingest of many users' long-term memories (:class:`BulkReport`).
 - :func:`reembed`: rewrite every vector with a new embedding model, resumable, readers untouched
   until the switch (:class:`ReembedReport`, :class:`ReembedProgress`).
+
+Each has an async twin, :func:`arecall`, :func:`aremember` and :func:`areembed`: the same arguments,
+result and errors, the work done in a worker thread so an event loop keeps serving meanwhile.
 """
 
 from __future__ import annotations
 
-from mindcore.batch.recall import recall as recall
-from mindcore.batch.reembed import ReembedProgress, ReembedReport, reembed
-from mindcore.batch.remember import BulkReport, remember
+from mindcore.batch.recall import arecall, recall
+from mindcore.batch.reembed import ReembedProgress, ReembedReport, areembed, reembed
+from mindcore.batch.remember import BulkReport, aremember, remember
 
-__all__ = ["BulkReport", "ReembedProgress", "ReembedReport", "recall", "reembed", "remember"]
+__all__ = ["BulkReport", "ReembedProgress", "ReembedReport", "arecall", "areembed", "aremember", "recall", "reembed",
+           "remember"]

@@ -24,6 +24,7 @@ from numpy.typing import NDArray
 
 from mindcore.batch._input import MAX_ID_CHARS, QueryRows, QuerySource, open_queries, parse_rows
 from mindcore.batch._load import Scopes, count_rows, load_scopes, memory_table, open_store, plan_loads
+from mindcore.batch._twin import async_twin
 from mindcore.embed import Embedder
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
@@ -34,7 +35,7 @@ from mindcore.ltm.memory import MAX_QUERY_CHARS, MAX_RECALL_K
 from mindcore.store import Store, StoreLike, Table
 from mindcore.validation import check_bool, check_choice, check_id, check_int
 
-__all__ = ["RESULT_SCHEMA", "recall"]
+__all__ = ["RESULT_SCHEMA", "arecall", "recall"]
 
 Engine = Literal["local", "ray"]
 ENGINES: tuple[Engine, ...] = ("local", "ray")
@@ -203,6 +204,9 @@ def recall(
     finally:
         if owned:
             db.close()
+
+
+arecall = async_twin(recall)
 
 
 def _options(k: object, namespace: object, workspace_id: object, weights: object, now_ms: object,

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 import pyarrow as pa
 
+from mindcore.batch._twin import async_twin
 from mindcore.embed.base import Embedder, check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.store import EmbeddingInfo, StoreLike, resolve_store
@@ -51,7 +52,7 @@ from mindcore.validation import check_int, describe
 if TYPE_CHECKING:
     from mindcore.store import Store
 
-__all__ = ["ReembedProgress", "ReembedReport", "reembed"]
+__all__ = ["ReembedProgress", "ReembedReport", "areembed", "reembed"]
 
 log = logging.getLogger("mindcore.batch")
 
@@ -253,6 +254,9 @@ def reembed(
         if resolved is not store:
             resolved.close()
     return _timed(report, started)
+
+
+areembed = async_twin(reembed)
 
 
 def _timed(report: ReembedReport, started: float) -> ReembedReport:

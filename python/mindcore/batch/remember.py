@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from mindcore.batch._twin import async_twin
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.ltm._repo import ScopesRepo, scope_key
@@ -53,7 +54,7 @@ if TYPE_CHECKING:
     from mindcore.embed import Embedder
     from mindcore.store import Store
 
-__all__ = ["COLUMNS", "BulkReport", "RowsLike", "remember"]
+__all__ = ["COLUMNS", "BulkReport", "RowsLike", "aremember", "remember"]
 
 #: The columns ``rows`` may have: ``user_id`` and ``text`` are required, the others optional (a
 #: null or missing value means the default, as in ``LongTermMemory.remember``).
@@ -179,6 +180,9 @@ def remember(
     finally:
         if owned:
             opened.close()
+
+
+aremember = async_twin(remember)
 
 
 # -- running ---------------------------------------------------------------------------------------

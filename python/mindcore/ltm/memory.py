@@ -597,6 +597,10 @@ class LongTermMemory:
                              source: str = "manual") -> list[RememberResult]:
         return await asyncio.to_thread(lambda: self.remember_many(items, dedupe=dedupe, source=source))
 
+    async def ahistory(self, memory_id: str) -> list[MemoryVersion]:
+        """The async twin of :meth:`history`."""
+        return await asyncio.to_thread(self.history, memory_id)
+
     def memories(self) -> list[Memory]:
         """Every stored memory in this scope, oldest first."""
         return self._repo.all()

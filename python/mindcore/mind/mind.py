@@ -370,6 +370,10 @@ class Mind:
     async def arecall(self, query: str, **kwargs: Any) -> list[RecallResult]:
         return await asyncio.to_thread(lambda: self.recall(query, **kwargs))
 
+    async def ahistory(self, belief_id: str) -> list[BeliefChange]:
+        """The async twin of :meth:`history`."""
+        return await asyncio.to_thread(self.history, belief_id)
+
     # -- helpers --------------------------------------------------------------------------------
 
     def _embed(self, texts: list[str]) -> np.ndarray:
