@@ -105,7 +105,8 @@ def recall(
         (a list of floats per row: the query's embedding, so nothing is embedded) and
         ``workspace_id`` (null: no workspace). A ``pyarrow.Table`` or ``RecordBatchReader``, a
         pandas or polars DataFrame, or the path of a parquet, csv or jsonl file or of a folder of
-        parquet files (read in chunks, never whole).
+        parquet files (parquet and csv are read in chunks, never whole; a jsonl file is read whole,
+        as a column may first appear on any of its lines).
     k
         Hits per query, 1 to 1000.
     namespace

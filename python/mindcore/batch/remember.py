@@ -28,16 +28,15 @@ How it runs:
 from __future__ import annotations
 
 import dataclasses
-import functools
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from mindcore.batch._input import open_input
 from mindcore.batch._twin import async_twin
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
@@ -63,7 +62,8 @@ _REQUIRED = ("user_id", "text")
 _STRINGS = ("user_id", "text", "kind", "context", "workspace_id")
 
 #: What ``rows`` may be: an Arrow table, record batch or reader, a pandas or polars data frame (or
-#: anything with the Arrow stream interface), or the path of a Parquet, CSV or JSON-lines file.
+#: anything with the Arrow stream interface), or the path of a Parquet, CSV or JSON-lines file or of a
+#: folder of Parquet files.
 RowsLike = Any
 
 # Rows converted to Python objects at a time while validating (bounds the memory it takes).
@@ -118,7 +118,7 @@ def remember(
     ``rows`` has the columns of :data:`COLUMNS` (``user_id`` and ``text`` required; ``kind``,
     ``importance``, ``created_at`` in unix ms, ``context`` and ``workspace_id`` optional) and is an
     Arrow table or reader, a pandas or polars frame, or a ``.parquet``, ``.csv`` or ``.jsonl``
-    file (local, or on object storage with ``storage_options``). ``store`` is a
+    file or a folder of parquet files (local, or on object storage with ``storage_options``). ``store`` is a
     :class:`~mindcore.store.Store` or what :func:`mindcore.open` takes (then opened with
     ``storage_options`` and closed at the end).
 
@@ -331,7 +331,7 @@ def _chunks(scopes: _Scopes, size: int) -> Iterator[_Chunk]:
 
 def _read(rows: RowsLike, storage_options: Mapping[str, str] | None) -> pa.Table:
     """``rows`` as an Arrow table of the known columns, with their types checked."""
-    table = _as_table(rows, storage_options)
+    table = open_input(rows, what="rows", strings=_STRINGS, storage_options=storage_options).read_all()
     unknown = [c for c in table.column_names if c not in COLUMNS]
     if unknown:
         raise InvalidInputError(f"rows: unknown columns {unknown}; expected {', '.join(_REQUIRED)} and optionally "
@@ -368,82 +368,3 @@ def _read(rows: RowsLike, storage_options: Mapping[str, str] | None) -> pa.Table
                 column = column.cast(pa.int64())
         columns[name] = column
     return pa.table(columns)
-
-
-def _as_table(rows: RowsLike, storage_options: Mapping[str, str] | None) -> pa.Table:
-    if isinstance(rows, pa.Table):
-        return rows
-    if isinstance(rows, pa.RecordBatch):
-        return pa.Table.from_batches([rows])
-    if isinstance(rows, pa.RecordBatchReader):
-        return rows.read_all()
-    if isinstance(rows, str | os.PathLike):
-        return _read_file(os.fspath(rows), storage_options)
-    module = type(rows).__module__.split(".")[0]
-    if module == "pandas":
-        return pa.Table.from_pandas(rows, preserve_index=False)
-    if module == "polars":
-        frame = rows.collect() if hasattr(rows, "collect") else rows
-        converted: pa.Table = frame.to_arrow()
-        return converted
-    if hasattr(rows, "__arrow_c_stream__"):
-        return pa.table(rows)
-    raise InvalidTypeError(f"rows: expected an Arrow table or reader, a pandas or polars frame or a file path, "
-                           f"got {type(rows).__name__}")
-
-
-def _read_file(path: str, storage_options: Mapping[str, str] | None) -> pa.Table:
-    import pyarrow.csv as csv
-    import pyarrow.json as json
-    import pyarrow.parquet as pq
-
-    filesystem, location = _filesystem(path, storage_options)
-    name = location.lower()
-    try:
-        if name.endswith((".parquet", ".pq")):
-            return pq.read_table(location, filesystem=filesystem)
-        if name.endswith((".csv", ".jsonl", ".ndjson", ".json")):
-            opener = filesystem.open_input_stream if filesystem is not None else functools.partial(open, mode="rb")
-            with opener(location) as f:
-                if name.endswith(".csv"):
-                    types = {c: pa.string() for c in _STRINGS}
-                    return csv.read_csv(f, convert_options=csv.ConvertOptions(column_types=types,
-                                                                             strings_can_be_null=True))
-                return json.read_json(f)
-    except FileNotFoundError:
-        raise InvalidInputError(f"rows: no file at {path}") from None
-    except pa.ArrowInvalid as exc:
-        raise InvalidInputError(f"rows: {path} cannot be read: {exc}") from None
-    raise InvalidInputError(f"rows: {path}: expected a .parquet, .csv or .jsonl file")
-
-
-# storage_options keys (LanceDB's object_store spelling) -> pyarrow.fs.S3FileSystem arguments.
-_S3_OPTIONS = {"aws_access_key_id": "access_key", "access_key_id": "access_key",
-               "aws_secret_access_key": "secret_key", "secret_access_key": "secret_key",
-               "aws_session_token": "session_token", "session_token": "session_token",
-               "aws_region": "region", "region": "region",
-               "aws_endpoint": "endpoint_override", "endpoint": "endpoint_override",
-               "aws_endpoint_url": "endpoint_override"}
-
-
-def _filesystem(path: str, storage_options: Mapping[str, str] | None) -> tuple[Any, str]:
-    """The pyarrow filesystem and the path within it (``None``: a local path)."""
-    if "://" not in path or path.startswith("file://"):
-        local = path.removeprefix("file://")
-        if not Path(local).is_file():
-            raise InvalidInputError(f"rows: no file at {path}")
-        return None, local
-    import pyarrow.fs as fs
-
-    if path.startswith("s3://") and storage_options:
-        options: dict[str, Any] = {}
-        for key, value in storage_options.items():
-            arg = _S3_OPTIONS.get(key.lower())
-            if arg is not None:
-                options[arg] = value
-        endpoint = options.get("endpoint_override")
-        if isinstance(endpoint, str) and "://" in endpoint:  # pyarrow takes the scheme apart
-            options["scheme"], options["endpoint_override"] = endpoint.split("://", 1)
-        return fs.S3FileSystem(**options), path.removeprefix("s3://")
-    filesystem, location = fs.FileSystem.from_uri(path)
-    return filesystem, location
