@@ -3,6 +3,7 @@ their results paired."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
@@ -43,7 +44,7 @@ def test_content_parts_convert_losslessly() -> None:
     ({"role": "user", "content": [{"type": "image", "url": "x"}]}, "unsupported content part 'image'"),
     ({"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f"}}]}, "tool_calls[0].id"),
     ({"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "{x"}}]},
-     "arguments: not JSON"),
+     "arguments: not valid JSON"),
     ({"role": "assistant", "content": "", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "[1]"}}]},
      "expected a JSON object"),
     ({"role": "assistant", "content": "", "tool_calls": [{"id": "c", "type": "web", "function": {"name": "f"}}]},
@@ -78,3 +79,29 @@ def test_tool_results_must_answer_an_earlier_call_once() -> None:
         check_tool_pairs([call, result, result])
     with pytest.raises(InvalidMessageError, match="needs tool_call_id"):
         check_tool_pairs([call, {"role": "tool", "content": "x"}])
+
+
+def test_the_history_form_rebuilds_calls_and_keeps_what_a_history_holds() -> None:
+    given = [{"role": "assistant", "content": None, "refusal": None,
+              "tool_calls": [{"id": "c1", "index": 0, "function": {"name": "f", "arguments": {"a": "é"}}}]}]
+    out = normalize_messages(given, max_chars=100, history=True, compact=True)
+    assert out == [{"role": "assistant", "content": "",
+                    "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"a":"é"}'}}]}]
+    # The same message read as a session reads it: the call kept as given.
+    assert normalize_messages(given, max_chars=100)[0]["tool_calls"] == given[0]["tool_calls"]
+    for bad, fragment in [
+        ({"role": "user", "content": "hi", "tool_calls": [CALL]}, "only assistant messages make tool calls"),
+        ({"role": "user", "content": "hi", "name": "bob"}, "unsupported key 'name'"),
+        ({"role": "tool", "content": "x"}, "messages[0].tool_call_id"),
+        ({"role": "user", "content": "x", "tool_call_id": "c1"}, "only tool messages answer a call"),
+        ({"role": "assistant", "content": "", "tool_calls": [CALL, CALL]}, "share the id 'c1'"),
+    ]:
+        with pytest.raises(InvalidMessageError, match=re.escape(fragment)):
+            normalize_messages([bad], max_chars=100, history=True)
+
+
+def test_tool_call_parts_check_their_text_arguments() -> None:
+    part = {"type": "tool-call", "toolCallId": "c1", "toolName": "f", "args": '{"a": "' + "x" * 200 + '"}'}
+    for history in (False, True):
+        with pytest.raises(InvalidMessageError, match=r"messages\[0\]\.content\[0\]\.args: .*limit is 100"):
+            normalize_messages([{"role": "assistant", "content": [part]}], max_chars=100, history=history)

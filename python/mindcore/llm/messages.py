@@ -14,6 +14,13 @@ convert on the way in:
 
 Anything else (images, files) cannot be kept as text and is refused, naming the part.
 
+``history=True`` reads a history a model API accepts, in one canonical form (the consciousness
+keeps its histories so): a message carries only what its role allows (tool calls on assistant
+messages, a call id on every tool message and on no other, no other keys), each tool call is
+rebuilt as ``{"id", "type": "function", "function": {"name", "arguments"}}`` with its arguments as
+JSON text, call ids are unique within a message, and text cannot sit beside tool results.
+``compact=True`` writes JSON text as JavaScript's ``JSON.stringify`` does (no spaces).
+
 >>> normalize_messages([{"role": "assistant", "content": [{"type": "text", "text": "Checking."},
 ...     {"type": "tool-call", "toolCallId": "c1", "toolName": "get_weather", "args": {"city": "Paris"}}]},
 ...     {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "result": {"temp": 22}}]}],
@@ -28,16 +35,41 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from mindcore.errors import InvalidMessageError, MindcoreError
-from mindcore.validation import check_text, describe
+from mindcore.validation import check_storable, check_text, describe
 
-__all__ = ["ROLES", "check_tool_pairs", "normalize_messages"]
+__all__ = ["ROLES", "check_tool_pairs", "compact_json", "normalize_messages"]
 
 ROLES = ("system", "developer", "user", "assistant", "tool")
 
 ErrorType = type[MindcoreError]
+
+_KEYS = ("role", "content", "tool_calls", "tool_call_id")
+# Values that carry nothing (an OpenAI SDK's model_dump() writes its unused keys out with them).
+_EMPTY: tuple[Any, ...] = (None, [], {}, "")
+_MAX_ID = 1000
+
+
+def compact_json(value: Any) -> str:
+    """``value`` as JavaScript's ``JSON.stringify`` writes it (no spaces, non-ASCII kept).
+
+    >>> compact_json({"text": "Hi ☺", "n": [1, 2]})
+    '{"text":"Hi ☺","n":[1,2]}'
+    """
+    return json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Rules:
+    max_chars: int
+    error: ErrorType
+    roles: tuple[str, ...]
+    json_arguments: bool
+    history: bool
+    compact: bool
 
 
 def normalize_messages(
@@ -48,27 +80,33 @@ def normalize_messages(
     strict: bool = False,
     json_arguments: bool = True,
     error: ErrorType = InvalidMessageError,
+    roles: Sequence[str] = ROLES,
+    history: bool = False,
+    compact: bool = False,
+    where: str = "messages",
 ) -> list[dict[str, Any]]:
     """``messages`` as OpenAI chat dicts, or ``error`` naming the first bad one (``messages[i]...``).
 
-    ``max_chars`` caps each text (and each JSON value, as text); ``max_messages`` the list.
-    ``strict`` also checks each tool call's shape, as a model API would: ``id``, ``type``
-    ``"function"``, ``function.name`` and ``function.arguments`` (JSON text of an object, or an
-    object, kept as given; with ``json_arguments=False`` any text, as a model may have written
-    malformed arguments that the conversation must still carry).
+    ``max_chars`` caps each text (and each JSON value, as text); ``max_messages`` the list;
+    ``roles`` are the roles accepted. ``strict`` also checks each tool call's shape, as a model API
+    would: ``id``, ``type`` ``"function"``, ``function.name`` and ``function.arguments`` (JSON text
+    of an object, or an object, kept as given; with ``json_arguments=False`` any text, as a model
+    may have written malformed arguments that the conversation must still carry). ``history`` and
+    ``compact``: see the module docstring; ``where`` names the list in errors.
     """
+    rules = _Rules(max_chars, error, tuple(roles), json_arguments, history, compact)
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
-        raise error(f"messages: expected a list of messages, got {describe(messages)}")
+        raise error(f"{where}: expected a list of messages, got {describe(messages)}")
     if max_messages is not None and len(messages) > max_messages:
-        raise error(f"messages: {len(messages):,} messages at once; the limit is {max_messages:,}")
+        raise error(f"{where}: {len(messages):,} messages at once; the limit is {max_messages:,}")
     out: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
-        where = f"messages[{i}]"
-        converted = _one(message, where, max_chars, error)
-        if strict:
+        at = f"{where}[{i}]"
+        converted = _one(message, at, rules)
+        if strict and not history:  # a history's calls were checked as they were rebuilt
             for m in converted:
                 for j, call in enumerate(m.get("tool_calls") or ()):
-                    _check_call(call, f"{where}.tool_calls[{j}]", error, json_arguments)
+                    _call(call, f"{at}.tool_calls[{j}]", rules)
         out += converted
     return out
 
@@ -95,39 +133,65 @@ def check_tool_pairs(messages: Sequence[Mapping[str, Any]], *, error: ErrorType 
             open_calls.discard(call_id)
 
 
-def _one(message: Any, where: str, max_chars: int, error: ErrorType) -> list[dict[str, Any]]:
+def _one(message: Any, where: str, r: _Rules) -> list[dict[str, Any]]:
     if not isinstance(message, Mapping):
-        raise error(f"{where}: expected an object with role and content, got {describe(message)}")
+        raise r.error(f"{where}: expected a message dict with role and content, got {describe(message)}")
     role = message.get("role")
-    if role not in ROLES:
-        raise error(f"{where}.role: {role!r} is not one of {', '.join(ROLES)}")
+    if role not in r.roles:
+        raise r.error(f"{where}.role: {role!r} is not one of {', '.join(r.roles)}")
+    given_calls = message.get("tool_calls")
+    if r.history:
+        extra_keys = [k for k, v in message.items() if k not in _KEYS and v not in _EMPTY]
+        if extra_keys:
+            raise r.error(f"{where}: unsupported key {extra_keys[0]!r} (a history keeps role, content, tool_calls "
+                          "and tool_call_id)")
+        if given_calls == []:
+            given_calls = None
     content = message.get("content")
-    tool_calls = message.get("tool_calls")
-    extra: list[dict[str, Any]] = []
+    parts_calls: list[dict[str, Any]] = []
+    results: list[dict[str, Any]] = []
     if content is None:
-        if tool_calls is None:
-            raise error(f"{where}.content: required (a string or a list of content parts)")
+        if given_calls is None:
+            raise r.error(f"{where}.content: required (a string or a list of content parts)")
         content = ""
     elif isinstance(content, list):
-        content, parts_calls, extra = _parts(content, where, role, max_chars, error)
-        if parts_calls:
-            tool_calls = [*(tool_calls or []), *parts_calls]
-    check_text(content, f"{where}.content", max_chars=max_chars, allow_blank=True, error=error)
+        content, parts_calls, results = _parts(content, where, role, r)
+    check_text(content, f"{where}.content", max_chars=r.max_chars, allow_blank=True, error=r.error)
     out: dict[str, Any] = {"role": role, "content": content}
-    if tool_calls is not None:
-        if not isinstance(tool_calls, list):
-            raise error(f"{where}.tool_calls: expected a list, got {describe(tool_calls)}")
-        out["tool_calls"] = _json(tool_calls, f"{where}.tool_calls", max_chars, error)
+    if given_calls is not None:
+        if r.history and role != "assistant":
+            raise r.error(f"{where}.tool_calls: only assistant messages make tool calls, not {role!r}")
+        if not isinstance(given_calls, list):
+            raise r.error(f"{where}.tool_calls: expected a list, got {describe(given_calls)}")
+        if r.history:
+            given_calls = [_call(c, f"{where}.tool_calls[{j}]", r) for j, c in enumerate(given_calls)]
+        else:
+            given_calls = _json(given_calls, f"{where}.tool_calls", r)
+    if given_calls is not None or parts_calls:
+        out["tool_calls"] = [*(given_calls or ()), *parts_calls]
     call_id = message.get("tool_call_id")
+    if r.history:
+        ids = [c["id"] for c in out.get("tool_calls", ())]
+        if len(set(ids)) != len(ids):
+            raise r.error(f"{where}.tool_calls: two calls share the id {_first_repeat(ids)!r}")
+        if results:  # a message of tool-result parts is its tool messages
+            if content:
+                raise r.error(f"{where}.content: text parts cannot sit beside tool-result parts")
+            return results
+        if role == "tool":
+            out["tool_call_id"] = _id(call_id, f"{where}.tool_call_id", r)
+        elif call_id is not None:
+            raise r.error(f"{where}.tool_call_id: only tool messages answer a call, not {role!r}")
+        return [out]
     if call_id is not None:
-        out["tool_call_id"] = check_text(call_id, f"{where}.tool_call_id", max_chars=1000, error=error)
+        out["tool_call_id"] = _id(call_id, f"{where}.tool_call_id", r)
     # A message made only of tool results is replaced by its tool messages.
-    keep = not (extra and not content and "tool_calls" not in out and role == "tool")
-    return ([out] if keep else []) + extra
+    keep = not (results and not content and "tool_calls" not in out and role == "tool")
+    return ([out] if keep else []) + results
 
 
 def _parts(
-    parts: list[Any], where: str, role: str, max_chars: int, error: ErrorType
+    parts: list[Any], where: str, role: str, r: _Rules
 ) -> tuple[str, list[dict[str, Any]], list[dict[str, Any]]]:
     texts: list[str] = []
     calls: list[dict[str, Any]] = []
@@ -136,57 +200,96 @@ def _parts(
         at = f"{where}.content[{j}]"
         kind = part.get("type") if isinstance(part, Mapping) else None
         if kind == "text":
-            texts.append(check_text(part.get("text"), f"{at}.text", max_chars=max_chars, allow_blank=True,
-                                    error=error) or "")
+            texts.append(check_text(part.get("text"), f"{at}.text", max_chars=r.max_chars, allow_blank=True,
+                                    error=r.error) or "")
         elif kind == "tool-call":
-            call_id = check_text(part.get("toolCallId"), f"{at}.toolCallId", max_chars=1000, error=error)
-            name = check_text(part.get("toolName"), f"{at}.toolName", max_chars=1000, error=error)
+            if r.history and role != "assistant":
+                raise r.error(f"{at}: tool-call parts belong in an assistant message, not {role!r}")
             args = part.get("args", part.get("input", {}))
-            arguments = args if isinstance(args, str) else json.dumps(_json(args, f"{at}.args", max_chars, error),
-                                                                      ensure_ascii=False)
-            calls.append({"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}})
+            calls.append({"id": _id(part.get("toolCallId"), f"{at}.toolCallId", r), "type": "function",
+                          "function": {"name": _id(part.get("toolName"), f"{at}.toolName", r),
+                                       "arguments": _arguments(args, f"{at}.args", r)}})
         elif kind == "tool-result":
-            call_id = check_text(part.get("toolCallId"), f"{at}.toolCallId", max_chars=1000, error=error)
+            if role != "tool":
+                raise r.error(f"{at}: tool-result parts belong in a tool message, not {role!r}")
             result = part.get("result", part.get("output"))
-            text = result if isinstance(result, str) else json.dumps(
-                _json(result, f"{at}.result", max_chars, error), ensure_ascii=False)
-            check_text(text, f"{at}.result", max_chars=max_chars, allow_blank=True, error=error)
-            results.append({"role": "tool", "content": text, "tool_call_id": call_id})
+            text = result if isinstance(result, str) else _json_text(result, f"{at}.result", r)
+            check_text(text, f"{at}.result", max_chars=r.max_chars, allow_blank=True, error=r.error)
+            results.append({"role": "tool", "content": text,
+                            "tool_call_id": _id(part.get("toolCallId"), f"{at}.toolCallId", r)})
         else:
             shown = repr(kind) if kind is not None else describe(part)
-            raise error(f"{at}: unsupported content part {shown}; only text, tool calls and tool results are kept")
-    if results and role != "tool":
-        raise error(f"{where}: tool-result parts belong in a message with role 'tool', not {role!r}")
+            raise r.error(f"{at}: unsupported content part {shown}; only text, tool calls and tool results are kept")
     return "".join(texts), calls, results
 
 
-def _json(value: Any, where: str, max_chars: int, error: ErrorType) -> Any:
-    try:
-        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError) as exc:
-        raise error(f"{where}: not a JSON value ({exc})") from None
-    if len(text) > max_chars:
-        raise error(f"{where}: is {len(text):,} characters as JSON; the limit is {max_chars:,}")
-    return json.loads(text)
-
-
-def _check_call(call: Any, where: str, error: ErrorType, json_arguments: bool) -> None:
+def _call(call: Any, where: str, r: _Rules) -> dict[str, Any]:
+    """A tool call in OpenAI form, checked; in a history, rebuilt in its canonical form."""
     if not isinstance(call, Mapping):
-        raise error(f"{where}: expected an object with id and function, got {describe(call)}")
+        raise r.error(f"{where}: expected an object with id and function, got {describe(call)}")
     if not isinstance(call.get("id"), str) or not call["id"]:
-        raise error(f"{where}.id: expected a non-empty string, got {describe(call.get('id'))}")
+        raise r.error(f"{where}.id: expected a non-empty string, got {describe(call.get('id'))}")
     if call.get("type", "function") != "function":
-        raise error(f"{where}.type: only 'function' tool calls are supported, got {call.get('type')!r}")
+        raise r.error(f"{where}.type: only 'function' tool calls are supported, got {call.get('type')!r}")
     function = call.get("function")
     if not isinstance(function, Mapping) or not isinstance(function.get("name"), str) or not function["name"]:
-        raise error(f"{where}.function: expected an object with a name and arguments, got {describe(function)}")
+        raise r.error(f"{where}.function: expected an object with a name and arguments, got {describe(function)}")
     arguments = function.get("arguments", "{}")
-    if isinstance(arguments, str) and not json_arguments:
-        return
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments) if arguments.strip() else {}
-        except json.JSONDecodeError as exc:
-            raise error(f"{where}.function.arguments: not JSON ({exc.msg} at character {exc.pos})") from None
+    if r.history:
+        return {"id": _id(call["id"], f"{where}.id", r), "type": "function",
+                "function": {"name": _id(function["name"], f"{where}.function.name", r),
+                             "arguments": _arguments(arguments, f"{where}.function.arguments", r)}}
+    if isinstance(arguments, str) and r.json_arguments:
+        arguments = _parse(arguments, f"{where}.function.arguments", r) if arguments.strip() else {}
+    elif isinstance(arguments, str):
+        return dict(call)
     if not isinstance(arguments, Mapping):
-        raise error(f"{where}.function.arguments: expected a JSON object, got {describe(arguments)}")
+        raise r.error(f"{where}.function.arguments: expected a JSON object, got {describe(arguments)}")
+    return dict(call)
+
+
+def _arguments(args: Any, where: str, r: _Rules) -> str:
+    """Tool-call arguments as JSON text: text is kept as given (in a history, once it parses as
+    JSON), anything else is written as JSON."""
+    if not isinstance(args, str):
+        return _json_text(args, where, r)
+    if r.history:
+        _parse(args, where, r)
+    return str(check_text(args, where, max_chars=r.max_chars, allow_blank=True, error=r.error))
+
+
+def _parse(text: str, where: str, r: _Rules) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise r.error(f"{where}: not valid JSON ({exc.msg} at character {exc.pos})") from None
+
+
+def _json_text(value: Any, where: str, r: _Rules) -> str:
+    """``value`` as JSON text of at most ``max_chars`` characters, every string in it storable."""
+    check_storable(value, where, error=r.error)
+    try:
+        text = compact_json(value) if r.compact else json.dumps(value, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError, RecursionError) as exc:
+        raise r.error(f"{where}: not a JSON value ({exc})") from None
+    if len(text) > r.max_chars:
+        raise r.error(f"{where}: is {len(text):,} characters as JSON; the limit is {r.max_chars:,}")
+    return text
+
+
+def _json(value: Any, where: str, r: _Rules) -> Any:
+    """``value`` checked as :func:`_json_text` does, as plain JSON data (lists, dicts, str keys)."""
+    return json.loads(_json_text(value, where, r))
+
+
+def _id(value: Any, where: str, r: _Rules) -> str:
+    return str(check_text(value, where, max_chars=_MAX_ID, error=r.error))
+
+
+def _first_repeat(ids: list[str]) -> str:
+    seen: set[str] = set()
+    for i in ids:
+        if i in seen:
+            return i
+        seen.add(i)
+    return ids[0]
