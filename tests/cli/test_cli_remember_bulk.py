@@ -4,6 +4,9 @@ before anything is written."""
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from _cli_helpers import run_cli
@@ -11,6 +14,7 @@ from _cli_helpers import run_cli
 import mindcore
 from mindcore.embed import HashEmbedder
 from mindcore.ltm import LongTermMemory
+from mindcore.store import ALL_NAMESPACES
 
 
 def texts(path: Path, user: str, namespace: str = "chat") -> list[str]:
@@ -43,3 +47,24 @@ def test_a_bad_row_stops_it_before_anything_is_written(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "rows[1]: importance: expected a number in [0, 1], got 7.0" in done.stderr
     assert texts(tmp_path / "store", "ann", namespace="default") == []
+
+
+def test_ctrl_c_stops_between_committed_chunks_and_a_rerun_stores_the_rest(tmp_path: Path) -> None:
+    path = tmp_path / "rows.jsonl"
+    path.write_text("".join(json.dumps({"user_id": f"user-{u}", "text": f"fact number {u} about topic {u % 17}"})
+                            + "\n" for u in range(150)), encoding="utf-8")
+    command = [sys.executable, "-m", "mindcore", "remember-bulk", "--store", str(tmp_path / "store"), str(path),
+               "--embedder", "hash", "--namespace", "chat", "--chunk-size", "1"]
+    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    first = proc.stderr.readline()  # the first committed chunk is reported
+    assert first.startswith("remember: "), first
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    assert "stopping after the chunk in progress" in stderr
+    handled = int(stdout.split("stopped: ")[1].split(" rows")[0])
+    assert 1 <= handled < 150
+    assert mindcore.open(tmp_path / "store", read_only=True).open_table("ltm_memories").count(ALL_NAMESPACES) == handled
+    again = run_cli("remember-bulk", "--store", tmp_path / "store", path, "--embedder", "hash", "--namespace", "chat")
+    assert again.stdout.startswith(f"150 rows: {150 - handled} stored, {handled} duplicates")

@@ -166,12 +166,22 @@ class Progress:
 # -- interruption ----------------------------------------------------------------------------------
 
 
+class Stopped(Exception):
+    """Raised by :meth:`StopRequest.check` when Ctrl-C asked to stop."""
+
+
 class StopRequest:
     """Set by the first Ctrl-C inside :func:`stop_between_steps`: the work checks :attr:`requested`
     between two committed steps and stops there. A second Ctrl-C interrupts at once."""
 
     def __init__(self) -> None:
         self.requested = False
+
+    def check(self) -> None:
+        """Raise :class:`Stopped` if Ctrl-C asked to stop: for a progress callback called between
+        two committed steps of work that runs elsewhere."""
+        if self.requested:
+            raise Stopped
 
 
 @contextmanager

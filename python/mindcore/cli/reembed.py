@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import argparse
 
-from mindcore.cli._common import Progress, add_store_argument, open_store, stop_between_steps
+from mindcore.cli._common import Progress, Stopped, add_store_argument, open_store, stop_between_steps
 from mindcore.embed import Embedder
 from mindcore.errors import MindcoreError
 
@@ -61,10 +61,6 @@ def _texts(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-class _Stopped(Exception):
-    """Ctrl-C asked to stop: raised from the progress callback, between two committed chunks."""
-
-
 def run(args: argparse.Namespace) -> int:
     from mindcore.batch import ReembedProgress, reembed
 
@@ -86,13 +82,12 @@ def run(args: argparse.Namespace) -> int:
                 label = "switch" if p.phase == "switch" else f"{p.phase} {p.table}"
                 bar = bars[key] = Progress(label, total=p.total, unit=unit)
             bar.update(p.done - bar.done)
-            if stop.requested:
-                raise _Stopped
+            stop.check()
 
         try:
             report = reembed(store, embedder=embedder, texts=texts, skip=args.skip, chunk_size=args.chunk_size,
                              progress=progress)
-        except _Stopped:
+        except Stopped:
             print("stopped: every chunk so far is committed; run the same command again to resume")
             return 130
         finally:

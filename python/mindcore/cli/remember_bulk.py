@@ -17,6 +17,7 @@ import argparse
 
 from mindcore.cli._common import (
     Progress,
+    Stopped,
     add_embedder_argument,
     add_store_argument,
     embedder_for,
@@ -41,10 +42,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_embedder_argument(parser)
 
 
-class _Stopped(Exception):
-    """Ctrl-C was pressed: stop after the chunk just committed."""
-
-
 def run(args: argparse.Namespace) -> int:
     from mindcore.batch import remember
 
@@ -61,14 +58,14 @@ def run(args: argparse.Namespace) -> int:
                     bar.set_total(total)
                 bar.update(rows - done)
                 done = rows
-                if stop.requested and rows < total:
-                    raise _Stopped
+                if rows < total:
+                    stop.check()
 
             try:
                 report = remember(store, args.input, namespace=args.namespace, embedder=embedder,
                                   dedupe=not args.no_dedupe, max_items=args.max_items, source=args.source,
                                   chunk_size=args.chunk_size, progress=progress)
-            except _Stopped:
+            except Stopped:
                 print(f"stopped: {done} rows handled, each chunk committed whole; run the same command again "
                       "to store the rest")
                 return 130
