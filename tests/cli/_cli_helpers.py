@@ -4,6 +4,7 @@ real subprocess."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -48,3 +49,17 @@ def run_cli(*args: str | Path, check: bool = True, timeout: float = 120,
     if check:
         assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     return done
+
+
+def interrupt_cli(*args: str | Path, first: str) -> tuple[str, str]:
+    """``python -m mindcore ARGS`` sent Ctrl-C (SIGINT) once it reports its first committed step
+    (a stderr line starting with ``first``); its stdout and stderr after it exited with 130."""
+    proc = subprocess.Popen([sys.executable, "-m", "mindcore", *map(str, args)], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    line = proc.stderr.readline()
+    assert line.startswith(first), line
+    proc.send_signal(signal.SIGINT)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 130, stderr
+    return stdout, stderr

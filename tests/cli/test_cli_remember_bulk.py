@@ -4,12 +4,9 @@ before anything is written."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
 
-from _cli_helpers import run_cli
+from _cli_helpers import interrupt_cli, run_cli
 
 import mindcore
 from mindcore.embed import HashEmbedder
@@ -53,15 +50,8 @@ def test_ctrl_c_stops_between_committed_chunks_and_a_rerun_stores_the_rest(tmp_p
     path = tmp_path / "rows.jsonl"
     path.write_text("".join(json.dumps({"user_id": f"user-{u}", "text": f"fact number {u} about topic {u % 17}"})
                             + "\n" for u in range(150)), encoding="utf-8")
-    command = [sys.executable, "-m", "mindcore", "remember-bulk", "--store", str(tmp_path / "store"), str(path),
-               "--embedder", "hash", "--namespace", "chat", "--chunk-size", "1"]
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stderr is not None
-    first = proc.stderr.readline()  # the first committed chunk is reported
-    assert first.startswith("remember: "), first
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
+    stdout, stderr = interrupt_cli("remember-bulk", "--store", tmp_path / "store", path, "--embedder", "hash",
+                                   "--namespace", "chat", "--chunk-size", "1", first="remember: ")
     assert "stopping after the chunk in progress" in stderr
     handled = int(stdout.split("stopped: ")[1].split(" rows")[0])
     assert 1 <= handled < 150

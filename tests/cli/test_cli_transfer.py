@@ -5,15 +5,12 @@ between committed batches and a second run finishes the import."""
 from __future__ import annotations
 
 import json
-import signal
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from _cli_helpers import populate, run_cli
+from _cli_helpers import interrupt_cli, populate, run_cli
 
 import mindcore
 from mindcore.embed import HashEmbedder
@@ -100,15 +97,7 @@ def test_ctrl_c_stops_between_committed_batches_and_a_rerun_finishes(tmp_path: P
     store.close()
     out = tmp_path / "big.jsonl"
     run_cli("export", "--store", tmp_path / "big", out)
-    proc = subprocess.Popen([sys.executable, "-m", "mindcore", "import", "--store", str(tmp_path / "copy"),
-                             str(out), "--batch-size", "1"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
-    assert proc.stderr is not None
-    first = proc.stderr.readline()  # the first committed batch is reported
-    assert first.startswith("import: "), first
-    proc.send_signal(signal.SIGINT)
-    stdout, stderr = proc.communicate(timeout=120)
-    assert proc.returncode == 130, stderr
+    stdout, stderr = interrupt_cli("import", "--store", tmp_path / "copy", out, "--batch-size", "1", first="import: ")
     assert "stopping after the batch in progress" in stderr
     imported = int(stdout.split("stopped: ")[1].split(" of ")[0])
     assert 1 <= imported < 400
