@@ -333,7 +333,7 @@ class TableWrites:
             old = self._exact()
             if not schema.equals(self._schema):
                 source = rows_to_arrow(rows_from_arrow(source), self._schema, namespace)
-            r = self._tbl.merge_insert(["namespace", "id"]).when_not_matched_insert_all().execute(source)
+            r = self._tbl.merge_insert(["namespace", "id"]).when_not_matched_insert_all().execute(source, on_bad_vectors="null")
             res = WriteResult(int(r.version), inserted=int(r.num_inserted_rows))
             self._after_commit(old, res.version, {namespace})
         self._note_write()
@@ -486,17 +486,7 @@ class TableWrites:
                 group.leading = True
         if lead:
             try:
-                while not request.done:
-                    with group.cond:
-                        batch = group.take()
-                    committed = self._commit_group(batch)
-                    with group.cond:
-                        for r in batch:
-                            r.done = True
-                        group.commits += committed
-                        group.cond.notify_all()
-                    if committed:
-                        self._note_write()
+                self._lead(request)
             finally:
                 with group.cond:
                     group.leading = False
@@ -506,30 +496,54 @@ class TableWrites:
         assert request.result is not None
         return request.result
 
-    def _commit_group(self, batch: list[_Request]) -> bool:
-        """Commit the requests of ``batch`` as one LanceDB commit and give each its result, or
-        the exception of the commit; whether a commit was made. A request whose operations
-        cannot be replayed (an update's read failed) gets its own exception and is left out."""
-        try:
-            with self._lock.hold(self._ctx.config.lock_timeout):
-                old = self._exact()
-                ready: list[tuple[_Request, _Part]] = []
+    def _lead(self, request: _Request) -> None:
+        """Commit groups of queued writers, oldest first, until ``request`` is done. Each group
+        is taken once the write lock is held, so it holds every writer that queued meanwhile."""
+        group = self._group
+        while not request.done:
+            with contextlib.ExitStack() as held:
+                try:
+                    held.enter_context(self._lock.hold(self._ctx.config.lock_timeout))
+                except BaseException as e:  # no lock, no commit: this writer gives up, the others wait on
+                    with group.cond:
+                        group.queue.remove(request)
+                        request.error, request.done = e, True
+                    return
+                with group.cond:
+                    batch = group.take()
+                committed = self._commit_group(batch)
+            with group.cond:
                 for r in batch:
-                    try:
-                        source, deletes = self._replay(r.namespace, r.ops)
-                    except Exception as e:
-                        r.error = e
-                        continue
-                    if source is None and deletes is None:
-                        r.result = WriteResult(old)
-                    else:
-                        ready.append((r, _Part(r.namespace, source, deletes, r.fresh)))
-                if not ready:
-                    return False
-                _, each = self._commit_parts(old, [p for _, p in ready])
-                for (r, _), res in zip(ready, each, strict=True):
-                    r.result = res
-                return True
+                    r.done = True
+                group.commits += committed
+                group.cond.notify_all()
+            if committed:
+                self._note_write()
+
+    def _commit_group(self, batch: list[_Request]) -> bool:
+        """Commit the requests of ``batch`` as one LanceDB commit (the caller holds the write
+        lock) and give each its result, or the exception of the commit; whether a commit was
+        made. A request whose operations cannot be replayed (an update's read failed) gets its
+        own exception and is left out."""
+        try:
+            old = self._exact()
+            ready: list[tuple[_Request, _Part]] = []
+            for r in batch:
+                try:
+                    source, deletes = self._replay(r.namespace, r.ops)
+                except Exception as e:
+                    r.error = e
+                    continue
+                if source is None and deletes is None:
+                    r.result = WriteResult(old)
+                else:
+                    ready.append((r, _Part(r.namespace, source, deletes, r.fresh)))
+            if not ready:
+                return False
+            _, each = self._commit_parts(old, [p for _, p in ready])
+            for (r, _), res in zip(ready, each, strict=True):
+                r.result = res
+            return True
         except BaseException as e:  # the commit failed: every writer in it learns why
             for r in batch:
                 if r.result is None and r.error is None:
@@ -649,7 +663,7 @@ class TableWrites:
             b = self._tbl.merge_insert(["namespace", "id"]).when_matched_update_all().when_not_matched_insert_all()
             if cond is not None:
                 b = b.when_not_matched_by_source_delete(cond)
-            r = b.execute(source)
+            r = b.execute(source, on_bad_vectors="null")  # merge_insert sanitises anyway; a null vector is valid
             total = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
                                 int(r.num_deleted_rows))
         else:
