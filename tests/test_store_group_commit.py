@@ -220,3 +220,19 @@ def test_a_memory_store_groups_too(tmp_path: Path) -> None:
             w.start(str(i), lambda i=i: t.upsert("ns", [{"id": str(i), "text": "x", "n": i}]))
     w.join()
     assert not w.errors and t.version == before + 1 and t.count("ns") == 4
+
+
+@pytest.mark.parametrize("n", [50, 5000])
+def test_rows_of_an_uncached_namespace_replace_stored_ones(tmp_path: Path, n: int) -> None:
+    """The store asks the table which ids exist (by id for a few rows, by namespace for many):
+    stored ids are replaced, never stored twice."""
+    t = _table(tmp_path)
+    t.upsert("ns", [{"id": f"r{i}", "text": "old", "n": i} for i in range(0, n, 10)])
+    t.upsert("other", [{"id": "r1", "text": "elsewhere", "n": 1}])
+    t._ctx.cache.drop_table("notes")
+    rows = pa.table({"namespace": ["ns"] * n, "id": [f"r{i}" for i in range(n)], "text": ["new"] * n,
+                     "n": list(range(n))})
+    res = t.write_batch(rows)
+    assert (res.inserted, res.updated) == (n - n // 10, n // 10)
+    assert t.count("ns") == n and t.count("ns", col("text").eq("new")) == n
+    assert t.get_one("other", "r1")["text"] == "elsewhere"  # type: ignore[index]

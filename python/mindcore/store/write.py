@@ -64,6 +64,8 @@ class WriteResult:
 
 
 _Op = tuple[str, Any]
+# Ids at most a probe for stored rows names in its filter (see TableWrites._stored_counts).
+_PROBE_IDS = 4096
 
 
 @dataclass(slots=True, eq=False)
@@ -718,7 +720,11 @@ class TableWrites:
         if probe:
             names = sorted({parts[i].namespace for i in probe})
             ids = sorted({str(v) for i in probe for v in parts[i].source.column("id").to_pylist()})  # type: ignore[union-attr]
-            where = to_where(None, col("namespace").is_in(names) & col("id").is_in(ids), self._schema)
+            # A few ids go into the filter; many (a bulk write) would make it a huge IN list: the
+            # ids of the namespaces are read instead.
+            which = col("namespace").is_in(names) & col("id").is_in(ids) if len(ids) <= _PROBE_IDS else col(
+                "namespace").is_in(names)
+            where = to_where(None, which, self._schema)
             if int(self._tbl.count_rows(where)):
                 found = self._tbl.search().where(where).select(["namespace", "id"]).limit(None).to_arrow()
                 have = set(zip(found.column("namespace").to_pylist(), found.column("id").to_pylist(), strict=True))
