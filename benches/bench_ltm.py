@@ -12,7 +12,16 @@
   lexical index follows it). ``mindcore-no-write`` is the same recall with nothing written
   before it, same run: the difference is what a write costs the next recall.
 * ``ltm: remember one``: one ``remember()`` (duplicate check against the whole scope, one commit);
-  ``lancedb-add`` is LanceDB's own single-row add to the same table (no duplicate check).
+  ``lancedb-add`` is LanceDB's own single-row add to the same table (no duplicate check);
+  ``mindcore-bulk-100`` the bulk path beside it, ``remember_many`` of 100 facts (items = facts).
+* ``ltm: remember, 8 threads x 50``: eight threads of one process each remembering 50 facts
+  for their own user (one burst, items = facts); concurrent writers share commits (group
+  commit), and the LanceDB commits the burst took are in extra_info. ``mindcore-one-thread``
+  is the same 400 facts remembered one after the other by one thread.
+* ``ltm: footprint 5000 remember()``: 5,000 facts remembered one at a time into one scope,
+  beside the same facts in one ``remember_many`` (``mindcore-bulk``); extra_info holds the bytes
+  on disk of each after the store's automatic maintenance, and after ``Store.compact`` with no
+  grace period (what is left once old versions may go).
 * ``ltm: extraction pipeline``: ``remember_conversation`` with a scripted LLM reply of 8 new
   candidates (parse, secret filter, near-duplicate checks against the store and the batch, one
   commit with the inserts and the evictions at the 500 cap); items = candidates. Per turn the
@@ -199,6 +208,104 @@ def test_remember_one_lancedb_add(benchmark: Any, corpus: dict[str, Any]) -> Non
 
     finish(benchmark, "lancedb-add", f"ltm: remember one n={size_label(corpus['n'])}", 1)
     benchmark.pedantic(add, rounds=20 if corpus["n"] < 10_000 else 10)
+
+
+def test_remember_bulk(benchmark: Any, corpus: dict[str, Any]) -> None:
+    """The bulk path beside ``remember one``: 100 facts per ``remember_many`` call."""
+    ltm: LongTermMemory = corpus["ltm"]
+    emb: LookupEmbedder = corpus["emb"]
+    fresh = iter(_texts(np.random.default_rng(8), 100 * 12, start=3 * 10**7))
+
+    def setup() -> tuple[tuple[list[str]], dict[str, Any]]:
+        texts = [next(fresh) for _ in range(100)]
+        emb.add(texts)
+        return (texts,), {}
+
+    finish(benchmark, "mindcore-bulk-100", f"ltm: remember one n={size_label(corpus['n'])}", 100)
+    benchmark.pedantic(ltm.remember_many, setup=setup, rounds=10 if corpus["n"] < 10_000 else 5)
+
+
+@pytest.mark.parametrize("impl", ["mindcore", "mindcore-one-thread"])
+def test_remember_threads(benchmark: Any, impl: str) -> None:
+    """Eight threads remembering 50 facts each (their own users) at once: group commit."""
+    import threading
+
+    threads, per = 8, 50
+    emb = LookupEmbedder()
+    rounds = 3
+    texts = _texts(np.random.default_rng(11), threads * per * (rounds + 1))
+    emb.add(texts)
+    burst = iter(range(rounds + 1))
+    with tempfile.TemporaryDirectory(prefix="bench-ltm-threads-") as tmp:
+        store = mindcore.open(tmp)
+        users = [LongTermMemory(store, user_id=f"user-{k}", namespace="chat", embedder=emb, max_items=0)
+                 for k in range(threads)]
+        table = users[0]._repo.table
+        commits: list[int] = []
+
+        def run() -> None:
+            b = next(burst)
+            chunk = texts[b * threads * per:(b + 1) * threads * per]
+            before = table.version
+            if impl == "mindcore-one-thread":
+                for k in range(threads):
+                    for t in chunk[k * per:(k + 1) * per]:
+                        users[k].remember(t)
+            else:
+                start = threading.Barrier(threads)
+
+                def write(k: int) -> None:
+                    start.wait()
+                    for t in chunk[k * per:(k + 1) * per]:
+                        users[k].remember(t)
+
+                pool = [threading.Thread(target=write, args=(k,)) for k in range(threads)]
+                for th in pool:
+                    th.start()
+                for th in pool:
+                    th.join()
+            commits.append(table.version - before)
+
+        finish(benchmark, impl, f"ltm: remember, {threads} threads x {per}", threads * per)
+        benchmark.pedantic(run, rounds=rounds, warmup_rounds=1)
+        benchmark.extra_info["lancedb_commits_per_burst"] = commits[1:]  # versions; compaction adds a few
+        assert sum(len(u) for u in users) == threads * per * (rounds + 1)
+        for u in users:
+            u.close()
+        store.close()
+
+
+@pytest.mark.parametrize("impl", ["mindcore", "mindcore-bulk"])
+def test_footprint(benchmark: Any, impl: str) -> None:
+    """Bytes on disk after 5,000 single remember() calls against the same facts written in bulk."""
+    from datetime import timedelta
+
+    from mindcore.store.stats import folder_bytes
+
+    n = 1_000 if QUICK else 5_000
+    emb = LookupEmbedder()
+    texts = _texts(np.random.default_rng(13), n)
+    emb.add(texts)
+    with tempfile.TemporaryDirectory(prefix="bench-ltm-footprint-") as tmp:
+        store = mindcore.open(tmp)
+        ltm = LongTermMemory(store, user_id="u", namespace="chat", embedder=emb, max_items=0)
+
+        def write() -> None:
+            if impl == "mindcore-bulk":
+                ltm.remember_many(texts)
+            else:
+                for t in texts:
+                    ltm.remember(t)
+
+        finish(benchmark, impl, f"ltm: footprint {n} remember()", n)
+        benchmark.pedantic(write, rounds=1)
+        store.wait_for_maintenance()
+        benchmark.extra_info["disk_mb_after_writes"] = round(folder_bytes(tmp) / 1e6, 2)
+        store.compact(cleanup_grace=timedelta(0))
+        benchmark.extra_info["disk_mb_after_compact"] = round(folder_bytes(tmp) / 1e6, 2)
+        assert len(ltm) == n
+        ltm.close()
+        store.close()
 
 
 def test_extraction_pipeline(benchmark: Any) -> None:

@@ -14,6 +14,11 @@
   by cosine alone, and the hybrid top 5 is often outside its cosine top 100). Answers are checked
   against mindcore's (>= 95% overlap, ties aside).
 
+* ``mind: flush one belief n=...``: a run that believed one new fact is flushed (the draft checked
+  against the stored entries under the mind's lock, one commit); embedding excluded, the
+  ``believe`` itself is not timed. ``mindcore-bulk-50``: the bulk path beside it, a run of 50 new
+  beliefs flushed at once (items = beliefs).
+
 Entries: 70% beliefs (mixed confidence), 25% reflections (a few pinned), 5% goals, created over the
 last 90 days, written straight to the mind's table in one commit. ``extra_info`` holds ``p50_ms``
 and ``p99_ms``, computed from every round's time (``benchmark.stats.stats.data``).
@@ -204,3 +209,34 @@ def test_recall_lancedb(benchmark: Any, mind: dict[str, Any]) -> None:
     qs = itertools.cycle(mind["queries"])
     finish(benchmark, "lancedb", f"mind: recall n={size_label(mind['n'])}")
     benchmark.pedantic(lambda: recall(next(qs)), rounds=100, warmup_rounds=3)
+
+
+def _new_beliefs(mind: dict[str, Any], count: int, seed: int) -> list[str]:
+    """Texts unlike each other and the stored entries (so each belief is new), embedded up front."""
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    texts = [" ".join("".join(rng.choice(letters, 7)) for _ in range(6)) for _ in range(count)]
+    mind["emb"].add(texts)
+    return texts
+
+
+@pytest.mark.parametrize("impl", ["mindcore", "mindcore-bulk-50"])
+def test_flush(benchmark: Any, mind: dict[str, Any], impl: str) -> None:
+    m: Mind = mind["mind"]
+    per = 1 if impl == "mindcore" else 50
+    rounds = 100 if per == 1 else 10
+    texts = iter(_new_beliefs(mind, per * (rounds + 3), seed=per))
+    created: list[int] = []
+
+    def setup() -> tuple[tuple[Any], dict[str, Any]]:
+        run = m.run()
+        for _ in range(per):
+            run.believe(next(texts))
+        return (run,), {}
+
+    def flush(run: Any) -> None:
+        created.append(run.flush().created)
+
+    finish(benchmark, impl, f"mind: flush one belief n={size_label(mind['n'])}", per)
+    benchmark.pedantic(flush, setup=setup, rounds=rounds, warmup_rounds=2)
+    assert sum(created) >= 0.9 * per * len(created)  # new beliefs, not near-duplicates of stored ones

@@ -1,6 +1,9 @@
 """Working memory: one ``update`` + ``render`` round trip on the embedded store, for a 1 KB and a
 20 KB state (target <= 5 ms p50).
 
+``mindcore-bulk-10``: the bulk path beside it, one ``update`` carrying ten changes (items =
+changes), then ``render``.
+
 Baseline ``json-file``: the least a persistent scratchpad can do: read a JSON file, deep-merge
 the patch, validate it with the same JSON Schema, write it atomically (temp file + rename), render.
 """
@@ -14,6 +17,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from _bench import finish
 
 import mindcore
 from mindcore.working import WorkingMemory
@@ -51,11 +55,11 @@ class JsonFileScratchpad:
 
 
 @pytest.mark.parametrize("size", list(SIZES))
-@pytest.mark.parametrize("impl", ["mindcore", "json-file"])
+@pytest.mark.parametrize("impl", ["mindcore", "mindcore-bulk-10", "json-file"])
 def test_update_render(benchmark: Any, tmp_path: Path, size: str, impl: str) -> None:
     state = _state(SIZES[size])
     target: Any
-    if impl == "mindcore":
+    if impl.startswith("mindcore"):
         target = WorkingMemory(mindcore.open(tmp_path / "store"), thread_id="t", schema=SCHEMA, max_tokens=100_000)
     else:
         target = JsonFileScratchpad(tmp_path / "state.json")
@@ -63,12 +67,17 @@ def test_update_render(benchmark: Any, tmp_path: Path, size: str, impl: str) -> 
     assert 0.8 * SIZES[size] < len(json.dumps(state)) < 1.3 * SIZES[size]
     step = iter(range(1, 10**9))
 
+    changes = 10 if impl == "mindcore-bulk-10" else 1
+
     def round_trip() -> str:
-        target.update({"step": next(step)})
+        i = next(step)
+        patch: dict[str, Any] = {"step": i}
+        if changes > 1:
+            patch["notes"] = {f"note{k:04d}": f"revised {i}" for k in range(changes - 1)}
+        target.update(patch)
         return str(target.render())
 
-    benchmark.group = f"working memory: update+render {size}"
-    benchmark.extra_info["impl"] = impl
+    finish(benchmark, impl, f"working memory: update+render {size}", changes)
     rounds = 30 if QUICK else 300
     out = benchmark.pedantic(round_trip, rounds=rounds, warmup_rounds=5)
     assert '"step":' in out and "ship the release" in out

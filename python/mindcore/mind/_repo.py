@@ -14,7 +14,7 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import cached_property
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -52,7 +52,6 @@ COLUMNS: dict[str, pa.DataType] = {
 #: vector): how ``mindcore.batch.reembed`` rebuilds this table's vectors for another model.
 VECTOR_TEXTS = VectorTexts(TABLE, lambda rows: [str(c or "") for c in rows.column("content").to_pylist()])
 _SCALARS = ["id", "created_at", "updated_at", "tags", *COLUMNS]
-_COLUMNS = [*_SCALARS, "vector"]
 
 def _lock_name(namespace: str) -> str:
     """The name of the store lock guarding one mind namespace (namespaces may hold any text)."""
@@ -220,8 +219,12 @@ class Repo:
             snap = self._snap
             if snap is not None and snap.version == version:
                 return snap
-            data = self.table.scan_arrow(self.namespace, columns=_COLUMNS)
-            snap = _from_arrow(version, data, self.dim)
+            # Through the store's vector cache: a flush then finds the namespace there, so the
+            # store knows which rows are new (an append) without asking the table, and patches
+            # it with the commit instead of reading it again.
+            entry = self.table.cached(self.namespace)
+            snap = _from_columns(entry.version, entry.scalars.select(_SCALARS), entry.matrix, entry.has_vector,
+                                 self.dim)
             self._snap = snap
             return snap
 
@@ -258,13 +261,10 @@ class Repo:
         return version
 
 
-def _from_arrow(version: int, data: pa.Table, dim: int) -> Snapshot:
-    vec = cast("pa.FixedSizeListArray[Any, Any]", data.column("vector").combine_chunks())
-    scalars = data.drop_columns(["vector"]).to_pylist()
-    n = len(scalars)
-    flat = vec.values.slice(vec.offset * dim, n * dim).to_numpy(zero_copy_only=False)
-    matrix = np.asarray(flat, dtype=np.float32).reshape(n, dim)
-    has = ~np.asarray(vec.is_null().to_numpy(zero_copy_only=False), dtype=bool)
+def _from_columns(version: int, data: pa.Table, matrix: np.ndarray, has: np.ndarray, dim: int) -> Snapshot:
+    """A snapshot of the rows ``data`` (no vector column) whose vectors are the rows of
+    ``matrix`` where ``has`` is true (read-only views: shared with the store's cache)."""
+    scalars = data.to_pylist()
     entries: dict[str, Entry] = {}
     vectors: dict[str, np.ndarray] = {}
     for i, r in enumerate(scalars):

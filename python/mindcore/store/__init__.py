@@ -41,9 +41,11 @@ column names are checked against the schema and values are type-checked and esca
 
 **Writes.** ``upsert`` (whole rows), ``update`` (set columns on existing rows), ``delete`` (ids
 and/or filter), ``clear``, ``insert_new`` (insert-if-absent), and ``unit_of_work(ns)`` for
-several of them in one commit (one LanceDB ``merge_insert``: a crash leaves all or none). Each
-commit holds the table's write lock (``flock`` locally, a lease object on object storage), so two
-processes can never insert the same id twice. After ``StoreConfig.compact_every`` writes (more
+several of them in one commit (one LanceDB ``add`` when every row is new, else one
+``merge_insert``: a crash leaves all or none). Each commit holds the table's write lock
+(``flock`` locally, a lease object on object storage), so two processes can never insert the
+same id twice. Threads of one process writing a table at once share commits (group commit):
+each call returns once the commit holding its rows has completed. After ``StoreConfig.compact_every`` writes (more
 on big tables, see ``compact_amplification``) the table is compacted in the background, keeping
 old versions for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
 

@@ -25,7 +25,7 @@ from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, vector_d
 from mindcore.store.scoring import Weights, rank
 from mindcore.store.stats import TableStats, folder_bytes
 from mindcore.store.versions import VersionTracker
-from mindcore.store.write import TableWrites, UnitOfWork, WriteResult
+from mindcore.store.write import GroupCommit, TableWrites, UnitOfWork, WriteResult
 
 if TYPE_CHECKING:
     from mindcore.kernels import Metric
@@ -139,6 +139,7 @@ class Table(TableWrites):
         self._state_lock = threading.Lock()
         self._index_cache: tuple[int, bool] | None = None
         self._count_cache: dict[str, tuple[int, int]] = {}
+        self._group = GroupCommit()  # this process's writers waiting to share a commit
 
     def __repr__(self) -> str:
         return f"Table({self.name!r}, dim={self.dim}, store={self._ctx.uri!r})"

@@ -2,9 +2,17 @@
 
 Every write names one namespace and commits as one LanceDB version under the table's write lock
 (``Store.lock(table_name)``): operations are replayed in order over the rows they touch, then
-written with one ``merge_insert`` (or ``delete``), so a crash leaves all of them or none. A
-commit by this process patches the cached namespace instead of dropping it, so the next search
-after a write needs no scan.
+written with one ``add`` (when every row is new), ``merge_insert`` or ``delete``, so a crash
+leaves all of them or none. A commit by this process patches the cached namespace instead of
+dropping it, so the next search after a write needs no scan.
+
+Threads of one process writing the same table at once share commits (group commit): the first
+writer to find no commit under way leads; it takes the write lock and commits what every waiting
+writer has queued as one LanceDB version, then hands over. Each writer returns once the commit
+holding its rows has completed (or raises what made that commit fail). Rows are validated before
+they are queued, so a bad row fails its own writer only. A writer whose unit of work deletes, or
+that touches an id another queued writer touches, commits in a group of its own, so every
+writer's result reads as if it had committed alone.
 """
 
 from __future__ import annotations
@@ -14,6 +22,7 @@ import contextlib
 import os
 import threading
 import warnings
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -34,7 +43,7 @@ from mindcore.store.schema import Row, now_ms, rows_from_arrow, rows_to_arrow
 from mindcore.store.versions import VersionTracker
 from mindcore.validation import check_bool
 
-__all__ = ["TableWrites", "UnitOfWork", "WriteResult"]
+__all__ = ["GroupCommit", "TableWrites", "UnitOfWork", "WriteResult"]
 
 
 def _distinct(rows: pa.Table) -> bool:
@@ -55,6 +64,79 @@ class WriteResult:
 
 
 _Op = tuple[str, Any]
+# Ids at most a probe for stored rows names in its filter (see TableWrites._stored_counts).
+_PROBE_IDS = 4096
+
+
+@dataclass(slots=True, eq=False)
+class _Request:
+    """One writer's operations on one namespace, queued for a group commit."""
+
+    namespace: str
+    ops: list[_Op]
+    #: The ids the operations write; ``None`` when they delete (then they commit alone).
+    keys: frozenset[str] | None
+    #: The rows carry fresh ids (``Table.append``): they cannot replace a stored row.
+    fresh: bool = False
+    result: WriteResult | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
+def _keys(ops: Sequence[_Op]) -> frozenset[str] | None:
+    out: set[str] = set()
+    for kind, arg in ops:
+        if kind == "upsert":
+            out.update(arg.column("id").to_pylist())
+        elif kind == "update":
+            out.update(arg[0])
+        else:
+            return None
+    return frozenset(out)
+
+
+class GroupCommit:
+    """The writers of one table in this process waiting for a commit, and whether one of them
+    is committing (leading). ``commits`` counts the LanceDB commits the leaders made."""
+
+    #: At most this many writers share one commit (bounds the rows one commit carries).
+    MAX_GROUP = 256
+
+    def __init__(self) -> None:
+        self.cond = threading.Condition(threading.Lock())
+        self.queue: deque[_Request] = deque()
+        self.leading = False
+        self.commits = 0
+
+    def take(self) -> list[_Request]:
+        """The next group, oldest writer first (the caller holds ``cond``): writers whose ids
+        do not overlap, stopping before one that deletes or overlaps (it leads the next group)."""
+        first = self.queue.popleft()
+        group = [first]
+        if first.keys is None:
+            return group
+        seen = {(first.namespace, k) for k in first.keys}
+        while self.queue and len(group) < self.MAX_GROUP:
+            nxt = self.queue[0]
+            if nxt.keys is None:
+                break
+            keys = {(nxt.namespace, k) for k in nxt.keys}
+            if not seen.isdisjoint(keys):
+                break
+            group.append(self.queue.popleft())
+            seen |= keys
+        return group
+
+
+@dataclass(slots=True)
+class _Part:
+    """What one commit writes to one namespace for one writer (or for a bulk write)."""
+
+    namespace: str
+    source: pa.Table | None
+    deletes: Filter | None = None
+    #: The rows carry fresh ids: none of them is stored yet.
+    fresh: bool = False
 
 
 class UnitOfWork:
@@ -180,6 +262,9 @@ class TableWrites:
     _count_cache: dict[str, tuple[int, int]]
     _writes: int
     _retired: str | None
+    _group: GroupCommit
+    #: Writes after which this cycle's compaction is due (worked out once a cycle).
+    _compact_due: int | None = None
 
     if TYPE_CHECKING:
 
@@ -293,34 +378,13 @@ class TableWrites:
             old = self._exact()
             if source is not None and not schema.equals(self._schema):
                 source = rows_to_arrow(source, self._schema, None)  # another process added columns
-            parts = {} if source is None else split_by_namespace(source)
-            touched = set(parts) | set(deletes)
-            cached = {ns: self._ctx.cache.get(self.name, ns, old) for ns in touched}
-            replaced = {ns: None if cached[ns] is None else cached[ns].holding(part.column("id"))  # type: ignore[union-attr]
-                        for ns, part in parts.items()}
-            cond = None
-            if deletes:
-                cond = to_where(None, any_of(*(col("namespace").eq(ns) & col("id").is_in(ids)
-                                               for ns, ids in deletes.items())), self._schema)
-            if source is not None and cond is None and all(r is not None and not r.any() for r in replaced.values()):
-                # Every row is new to its namespace (each cached entry is all of it at `old`, and
-                # the lock keeps it so): an append stores what the merge would, without the join.
-                added = self._tbl.add(source, on_bad_vectors="null")
-                res = WriteResult(int(added.version), inserted=source.num_rows)
-            elif source is not None:
-                b = self._tbl.merge_insert(["namespace", "id"]).when_matched_update_all().when_not_matched_insert_all()
-                if cond is not None:
-                    b = b.when_not_matched_by_source_delete(cond)
-                r = b.execute(source, on_bad_vectors="null")
-                res = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
-                                  int(r.num_deleted_rows))
-            else:
-                assert cond is not None
-                d = self._tbl.delete(cond)
-                res = WriteResult(int(d.version), deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
-            self._after_commit(old, res.version, touched)
+            parts = {ns: _Part(ns, part) for ns, part in ({} if source is None else split_by_namespace(source)).items()}
+            for ns, ids in deletes.items():
+                parts.setdefault(ns, _Part(ns, None)).deletes = col("id").is_in(ids)
+            res, _ = self._commit_parts(old, list(parts.values()), patch=False)
         self._note_write()
         return res
+
 
     def modify(
         self, namespace: str, id: str, fn: Callable[[Row | None], Mapping[str, Any] | None]
@@ -365,7 +429,8 @@ class TableWrites:
         ``id``: fresh ones are assigned, so an append never collides with a stored row. ``rows``
         may be a function, called under the table's write lock after the table is brought to its
         latest version, so a writer can read-then-append atomically across processes (read the
-        latest row inside it, append its successor).
+        latest row inside it, append its successor). Appends of given rows by several threads
+        at once share one commit.
 
         >>> import mindcore
         >>> t = mindcore.open("memory://").table("log", {"line": pa.string()})
@@ -375,34 +440,119 @@ class TableWrites:
         """
         self._ctx.refuse_writes(f"write to table {self.name!r}")
         check_namespace(namespace)
+        if not callable(rows):
+            source = self._fresh_rows(namespace, rows)
+            if source is None:
+                return WriteResult(self._version())
+            return self._submit(_Request(namespace, [("upsert", source)], frozenset(), fresh=True))
         with self._lock.hold(self._ctx.config.lock_timeout):
             old = self._exact()
-            given = list(rows() if callable(rows) else rows)
-            if any(not isinstance(r, Mapping) for r in given):
-                raise TypeError("append: rows must be dicts")
-            if any("id" in r for r in given):
-                raise ValueError("append: rows get fresh ids; do not pass 'id' (use upsert to replace rows)")
-            if not given:
+            source = self._fresh_rows(namespace, rows())
+            if source is None:
                 return WriteResult(old)
-            source = rows_to_arrow([{**r, "id": new_id()} for r in given], self._schema, namespace)
-            cached = self._ctx.cache.get(self.name, namespace, old)
-            added = self._tbl.add(source, on_bad_vectors="null")
-            res = WriteResult(int(added.version), inserted=len(given))
-            self._after_commit(old, res.version, {namespace})
-            self._patch_cache(namespace, cached, source, None, old, res.version)
+            res, _ = self._commit_parts(old, [_Part(namespace, source, fresh=True)])
         self._note_write()
         return res
+
+    def _fresh_rows(self, namespace: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table | None:
+        """``rows`` validated under fresh ids (``None`` when there are none)."""
+        given = list(rows)
+        if any(not isinstance(r, Mapping) for r in given):
+            raise TypeError("append: rows must be dicts")
+        if any("id" in r for r in given):
+            raise ValueError("append: rows get fresh ids; do not pass 'id' (use upsert to replace rows)")
+        if not given:
+            return None
+        return rows_to_arrow([{**r, "id": new_id()} for r in given], self._schema, namespace)
 
     def _commit(self, namespace: str, ops: list[_Op], *, purge: bool = False) -> WriteResult:
         if not ops and not purge:
             return WriteResult(self._version())
+        if not purge:
+            return self._submit(_Request(namespace, ops, _keys(ops)))
         with self._lock.hold(self._ctx.config.lock_timeout):
             res = self._commit_locked(namespace, ops)
-            if purge:
-                self._purge_locked()
-        if not purge:
-            self._note_write()
+            self._purge_locked()
         return res
+
+    # -- group commit ---------------------------------------------------------------------------
+
+    def _submit(self, request: _Request) -> WriteResult:
+        """Queue ``request`` and return once a commit holding it has completed (see the module
+        docstring): led by this thread if no other thread is committing, else by that one."""
+        group = self._group
+        with group.cond:
+            group.queue.append(request)
+            while not request.done and group.leading:
+                group.cond.wait()
+            lead = not request.done
+            if lead:
+                group.leading = True
+        if lead:
+            try:
+                self._lead(request)
+            finally:
+                with group.cond:
+                    group.leading = False
+                    group.cond.notify_all()
+        if request.error is not None:
+            raise request.error
+        assert request.result is not None
+        return request.result
+
+    def _lead(self, request: _Request) -> None:
+        """Commit groups of queued writers, oldest first, until ``request`` is done. Each group
+        is taken once the write lock is held, so it holds every writer that queued meanwhile."""
+        group = self._group
+        while not request.done:
+            with contextlib.ExitStack() as held:
+                try:
+                    held.enter_context(self._lock.hold(self._ctx.config.lock_timeout))
+                except BaseException as e:  # no lock, no commit: this writer gives up, the others wait on
+                    with group.cond:
+                        group.queue.remove(request)
+                        request.error, request.done = e, True
+                    return
+                with group.cond:
+                    batch = group.take()
+                committed = self._commit_group(batch)
+            with group.cond:
+                for r in batch:
+                    r.done = True
+                group.commits += committed
+                group.cond.notify_all()
+            if committed:
+                self._note_write()
+
+    def _commit_group(self, batch: list[_Request]) -> bool:
+        """Commit the requests of ``batch`` as one LanceDB commit (the caller holds the write
+        lock) and give each its result, or the exception of the commit; whether a commit was
+        made. A request whose operations cannot be replayed (an update's read failed) gets its
+        own exception and is left out."""
+        try:
+            old = self._exact()
+            ready: list[tuple[_Request, _Part]] = []
+            for r in batch:
+                try:
+                    source, deletes = self._replay(r.namespace, r.ops)
+                except Exception as e:
+                    r.error = e
+                    continue
+                if source is None and deletes is None:
+                    r.result = WriteResult(old)
+                else:
+                    ready.append((r, _Part(r.namespace, source, deletes, r.fresh)))
+            if not ready:
+                return False
+            _, each = self._commit_parts(old, [p for _, p in ready])
+            for (r, _), res in zip(ready, each, strict=True):
+                r.result = res
+            return True
+        except BaseException as e:  # the commit failed: every writer in it learns why
+            for r in batch:
+                if r.result is None and r.error is None:
+                    r.error = e
+            return False
 
     # -- purging --------------------------------------------------------------------------------
 
@@ -485,39 +635,103 @@ class TableWrites:
         return version
 
     def _commit_locked(self, namespace: str, ops: list[_Op]) -> WriteResult:
+        """Commit ``ops`` now; the caller holds the write lock."""
         old = self._exact()
         source, deletes = self._replay(namespace, ops)
         if source is None and deletes is None:
             return WriteResult(old)
-        cached = self._ctx.cache.get(self.name, namespace, old)
-        gone = None if cached is None or deletes is None else to_mask(deletes, cached.scalars)
-        cond = None if deletes is None else to_where(namespace, deletes, self._schema)
-        replaced = None if cached is None or source is None else cached.holding(source.column("id"))
-        if source is not None and cond is None and replaced is not None and not replaced.any() and _distinct(source):
-            # Every row is new to the namespace (the cached entry is all of it at `old`, and the
-            # lock keeps it so): an append stores what the merge would, without the merge's join
-            # against the table, whose cost grows with the table.
-            added = self._tbl.add(source, on_bad_vectors="null")
-            res = WriteResult(int(added.version), inserted=source.num_rows)
+        res, _ = self._commit_parts(old, [_Part(namespace, source, deletes)])
+        return res
+
+    def _commit_parts(self, old: int, parts: Sequence[_Part], *, patch: bool = True) -> tuple[WriteResult, list[WriteResult]]:
+        """Write ``parts`` (at most one per namespace deletes) as one LanceDB commit over version
+        ``old``; the caller holds the write lock. Returns what the commit did in all and for each
+        part. Rows that are all new are appended (the cheapest commit, whose cost does not grow
+        with the table); replacements or deletes take one ``merge_insert`` (or ``delete``).
+        ``patch``: carry the commit into the cached namespaces, else drop them (a bulk write
+        touches many namespaces once each: patching would copy every one of them)."""
+        touched = {p.namespace for p in parts}
+        cached = {ns: self._ctx.cache.get(self.name, ns, old) for ns in touched}
+        conds = [col("namespace").eq(p.namespace) & p.deletes for p in parts if p.deletes is not None]
+        cond = to_where(None, any_of(*conds), self._schema) if conds else None
+        sources = [p.source for p in parts if p.source is not None]
+        source = None if not sources else sources[0] if len(sources) == 1 else pa.concat_tables(sources)
+        # How many rows of each part replace a stored row (known when nothing is deleted).
+        masks: dict[int, np.ndarray] = {}
+        stored = self._stored_counts(parts, cached, masks) if cond is None else None
+        if source is not None and stored is not None and not any(stored) and (
+                all(p.fresh for p in parts) or _distinct(source)):
+            added = self._tbl.add(source)
+            total = WriteResult(int(added.version), inserted=source.num_rows)
         elif source is not None:
-            b = (
-                self._tbl.merge_insert(["namespace", "id"])
-                .when_matched_update_all()
-                .when_not_matched_insert_all()
-            )
+            b = self._tbl.merge_insert(["namespace", "id"]).when_matched_update_all().when_not_matched_insert_all()
             if cond is not None:
                 b = b.when_not_matched_by_source_delete(cond)
-            r = b.execute(source, on_bad_vectors="null")
-            res = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
-                              int(r.num_deleted_rows))
+            r = b.execute(source, on_bad_vectors="null")  # merge_insert sanitises anyway; a null vector is valid
+            total = WriteResult(int(r.version), int(r.num_inserted_rows), int(r.num_updated_rows),
+                                int(r.num_deleted_rows))
         else:
             assert cond is not None
             d = self._tbl.delete(cond)
-            new_version = int(d.version)
-            res = WriteResult(new_version, deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
-        self._after_commit(old, res.version, {namespace})
-        self._patch_cache(namespace, cached, source, gone, old, res.version, replaced=replaced)
-        return res
+            total = WriteResult(int(d.version), deleted=int(getattr(d, "num_deleted_rows", 0) or 0))
+        new = total.version
+        self._after_commit(old, new, touched)
+        if stored is None:
+            each = [total]  # one part: a unit of work that deletes, or a bulk write
+        else:
+            each = [WriteResult(new, inserted=(0 if p.source is None else p.source.num_rows) - n, updated=n)
+                    for p, n in zip(parts, stored, strict=True)]
+        if patch:
+            for ns in touched:
+                entry = cached[ns]
+                if entry is None:
+                    continue
+                mine = [i for i, p in enumerate(parts) if p.namespace == ns]
+                srcs = [t for t in (parts[i].source for i in mine) if t is not None]
+                src = None if not srcs else srcs[0] if len(srcs) == 1 else pa.concat_tables(srcs)
+                dels = [parts[i].deletes for i in mine if parts[i].deletes is not None]
+                gone = to_mask(any_of(*dels), entry.scalars) if dels else None
+                replaced = None
+                if src is not None and all(i in masks for i in mine if parts[i].source is not None):
+                    replaced = np.zeros(entry.n, dtype=bool)
+                    for i in mine:
+                        if i in masks:
+                            replaced |= masks[i]
+                self._patch_cache(ns, entry, src, gone, old, new, replaced=replaced)
+        return total, each
+
+    def _stored_counts(self, parts: Sequence[_Part], cached: Mapping[str, CacheEntry | None],
+                       masks: dict[int, np.ndarray]) -> list[int]:
+        """For each part, how many of its rows have the id of a stored row: from the cached
+        namespace (all of it at the version read, kept so by the lock; ``masks`` gets the
+        cached rows each part replaces), else from one count of the table (and a read of the
+        ids it found, when it found any). Fresh rows are new by construction."""
+        out = [0] * len(parts)
+        probe: list[int] = []
+        for i, p in enumerate(parts):
+            if p.source is None or p.fresh:
+                continue
+            entry = cached[p.namespace]
+            if entry is None:
+                probe.append(i)
+            else:
+                masks[i] = entry.holding(p.source.column("id"))
+                out[i] = int(np.count_nonzero(masks[i]))
+        if probe:
+            names = sorted({parts[i].namespace for i in probe})
+            ids = sorted({str(v) for i in probe for v in parts[i].source.column("id").to_pylist()})  # type: ignore[union-attr]
+            # A few ids go into the filter; many (a bulk write) would make it a huge IN list: the
+            # ids of the namespaces are read instead.
+            which = col("namespace").is_in(names) & col("id").is_in(ids) if len(ids) <= _PROBE_IDS else col(
+                "namespace").is_in(names)
+            where = to_where(None, which, self._schema)
+            if int(self._tbl.count_rows(where)):
+                found = self._tbl.search().where(where).select(["namespace", "id"]).limit(None).to_arrow()
+                have = set(zip(found.column("namespace").to_pylist(), found.column("id").to_pylist(), strict=True))
+                for i in probe:
+                    ns = parts[i].namespace
+                    out[i] = sum((ns, v) in have for v in parts[i].source.column("id").to_pylist())  # type: ignore[union-attr]
+        return out
 
     def _patch_cache(
         self, namespace: str, cached: CacheEntry | None, source: pa.Table | None, gone: np.ndarray | None,
@@ -595,12 +809,15 @@ class TableWrites:
         self._writes += 1
         if not cfg.compact_every or self._writes < cfg.compact_every:
             return
-        due = cfg.compact_every
-        if cfg.compact_amplification and self._writes < cfg.compact_max_writes:
-            # Compaction rewrites the table: on big tables wait for more writes (count_rows
-            # without a filter reads only metadata).
-            due = max(due, int(self._tbl.count_rows()) // cfg.compact_amplification)
-        if self._writes >= min(due, max(cfg.compact_max_writes, cfg.compact_every)):
+        if self._writes == cfg.compact_every or self._compact_due is None:
+            # Once per cycle, not per write (counting rows reads the manifest).
+            due = cfg.compact_every
+            if cfg.compact_amplification and self._writes < cfg.compact_max_writes:
+                # Compaction rewrites the table: on big tables wait for more writes (count_rows
+                # without a filter reads only metadata).
+                due = max(due, int(self._tbl.count_rows()) // cfg.compact_amplification)
+            self._compact_due = min(due, max(cfg.compact_max_writes, cfg.compact_every))
+        if self._writes >= self._compact_due:
             self._writes = 0
             self._ctx.schedule_maintenance(self.name)
 
