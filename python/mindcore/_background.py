@@ -5,17 +5,22 @@ of :meth:`~BackgroundLoad.result`, which waits for it: the work runs exactly onc
 threads ask at the same moment, and a failure is raised, as the same exception, to every one of
 them (nothing is half-loaded, nothing is retried).
 
-A process that forks while a load is under way would give its child a thread that no longer
-exists (the child would wait for it forever) and, mid-import, a held import lock: so a fork
-waits for every pending load to finish first (``os.register_at_fork``), and no load starts while
-a fork is in progress.
+Forking while another thread imports a module leaves the child a module lock held by a thread
+that no longer exists (its next import of that module hangs), and forking while a native library
+connects leaves it half set up. So a load runs in two steps, its imports and then its work, and
+``os.fork`` coordinates with both: a fork waits for imports under way and for work already
+started to finish, and work that has not started waits until the fork is over. A child forked
+while a load had not started its work runs that work itself, in a new thread, so a store or
+model handed down to it still loads.
 """
 
 from __future__ import annotations
 
+import concurrent.futures.thread  # noqa: F401  (its fork hooks must be registered before a fork, not during one)
+import importlib
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from typing import Any, Generic, TypeVar
 
@@ -23,37 +28,53 @@ __all__ = ["BackgroundLoad"]
 
 T = TypeVar("T")
 
-# Loads still running, and the lock a fork holds so that no new one starts while it forks.
+# Loads not finished yet. A fork holds _FORK_LOCK from its first hook to its last, so no load
+# starts, or starts its work, while a process forks.
 _PENDING: set[BackgroundLoad[Any]] = set()
 _PENDING_LOCK = threading.Lock()
 _FORK_LOCK = threading.Lock()
 
 
 class BackgroundLoad(Generic[T]):
-    """``load()`` run once in a new thread called ``name``; :meth:`result` waits for its value.
+    """Import ``imports``, then run ``load()``, once, in a new thread called ``name``;
+    :meth:`result` waits for the value.
 
-    >>> job = BackgroundLoad(lambda: 6 * 7, "answer")
+    >>> job = BackgroundLoad(lambda: 6 * 7, "answer", imports=["json"])
     >>> job.result()
     42
     """
 
-    def __init__(self, load: Callable[[], T], name: str) -> None:
-        self._load: Callable[[], T] | None = load
+    def __init__(self, load: Callable[[], T], name: str, *, imports: Sequence[str] = ()) -> None:
+        self._load = load
+        self._imports = tuple(imports)
+        self._name = name
         self._future: Future[T] = Future()
-        self._thread = threading.Thread(target=self._run, name=name)
+        self._imported = threading.Event()
+        self._working = False  # set, under _FORK_LOCK, when load() starts
         with _FORK_LOCK:
             with _PENDING_LOCK:
                 _PENDING.add(self)
-            self._thread.start()
+            self._start()
+
+    def _start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=self._name)
+        self._thread.start()
 
     def _run(self) -> None:
-        load, self._load = self._load, None  # keep nothing the load closed over once it is done
-        assert load is not None
         try:
-            value = load()
+            try:
+                for module in self._imports:
+                    importlib.import_module(module)
+            finally:
+                self._imported.set()
+            with _FORK_LOCK:  # not while a process forks: the child would inherit half of it
+                self._working = True
+            value = self._load()
         except BaseException as exc:  # every caller of result() gets it, whatever it is
+            self._load = _spent  # keep nothing the load closed over
             self._future.set_exception(exc)
         else:
+            self._load = _spent
             self._future.set_result(value)
         finally:
             with _PENDING_LOCK:
@@ -70,21 +91,41 @@ class BackgroundLoad(Generic[T]):
 
     def wait(self) -> None:
         """Wait for the load to finish, whether or not it succeeded."""
-        self._thread.join()
+        self._future.exception()
+
+
+def _spent() -> Any:  # pragma: no cover - a load runs once
+    raise RuntimeError("this background load has already run")
 
 
 def _before_fork() -> None:
     _FORK_LOCK.acquire()
     with _PENDING_LOCK:
         pending = list(_PENDING)
+    me = threading.current_thread()
     for job in pending:
-        if job._thread is not threading.current_thread():  # a load that forks cannot wait for itself
+        if job._thread is me or job.done():  # a load that forks cannot wait for itself
+            continue
+        job._imported.wait()
+        if job._working:
             job.wait()
 
 
-def _after_fork() -> None:
+def _after_fork_in_parent() -> None:
     _FORK_LOCK.release()
 
 
+def _after_fork_in_child() -> None:
+    # The threads of pending loads did not survive the fork; their imports are complete and their
+    # work had not started: start it again here.
+    _FORK_LOCK.release()
+    with _PENDING_LOCK:
+        pending = list(_PENDING)
+    for job in pending:
+        if not job.done():
+            job._start()
+
+
 if hasattr(os, "register_at_fork"):  # POSIX
-    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork, after_in_child=_after_fork)
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)

@@ -154,7 +154,8 @@ class MiniLMEmbedder:
         self.cache = resolve_cache(cache)
         _check_installed()
         open_session = self._open_session
-        self._loading = BackgroundLoad(lambda: _Model(_load_tokenizer(), open_session(threads)), name="mindcore-minilm")
+        self._loading = BackgroundLoad(lambda: _Model(_load_tokenizer(), open_session(threads)), name="mindcore-minilm",
+                                       imports=["onnxruntime", "tokenizers"])
         # One run at a time per session keeps the thread budget the caller asked for.
         self._lock = threading.Lock()
 

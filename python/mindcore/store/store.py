@@ -138,6 +138,14 @@ def open(
     ``drop_table``, creating a table or adding columns to one, holding a lock) raises
     :class:`StoreNotWritableError` naming the store. Reads see what other processes write.
 
+    ``open`` returns at once: importing LanceDB (a second or two) and connecting happen in a
+    background thread, and the first operation that needs the connection waits for it, so a
+    caller's own start-up (loading an embedder, building a prompt) overlaps with it. What is cheap
+    to check is checked here (the arguments, a local folder that cannot be created, a read-only
+    store that does not exist); what needs LanceDB (an unknown URI scheme, credentials object
+    storage refuses) raises from the first operation, and from every later one, as the same
+    exception. Given an ``embedder``, ``open`` waits, to compare it with the recorded model.
+
     >>> import mindcore
     >>> store = mindcore.open("memory://doc")
     >>> store.table("notes", {"text": pa.string()}).upsert("me", [{"id": "n1", "text": "hi"}]).inserted
@@ -212,14 +220,14 @@ class Store:
         # the background, and the first operation that needs them waits (see `_loaded`).
         meta_lock = self._table_lock(META_TABLE)
         self._loading: BackgroundLoad[_Loaded] = BackgroundLoad(
-            lambda: self._load(meta_lock), name=f"mindcore-open-{uri}"
+            lambda: self._load(meta_lock), name=f"mindcore-open-{uri}", imports=["lancedb", "lancedb.index"]
         )
         _OPEN.add(self)
 
     def _load(self, meta_lock: Lock) -> _Loaded:
         """Connect and open the meta table (in the background thread). Never takes ``self._lock``:
         a caller may hold it while it waits for this."""
-        import lancedb  # ~1.5 s: never imported by `import mindcore`, and not on the caller's thread
+        import lancedb  # imported by the BackgroundLoad (~1.5 s), never by `import mindcore`
 
         # Tables track their latest version themselves (see mindcore.store.versions).
         db = lancedb.connect(self.uri, storage_options=self._storage_options or None, read_consistency_interval=None)
@@ -436,7 +444,7 @@ class Store:
         explicit: bool = False,
     ) -> Table:
         self._check_open()
-        self._loaded()  # before taking self._lock (the background open never takes it, but be plain)
+        self._loaded()  # wait here rather than while holding self._lock
         info = EmbeddingInfo.of(emb) if emb is not None else None
         wanted = build_schema(columns, info.dim if vectors and info is not None else None)
         with self._lock:
