@@ -10,8 +10,8 @@ that no longer exists (its next import of that module hangs), and forking while 
 connects leaves it half set up. So a load runs in two steps, its imports and then its work, and
 ``os.fork`` coordinates with both: a fork waits for imports under way and for work already
 started to finish, and work that has not started waits until the fork is over. A child forked
-while a load had not started its work runs that work itself, in a new thread, so a store or
-model handed down to it still loads.
+while a load had not started its work starts it again, in a new thread, when it first asks for
+the result, so a store or model handed down to it still loads.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ class BackgroundLoad(Generic[T]):
         self._future: Future[T] = Future()
         self._imported = threading.Event()
         self._working = False  # set, under _FORK_LOCK, when load() starts
+        self._orphaned = False  # in a forked child: the thread that was to run load() is gone
         with _FORK_LOCK:
             with _PENDING_LOCK:
                 _PENDING.add(self)
@@ -83,7 +84,17 @@ class BackgroundLoad(Generic[T]):
     def result(self) -> T:
         """The loaded value, waiting for it if the load is still running; the load's exception if
         it failed (raised to every caller)."""
+        if self._orphaned:
+            self._adopt()
         return self._future.result()
+
+    def _adopt(self) -> None:
+        # Started on first use, not in the fork hook: the libraries' own fork hooks (LanceDB
+        # restarts its event loop) run after ours and must have run first.
+        with _PENDING_LOCK:
+            if self._orphaned:
+                self._orphaned = False
+                self._start()
 
     def done(self) -> bool:
         """Whether the load has finished (successfully or not)."""
@@ -91,6 +102,8 @@ class BackgroundLoad(Generic[T]):
 
     def wait(self) -> None:
         """Wait for the load to finish, whether or not it succeeded."""
+        if self._orphaned:
+            self._adopt()
         self._future.exception()
 
 
@@ -104,26 +117,27 @@ def _before_fork() -> None:
         pending = list(_PENDING)
     me = threading.current_thread()
     for job in pending:
-        if job._thread is me or job.done():  # a load that forks cannot wait for itself
+        if job._thread is me or job.done() or job._orphaned:  # a load that forks cannot wait for itself
             continue
         job._imported.wait()
         if job._working:
             job.wait()
+    _PENDING_LOCK.acquire()  # held across the fork, so the child's copy is not held by a lost thread
 
 
 def _after_fork_in_parent() -> None:
+    _PENDING_LOCK.release()
     _FORK_LOCK.release()
 
 
 def _after_fork_in_child() -> None:
-    # The threads of pending loads did not survive the fork; their imports are complete and their
-    # work had not started: start it again here.
-    _FORK_LOCK.release()
-    with _PENDING_LOCK:
-        pending = list(_PENDING)
-    for job in pending:
+    # The threads of pending loads did not survive the fork. Their imports are complete and their
+    # work had not started: the child's first caller starts it again.
+    for job in _PENDING:
         if not job.done():
-            job._start()
+            job._orphaned = True
+    _PENDING_LOCK.release()
+    _FORK_LOCK.release()
 
 
 if hasattr(os, "register_at_fork"):  # POSIX

@@ -218,24 +218,23 @@ class Store:
         self._ready: _Loaded | None = None
         # Importing LanceDB takes a second or two: the connection and the meta table are opened in
         # the background, and the first operation that needs them waits (see `_loaded`).
-        meta_lock = self._table_lock(META_TABLE)
         self._loading: BackgroundLoad[_Loaded] = BackgroundLoad(
-            lambda: self._load(meta_lock), name=f"mindcore-open-{uri}", imports=["lancedb", "lancedb.index"]
+            self._load, name=f"mindcore-open-{uri}", imports=["lancedb", "lancedb.index"]
         )
         _OPEN.add(self)
 
-    def _load(self, meta_lock: Lock) -> _Loaded:
-        """Connect and open the meta table (in the background thread). Never takes ``self._lock``:
-        a caller may hold it while it waits for this."""
+    def _load(self) -> _Loaded:
+        """Connect and open the meta table (in the background thread). Takes ``self._lock``
+        (briefly), so no caller may wait for this while holding it: public methods wait first."""
         import lancedb  # imported by the BackgroundLoad (~1.5 s), never by `import mindcore`
 
         # Tables track their latest version themselves (see mindcore.store.versions).
         db = lancedb.connect(self.uri, storage_options=self._storage_options or None, read_consistency_interval=None)
-        # A read-only store may predate the meta table: then nothing is recorded in it.
+        meta_lock = self._table_lock(META_TABLE)
         lance = _open_lance(db, META_TABLE)
         wanted = build_schema(None, None)
         if self._read_only:
-            if lance is None:
+            if lance is None:  # a read-only store may predate the meta table: nothing is recorded
                 return _Loaded(db, None)
             missing = missing_fields(lance.schema, wanted)
             if missing:
@@ -444,7 +443,7 @@ class Store:
         explicit: bool = False,
     ) -> Table:
         self._check_open()
-        self._loaded()  # wait here rather than while holding self._lock
+        self._loaded()  # wait before taking self._lock (the background open needs it)
         info = EmbeddingInfo.of(emb) if emb is not None else None
         wanted = build_schema(columns, info.dim if vectors and info is not None else None)
         with self._lock:
@@ -543,6 +542,7 @@ class Store:
     def drop_table(self, name: str) -> None:
         """Delete a table and everything in it."""
         self._refuse_writes(f"drop table {name!r}")
+        self._loaded()  # wait before taking self._lock (the background open needs it)
         with self._lock, self._table_lock(name).hold(self.config.lock_timeout):
             if name in self._all_tables():
                 self._db.drop_table(name)
@@ -570,6 +570,7 @@ class Store:
         """The stored table ``name`` as it is (every stored column, its vectors without an
         embedder bound): for tools that read or maintain any table. A table that does not exist
         raises :class:`StoreError`; nothing is created."""
+        self._loaded()  # wait before taking self._lock (the background open needs it)
         with self._lock:
             if name in self._tables:
                 return self._table(name, None, None)  # brought up to date (a retired handle is replaced)
