@@ -55,7 +55,12 @@ class BackgroundLoad(Generic[T]):
         with _FORK_LOCK:
             with _PENDING_LOCK:
                 _PENDING.add(self)
-            self._start()
+            try:
+                self._start()
+            except BaseException:  # no thread: nothing for a fork to wait for
+                with _PENDING_LOCK:
+                    _PENDING.discard(self)
+                raise
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name=self._name)
