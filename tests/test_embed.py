@@ -193,7 +193,8 @@ def test_minilm_aembed_equals_embed(minilm: MiniLMEmbedder) -> None:
 
 
 def test_minilm_nan_from_the_model_is_a_clear_error(minilm: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = minilm._session
+    model = minilm._model()
+    real = model.session
 
     class NaNSession:
         def run(self, names: list[str], feeds: dict[str, Any]) -> list[Any]:
@@ -201,7 +202,7 @@ def test_minilm_nan_from_the_model_is_a_clear_error(minilm: MiniLMEmbedder, monk
             hidden[-1, 0, 0] = np.nan  # last row of the batch: the longest text
             return [hidden]
 
-    monkeypatch.setattr(minilm, "_session", NaNSession())
+    monkeypatch.setattr(model, "session", NaNSession())
     with pytest.raises(EmbeddingError, match=r"returned NaN or inf for text 1 \('a longer text"):
         minilm.embed(["short", "a longer text than the first one"])
 

@@ -40,10 +40,11 @@ from mindcore.working import WorkingMemory
 
 wm = WorkingMemory(mindcore.open(sys.argv[1]), thread_id="t", max_tokens=1_000_000)
 i = 0
-print("ready", flush=True)
 while True:
     body = f"v{i}:" + "abcdefgh" * (500 + i % 700)
     wm.update({"content": body + "|" + hashlib.sha256(body.encode()).hexdigest()})
+    if i == 0:  # the store loads in the background: ready once the first update is in
+        print("ready", flush=True)
     i += 1
 """
 

@@ -72,7 +72,9 @@ compacted to the agent's self-summaries when it outgrows its token budget.
 Below the capabilities: :mod:`mindcore.kernels` (Rust: hybrid top-k, exact token counts, secret
 scanning, budget packing, BM25, a hashing embedder), :mod:`mindcore.store` (LanceDB tables,
 filters, units of work), :mod:`mindcore.embed` and :mod:`mindcore.llm` (model protocols and
-clients). Capabilities and the store load on first use, so ``import mindcore`` stays fast.
+clients). Capabilities and the store load on first use, so ``import mindcore`` stays fast, and
+``mindcore.open`` returns at once: LanceDB loads in a background thread, as does the default
+embedder's model, while the caller goes on; the first operation that needs either waits for it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """Embedders behind one protocol: `Embedder.embed(texts) -> float32 (n, dim)`, unit rows, and its async twin.
 
-- :func:`default_embedder` / :class:`MiniLMEmbedder`: all-MiniLM-L6-v2 (384-d), bundled, offline.
+- :func:`default_embedder` / :class:`MiniLMEmbedder`: all-MiniLM-L6-v2 (384-d), bundled, offline;
+  the model loads in a background thread and the first embedding waits for it.
 - :class:`HashEmbedder`: feature hashing in Rust; no model, for tests and as a fallback.
 - :class:`OpenAIEmbedder`: any OpenAI-compatible embeddings endpoint.
 - :class:`CachedEmbedder` / :class:`EmbeddingCache`: each text is embedded once per model and

