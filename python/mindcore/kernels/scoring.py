@@ -148,8 +148,7 @@ def simd_path() -> SimdPath:
     ``"portable"``), capped by the ``MINDCORE_SIMD`` environment variable when it names one (read
     once, on first use), e.g. ``MINDCORE_SIMD=avx2`` to compare paths on one machine, or
     ``MINDCORE_SIMD=portable`` on any CPU. Each path sums in its own fixed order: results agree
-    bit for bit across kernels within a process, and to float rounding across paths (``"neon"``
-    sums in the order of ``"avx2"``, so dot products on the two agree bit for bit).
+    bit for bit across kernels within a process, and to float rounding across paths.
 
     >>> simd_path() in ("avx512", "avx2", "neon", "portable")
     True
