@@ -4,6 +4,7 @@ the path is decided once per process. A path this CPU lacks is skipped."""
 from __future__ import annotations
 
 import os
+import platform
 import subprocess
 import sys
 import textwrap
@@ -30,6 +31,7 @@ def _supported(path: str) -> bool:
         "portable": True,
         "avx2": {"avx2", "fma"} <= flags,
         "avx512": {"avx512f", "avx2", "fma"} <= flags,
+        "neon": platform.machine().lower() in ("aarch64", "arm64"),
     }[path]
 
 
@@ -92,7 +94,7 @@ CHILD = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("path", ["avx512", "avx2", "portable"])
+@pytest.mark.parametrize("path", ["avx512", "avx2", "neon", "portable"])
 def test_kernels_under_each_forced_path(path: str) -> None:
     if not _supported(path):
         pytest.skip(f"this CPU has no {path} path")
@@ -109,8 +111,9 @@ def test_kernels_under_each_forced_path(path: str) -> None:
 
 def test_unknown_or_unsupported_values_fall_back() -> None:
     package = str(Path(mindcore.__file__).parent.parent)
-    best = next(p for p in ["avx512", "avx2", "portable"] if _supported(p))
-    for value, want in [("sse9", best), ("", best), ("PORTABLE", "portable")]:
+    best = next(p for p in ["avx512", "avx2", "neon", "portable"] if _supported(p))
+    # "neon" is the best path on 64-bit ARM and names no path elsewhere.
+    for value, want in [("sse9", best), ("", best), ("PORTABLE", "portable"), ("neon", best)]:
         env = {**os.environ, "MINDCORE_SIMD": value, "PYTHONPATH": package}
         code = "from mindcore.kernels import simd_path; print(simd_path())"
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)

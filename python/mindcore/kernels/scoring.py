@@ -14,7 +14,7 @@ from mindcore.errors import KernelTypeError
 __all__ = ["Metric", "SimdPath", "TopK", "hybrid_topk", "simd_path"]
 
 Metric = Literal["cosine", "dot"]
-SimdPath = Literal["avx512", "avx2", "portable"]
+SimdPath = Literal["avx512", "avx2", "neon", "portable"]
 
 
 class TopK(NamedTuple):
@@ -144,13 +144,13 @@ def hybrid_topk(
 def simd_path() -> SimdPath:
     """The instruction-set path the scoring kernels take in this process.
 
-    The best the CPU supports (``"avx512"``, ``"avx2"`` with FMA, else ``"portable"``), capped by
-    the ``MINDCORE_SIMD`` environment variable when it names one (read once, on first use), e.g.
-    ``MINDCORE_SIMD=avx2`` to compare paths on one machine. Each path sums in its own fixed
-    order: results agree bit for bit across kernels within a process, and to float rounding
-    across paths.
+    The best the CPU supports (``"avx512"``, ``"avx2"`` with FMA, ``"neon"`` on 64-bit ARM, else
+    ``"portable"``), capped by the ``MINDCORE_SIMD`` environment variable when it names one (read
+    once, on first use), e.g. ``MINDCORE_SIMD=avx2`` to compare paths on one machine, or
+    ``MINDCORE_SIMD=portable`` on any CPU. Each path sums in its own fixed order: results agree
+    bit for bit across kernels within a process, and to float rounding across paths.
 
-    >>> simd_path() in ("avx512", "avx2", "portable")
+    >>> simd_path() in ("avx512", "avx2", "neon", "portable")
     True
     """
     path: SimdPath = _core._simd_path()

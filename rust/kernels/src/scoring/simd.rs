@@ -1,6 +1,6 @@
 //! Dot products and the batch score scan, on the best instruction-set path the CPU has
-//! (AVX-512F, AVX2+FMA, or a portable path for every other CPU), picked once per process at
-//! run time and capped by `MINDCORE_SIMD` (see [`path`]).
+//! (AVX-512F, AVX2+FMA, NEON on aarch64, or a portable path for every other CPU), picked once
+//! per process at run time and capped by `MINDCORE_SIMD` (see [`path`]).
 //!
 //! Each path keeps one fixed summation order (4 accumulators of 16, 8 or 8 lanes, folded the same
 //! way), so within a process `dot(a, b) == dot(b, a)` and `dot_norm(q, r) == (dot(q, r), dot(r, r))`
@@ -35,6 +35,9 @@ pub fn cosine(dot: f32, inv_a: f32, inv_b: f32) -> f32 {
 pub enum Path {
     /// Plain Rust the compiler vectorises for the build target (SSE2 on x86_64, NEON on aarch64).
     Portable,
+    /// aarch64 NEON: the AVX2 layout on pairs of 4-lane registers (see `neon.rs`).
+    #[cfg(target_arch = "aarch64")]
+    Neon,
     /// AVX2 + FMA, 8 lanes.
     Avx2,
     /// AVX-512F, 16 lanes.
@@ -42,12 +45,17 @@ pub enum Path {
 }
 
 impl Path {
+    #[cfg(not(target_arch = "aarch64"))]
     pub const ALL: [Path; 3] = [Path::Portable, Path::Avx2, Path::Avx512];
+    #[cfg(target_arch = "aarch64")]
+    pub const ALL: [Path; 4] = [Path::Portable, Path::Neon, Path::Avx2, Path::Avx512];
 
     /// The name `MINDCORE_SIMD` takes and [`path`] reports.
     pub fn name(self) -> &'static str {
         match self {
             Path::Portable => "portable",
+            #[cfg(target_arch = "aarch64")]
+            Path::Neon => "neon",
             Path::Avx2 => "avx2",
             Path::Avx512 => "avx512",
         }
@@ -65,14 +73,17 @@ impl Path {
             Path::Avx2 => avx2::available(),
             #[cfg(target_arch = "x86_64")]
             Path::Avx512 => avx512::available(),
+            #[cfg(target_arch = "aarch64")]
+            Path::Neon => neon::available(),
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
         }
     }
 }
 
-/// The environment variable that caps the path (`avx512`, `avx2` or `portable`), for tests and
-/// benchmarks: a path the CPU lacks falls back to the best one below it; other values are ignored.
+/// The environment variable that caps the path (`avx512`, `avx2`, `neon` or `portable`), for tests
+/// and benchmarks: a path the CPU lacks falls back to the best one below it (on aarch64, `avx2` and
+/// `avx512` mean NEON); other values are ignored.
 pub const ENV: &str = "MINDCORE_SIMD";
 
 /// The path every kernel takes in this process: the best the CPU supports, capped by
@@ -156,6 +167,14 @@ impl Simd {
                 dot_norm: avx512::dot_norm_safe,
                 dots: avx512::dots_safe,
                 scan: avx512::scan_safe,
+            },
+            #[cfg(target_arch = "aarch64")]
+            Path::Neon => Simd {
+                path,
+                dot: neon::dot_safe,
+                dot_norm: neon::dot_norm_safe,
+                dots: neon::dots_safe,
+                scan: neon::scan_safe,
             },
             #[cfg(not(target_arch = "x86_64"))]
             _ => return None,
@@ -484,6 +503,10 @@ mod avx2 {
         portable::scan(row, j, r0, top)
     }
 }
+
+#[cfg(target_arch = "aarch64")]
+#[path = "neon.rs"]
+mod neon;
 
 /// The AVX-512F path: the AVX2 path's layout at twice the width (4 accumulators of 16 lanes,
 /// folded pairwise, then to 8 lanes and on as the AVX2 fold), so one register load covers 16
