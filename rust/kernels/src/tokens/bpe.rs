@@ -9,6 +9,13 @@ use std::collections::BinaryHeap;
 /// short pieces); longer ones use a heap so a 100 KB run of one character stays near-linear.
 const SMALL: usize = 128;
 
+/// Pieces longer than this are merged every time rather than cached (they are rare, and would
+/// fill the cache's byte arena).
+const CACHE_PIECE_MAX: usize = 64;
+/// The cache starts empty and doubles up to this many slots (kept at most half full); when that
+/// is full it starts over.
+const CACHE_SLOTS_MAX: usize = 1 << 16;
+
 /// A rank table: token bytes by rank plus an open-addressing hash index over them.
 pub struct Vocab {
     bytes: &'static [u8],
@@ -16,6 +23,9 @@ pub struct Vocab {
     slots: Vec<Slot>,
     mask: usize,
     byte_rank: [u32; 256],
+    /// Rank of every two-byte string (`u32::MAX` if not a token), indexed by `b0 << 8 | b1`: the
+    /// first round of every merge reads 256 KB instead of the hash index.
+    pair_rank2: Vec<u32>,
     max_len: usize,
 }
 
@@ -68,6 +78,95 @@ fn hash(head_: u64, b: &[u8]) -> u64 {
     h
 }
 
+/// The tokens of pieces that are not one token, merged once per cache: text repeats its words,
+/// so most such pieces of a long text or a batch have been merged before. One cache serves one
+/// thread for the length of one call (nothing is kept between calls).
+#[derive(Default)]
+pub struct PieceCache {
+    slots: Vec<CacheSlot>,
+    used: usize,
+    bytes: Vec<u8>,
+    ids: Vec<u32>,
+    /// The tokens of a piece too long to cache.
+    scratch: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct CacheSlot {
+    hash: u64,
+    bytes_at: u32,
+    ids_at: u32,
+    len: u16,
+    /// number of tokens; 0 = empty (a cached piece has at least 2)
+    n: u16,
+}
+
+impl PieceCache {
+    /// The slot holding `piece` (`Ok`) or the empty slot where it goes (`Err`).
+    #[inline(always)]
+    fn find(&mut self, piece: &[u8], hashed: u64) -> Result<usize, usize> {
+        if 2 * self.used >= self.slots.len() {
+            self.make_room();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hashed as usize & mask;
+        loop {
+            let slot = self.slots[i];
+            if slot.n == 0 {
+                return Err(i);
+            }
+            if slot.hash == hashed
+                && usize::from(slot.len) == piece.len()
+                && self.bytes[slot.bytes_at as usize..slot.bytes_at as usize + piece.len()] == *piece
+            {
+                return Ok(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Doubles the slots, or empties the cache once it has the most slots allowed.
+    #[cold]
+    fn make_room(&mut self) {
+        let cap = (2 * self.slots.len()).max(256);
+        if cap > CACHE_SLOTS_MAX {
+            self.slots.fill(CacheSlot::default());
+            self.used = 0;
+            self.bytes.clear();
+            self.ids.clear();
+            return;
+        }
+        let old = std::mem::replace(&mut self.slots, vec![CacheSlot::default(); cap]);
+        for slot in old.into_iter().filter(|s| s.n != 0) {
+            let mut i = slot.hash as usize & (cap - 1);
+            while self.slots[i].n != 0 {
+                i = (i + 1) & (cap - 1);
+            }
+            self.slots[i] = slot;
+        }
+    }
+
+    #[inline(always)]
+    fn ids_at(&self, at: usize) -> &[u32] {
+        let slot = self.slots[at];
+        &self.ids[slot.ids_at as usize..slot.ids_at as usize + usize::from(slot.n)]
+    }
+
+    /// Records `piece` in the empty slot `at`; its tokens are `self.ids[ids_at..]`.
+    fn insert(&mut self, at: usize, piece: &[u8], hashed: u64, ids_at: usize) -> &[u32] {
+        self.slots[at] = CacheSlot {
+            hash: hashed,
+            bytes_at: self.bytes.len() as u32,
+            ids_at: ids_at as u32,
+            len: piece.len() as u16,
+            n: (self.ids.len() - ids_at) as u16,
+        };
+        self.used += 1;
+        self.bytes.extend_from_slice(piece);
+        &self.ids[ids_at..]
+    }
+}
+
 impl Vocab {
     /// Parses a table written by `build/tokens.rs`: `n: u32`, `n` token lengths (`u8`), the bytes.
     pub(crate) fn from_blob(blob: &'static [u8]) -> Self {
@@ -82,12 +181,22 @@ impl Vocab {
         let bytes = &blob[4 + n..];
         let cap = (2 * n).next_power_of_two();
         let mut vocab =
-            Vocab { bytes, offsets, slots: vec![Slot::default(); cap], mask: cap - 1, byte_rank: [u32::MAX; 256], max_len: 0 };
+            Vocab {
+            bytes,
+            offsets,
+            slots: vec![Slot::default(); cap],
+            mask: cap - 1,
+            byte_rank: [u32::MAX; 256],
+            pair_rank2: vec![u32::MAX; 1 << 16],
+            max_len: 0,
+        };
         for rank in 0..n as u32 {
             let token = vocab.token(rank);
             vocab.max_len = vocab.max_len.max(token.len());
-            if let [b] = token {
-                vocab.byte_rank[*b as usize] = rank;
+            match *token {
+                [b] => vocab.byte_rank[b as usize] = rank,
+                [a, b] => vocab.pair_rank2[usize::from(a) << 8 | usize::from(b)] = rank,
+                _ => {}
             }
             let h = head(token);
             let mut i = hash(h, token) as usize & vocab.mask;
@@ -115,11 +224,17 @@ impl Vocab {
     /// The rank of these bytes, if they are a token.
     #[inline(always)]
     pub fn rank(&self, b: &[u8]) -> Option<u32> {
+        let h = head(b);
+        self.rank_hashed(b, h, hash(h, b))
+    }
+
+    /// [`Vocab::rank`] given the bytes' head and hash.
+    #[inline(always)]
+    fn rank_hashed(&self, b: &[u8], h: u64, hashed: u64) -> Option<u32> {
         if b.len() > self.max_len {
             return None;
         }
-        let h = head(b);
-        let mut i = hash(h, b) as usize & self.mask;
+        let mut i = hashed as usize & self.mask;
         loop {
             let slot = self.slots[i];
             if slot.rank1 == 0 {
@@ -140,31 +255,69 @@ impl Vocab {
         self.rank(b).unwrap_or(u32::MAX)
     }
 
+    /// Rank of the two bytes `piece[k..k + 2]`.
+    #[inline(always)]
+    fn pair_rank_at(&self, piece: &[u8], k: usize) -> u32 {
+        self.pair_rank2[usize::from(piece[k]) << 8 | usize::from(piece[k + 1])]
+    }
+
+    /// The piece's rank if it is one token, else its hash for the [`PieceCache`].
+    #[inline(always)]
+    fn whole(&self, piece: &[u8]) -> Result<u32, u64> {
+        match piece.len() {
+            1 => Ok(self.byte_rank[piece[0] as usize]),
+            2 => match self.pair_rank_at(piece, 0) {
+                u32::MAX => Err(hash(head(piece), piece)),
+                r => Ok(r),
+            },
+            _ => {
+                let h = head(piece);
+                let hashed = hash(h, piece);
+                self.rank_hashed(piece, h, hashed).ok_or(hashed)
+            }
+        }
+    }
+
     /// Number of tokens of one piece.
     #[inline]
-    pub fn count_piece(&self, piece: &[u8]) -> usize {
-        if piece.len() == 1 || self.rank(piece).is_some() {
-            return 1;
-        }
-        if piece.len() <= SMALL {
-            let mut starts = [0u32; SMALL + 1];
-            self.merge_small(piece, &mut starts) - 1
-        } else {
-            self.merge_large(piece).len() - 1
+    pub fn count_piece(&self, piece: &[u8], cache: &mut PieceCache) -> usize {
+        match self.whole(piece) {
+            Ok(_) => 1,
+            Err(hashed) => self.cached(piece, hashed, cache).len(),
         }
     }
 
     /// Appends the tokens of one piece to `out`.
     #[inline]
-    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
-        if piece.len() == 1 {
-            out.push(self.byte_rank[piece[0] as usize]);
-            return;
+    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, cache: &mut PieceCache) {
+        match self.whole(piece) {
+            Ok(rank) => out.push(rank),
+            Err(hashed) => out.extend_from_slice(self.cached(piece, hashed, cache)),
         }
-        if let Some(rank) = self.rank(piece) {
-            out.push(rank);
-            return;
+    }
+
+    /// The tokens of a piece that is not one token, from the cache or merged (and cached).
+    #[inline]
+    fn cached<'c>(&self, piece: &[u8], hashed: u64, cache: &'c mut PieceCache) -> &'c [u32] {
+        if piece.len() > CACHE_PIECE_MAX {
+            cache.scratch.clear();
+            self.merge_into(piece, &mut cache.scratch);
+            return &cache.scratch;
         }
+        match cache.find(piece, hashed) {
+            Ok(at) => cache.ids_at(at),
+            Err(at) => {
+                let start = cache.ids.len();
+                let mut ids = std::mem::take(&mut cache.ids);
+                self.merge_into(piece, &mut ids);
+                cache.ids = ids;
+                cache.insert(at, piece, hashed, start)
+            }
+        }
+    }
+
+    /// Appends the merged tokens of a piece that is not one token.
+    fn merge_into(&self, piece: &[u8], out: &mut Vec<u32>) {
         let mut small = [0u32; SMALL + 1];
         let large;
         let bounds: &[u32] = if piece.len() <= SMALL {
@@ -189,8 +342,8 @@ impl Vocab {
         for (k, s) in starts[..=n].iter_mut().enumerate() {
             *s = k as u32;
         }
-        for k in 0..n - 1 {
-            ranks[k] = self.pair_rank(&piece[k..k + 2]);
+        for (k, r) in ranks[..n - 1].iter_mut().enumerate() {
+            *r = self.pair_rank_at(piece, k);
         }
         let mut parts = n + 1; // boundaries in use
         loop {
@@ -233,9 +386,9 @@ impl Vocab {
         // pair_rank[s]: rank of the part at s merged with the next part (u32::MAX = none).
         let mut pair: Vec<u32> = vec![u32::MAX; n];
         let mut heap = BinaryHeap::with_capacity(n);
-        for s in 0..n - 1 {
-            let r = self.pair_rank(&piece[s..s + 2]);
-            pair[s] = r;
+        for (s, p) in pair[..n - 1].iter_mut().enumerate() {
+            let r = self.pair_rank_at(piece, s);
+            *p = r;
             if r != u32::MAX {
                 heap.push(Reverse((r, s)));
             }
@@ -311,6 +464,8 @@ mod tests {
     fn small_and_large_merges_match_the_reference() {
         let v = vocab(&["ab", "bc", "aa", "abc", "aaa", "ca", "aaaa", "bca", "cab", "abca"]);
         let mut seed = 0x2545_f491_4f6c_dd1du64;
+        // One cache across all pieces (hits, growth and restarts); a fresh one for each (misses).
+        let mut warm = PieceCache::default();
         for len in [2usize, 3, 5, 9, 40, 127, 128, 129, 300, 1000] {
             for _ in 0..20 {
                 let piece: Vec<u8> = (0..len)
@@ -321,11 +476,13 @@ mod tests {
                         b"abcx"[(seed % 4) as usize]
                     })
                     .collect();
-                let mut got = Vec::new();
-                v.encode_piece(&piece, &mut got);
                 let want = reference(&v, &piece);
-                assert_eq!(got, want, "{}", String::from_utf8_lossy(&piece));
-                assert_eq!(v.count_piece(&piece), want.len());
+                for cache in [&mut PieceCache::default(), &mut warm] {
+                    let mut got = Vec::new();
+                    v.encode_piece(&piece, &mut got, cache);
+                    assert_eq!(got, want, "{}", String::from_utf8_lossy(&piece));
+                    assert_eq!(v.count_piece(&piece, cache), want.len());
+                }
                 if len > SMALL {
                     let bounds = v.merge_large(&piece);
                     assert_eq!(bounds.len() - 1, want.len());

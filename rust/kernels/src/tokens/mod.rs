@@ -16,12 +16,13 @@ use std::sync::LazyLock;
 use rayon::prelude::*;
 
 use crate::error::{KernelError, Result};
+use bpe::PieceCache;
 pub use bpe::Vocab;
 
-/// A single text at least this long is counted in parallel chunks.
-const PAR_TEXT_MIN: usize = 1 << 20;
+/// A single text at least this long is counted or encoded in parallel chunks.
+const PAR_TEXT_MIN: usize = 1 << 17;
 /// Target chunk size for a long text.
-const PAR_CHUNK: usize = 1 << 17;
+const PAR_CHUNK: usize = 1 << 16;
 
 /// The exact encodings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,30 +89,38 @@ impl Encoding {
 
     /// Number of tokens of `text`.
     pub fn count(self, text: &str) -> usize {
+        self.count_with(text, &mut PieceCache::default())
+    }
+
+    fn count_with(self, text: &str, cache: &mut PieceCache) -> usize {
         match self {
-            Encoding::O200kBase => count_text(&O200K, pretok::next_o200k, text),
-            Encoding::Cl100kBase => count_text(&CL100K, pretok::next_cl100k, text),
+            Encoding::O200kBase => count_text(&O200K, pretok::next_o200k, text, cache),
+            Encoding::Cl100kBase => count_text(&CL100K, pretok::next_cl100k, text, cache),
         }
     }
 
-    /// Token counts of many texts, in parallel.
+    /// Token counts of many texts, in parallel (each worker keeps one piece cache for the call).
     pub fn count_batch<S: AsRef<str> + Sync>(self, texts: &[S]) -> Vec<usize> {
         self.vocab(); // build once, outside the workers
-        texts.par_iter().map(|t| self.count(t.as_ref())).collect()
+        texts.par_iter().map_init(PieceCache::default, |cache, t| self.count_with(t.as_ref(), cache)).collect()
     }
 
     /// Token ids of `text`.
     pub fn encode(self, text: &str) -> Vec<u32> {
+        self.encode_with(text, &mut PieceCache::default())
+    }
+
+    fn encode_with(self, text: &str, cache: &mut PieceCache) -> Vec<u32> {
         match self {
-            Encoding::O200kBase => encode_text(&O200K, pretok::next_o200k, text),
-            Encoding::Cl100kBase => encode_text(&CL100K, pretok::next_cl100k, text),
+            Encoding::O200kBase => encode_text(&O200K, pretok::next_o200k, text, cache),
+            Encoding::Cl100kBase => encode_text(&CL100K, pretok::next_cl100k, text, cache),
         }
     }
 
     /// Token ids of many texts, in parallel.
     pub fn encode_batch<S: AsRef<str> + Sync>(self, texts: &[S]) -> Vec<Vec<u32>> {
         self.vocab();
-        texts.par_iter().map(|t| self.encode(t.as_ref())).collect()
+        texts.par_iter().map_init(PieceCache::default, |cache, t| self.encode_with(t.as_ref(), cache)).collect()
     }
 
     /// The bytes of a token sequence (special token ids decode to their text).
@@ -195,32 +204,43 @@ fn chunk_bounds(s: &[u8]) -> Vec<usize> {
 }
 
 /// `next` is a function item, so each encoding gets its own loop with the scanner inlined.
-fn count_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, text: &str) -> usize {
+fn count_text(
+    vocab: &Vocab,
+    next: impl Fn(&[u8], usize) -> usize + Copy + Sync,
+    text: &str,
+    cache: &mut PieceCache,
+) -> usize {
     let s = text.as_bytes();
-    let count_range = |from: usize, to: usize| {
+    let count_range = |from: usize, to: usize, cache: &mut PieceCache| {
         let mut n = 0;
-        for_each_piece(s, from, to, next, |p| n += vocab.count_piece(p));
+        for_each_piece(s, from, to, next, |p| n += vocab.count_piece(p, cache));
         n
     };
     if s.len() < PAR_TEXT_MIN {
-        return count_range(0, s.len());
+        return count_range(0, s.len(), cache);
     }
     let bounds = chunk_bounds(s);
-    bounds.par_windows(2).map(|w| count_range(w[0], w[1])).sum()
+    bounds.par_windows(2).map_init(PieceCache::default, |cache, w| count_range(w[0], w[1], cache)).sum()
 }
 
-fn encode_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, text: &str) -> Vec<u32> {
+fn encode_text(
+    vocab: &Vocab,
+    next: impl Fn(&[u8], usize) -> usize + Copy + Sync,
+    text: &str,
+    cache: &mut PieceCache,
+) -> Vec<u32> {
     let s = text.as_bytes();
-    let encode_range = |from: usize, to: usize| {
+    let encode_range = |from: usize, to: usize, cache: &mut PieceCache| {
         let mut out = Vec::with_capacity((to - from) / 3);
-        for_each_piece(s, from, to, next, |p| vocab.encode_piece(p, &mut out));
+        for_each_piece(s, from, to, next, |p| vocab.encode_piece(p, &mut out, cache));
         out
     };
     if s.len() < PAR_TEXT_MIN {
-        return encode_range(0, s.len());
+        return encode_range(0, s.len(), cache);
     }
     let bounds = chunk_bounds(s);
-    let parts: Vec<Vec<u32>> = bounds.par_windows(2).map(|w| encode_range(w[0], w[1])).collect();
+    let parts: Vec<Vec<u32>> =
+        bounds.par_windows(2).map_init(PieceCache::default, |cache, w| encode_range(w[0], w[1], cache)).collect();
     parts.concat()
 }
 
@@ -288,3 +308,5 @@ pub fn utf8_len_ucs4(s: &[u32]) -> usize {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod prof;

@@ -170,10 +170,11 @@ fn long_texts_count_in_parallel_chunks_exactly() {
     assert!(bounds.len() > 3);
     for enc in Encoding::ALL {
         let mut sequential = Vec::new();
+        let mut cache = PieceCache::default();
         for_each_piece(text.as_bytes(), 0, text.len(), |s, i| match enc {
             Encoding::O200kBase => pretok::next_o200k(s, i),
             Encoding::Cl100kBase => pretok::next_cl100k(s, i),
-        }, |p| enc.vocab().encode_piece(p, &mut sequential));
+        }, |p| enc.vocab().encode_piece(p, &mut sequential, &mut cache));
         assert_eq!(enc.encode(&text), sequential);
         assert_eq!(enc.count(&text), sequential.len());
     }
