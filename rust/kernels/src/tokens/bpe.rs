@@ -79,12 +79,14 @@ fn hash(head_: u64, b: &[u8]) -> u64 {
 }
 
 /// The tokens of pieces that are not one token, merged once per cache: text repeats its words,
-/// so most such pieces of a long text or a batch have been merged before. One cache serves one
-/// thread for the length of one call (nothing is kept between calls).
+/// so most such pieces of a long text or a batch have been merged before. A cache serves one
+/// thread; [`PieceCache::clear`] empties it in O(1) (the slots of earlier generations read as
+/// empty), so it can be kept for the next call without being reused by it.
 #[derive(Default)]
 pub struct PieceCache {
     slots: Vec<CacheSlot>,
     used: usize,
+    generation: u32,
     bytes: Vec<u8>,
     ids: Vec<u32>,
     /// The tokens of a piece too long to cache.
@@ -99,9 +101,27 @@ struct CacheSlot {
     len: u16,
     /// number of tokens; 0 = empty (a cached piece has at least 2)
     n: u16,
+    generation: u32,
 }
 
 impl PieceCache {
+    /// Forgets every piece.
+    pub fn clear(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // After 2^32 generations, old slots could look current again: wipe them.
+            self.slots.fill(CacheSlot::default());
+        }
+        self.used = 0;
+        self.bytes.clear();
+        self.ids.clear();
+    }
+
+    #[inline(always)]
+    fn is_empty_slot(&self, slot: &CacheSlot) -> bool {
+        slot.n == 0 || slot.generation != self.generation
+    }
+
     /// The slot holding `piece` (`Ok`) or the empty slot where it goes (`Err`).
     #[inline(always)]
     fn find(&mut self, piece: &[u8], hashed: u64) -> Result<usize, usize> {
@@ -112,7 +132,7 @@ impl PieceCache {
         let mut i = hashed as usize & mask;
         loop {
             let slot = self.slots[i];
-            if slot.n == 0 {
+            if self.is_empty_slot(&slot) {
                 return Err(i);
             }
             if slot.hash == hashed
@@ -130,14 +150,12 @@ impl PieceCache {
     fn make_room(&mut self) {
         let cap = (2 * self.slots.len()).max(256);
         if cap > CACHE_SLOTS_MAX {
-            self.slots.fill(CacheSlot::default());
-            self.used = 0;
-            self.bytes.clear();
-            self.ids.clear();
+            self.clear();
             return;
         }
         let old = std::mem::replace(&mut self.slots, vec![CacheSlot::default(); cap]);
-        for slot in old.into_iter().filter(|s| s.n != 0) {
+        let generation = self.generation;
+        for slot in old.into_iter().filter(|s| s.n != 0 && s.generation == generation) {
             let mut i = slot.hash as usize & (cap - 1);
             while self.slots[i].n != 0 {
                 i = (i + 1) & (cap - 1);
@@ -160,6 +178,7 @@ impl PieceCache {
             ids_at: ids_at as u32,
             len: piece.len() as u16,
             n: (self.ids.len() - ids_at) as u16,
+            generation: self.generation,
         };
         self.used += 1;
         self.bytes.extend_from_slice(piece);
@@ -318,34 +337,32 @@ impl Vocab {
 
     /// Appends the merged tokens of a piece that is not one token.
     fn merge_into(&self, piece: &[u8], out: &mut Vec<u32>) {
-        let mut small = [0u32; SMALL + 1];
-        let large;
-        let bounds: &[u32] = if piece.len() <= SMALL {
-            let n = self.merge_small(piece, &mut small);
-            &small[..n]
+        if piece.len() <= SMALL {
+            self.merge_small(piece, out);
         } else {
-            large = self.merge_large(piece);
-            &large
-        };
-        for w in bounds.windows(2) {
-            let part = &piece[w[0] as usize..w[1] as usize];
-            out.push(self.rank(part).unwrap_or_else(|| unreachable!("merged parts are tokens")));
+            self.merge_large(piece, out);
         }
     }
 
-    /// tiktoken's `_byte_pair_merge`: writes the part boundaries (starting with 0, ending with
-    /// `piece.len()`) into `starts` and returns how many there are.
-    fn merge_small(&self, piece: &[u8], starts: &mut [u32; SMALL + 1]) -> usize {
+    /// tiktoken's `_byte_pair_merge`, appending the tokens to `out`. The rank of a merged pair
+    /// is the merged part's token, so the parts' tokens are known without a final lookup.
+    fn merge_small(&self, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
-        // ranks[k]: rank of parts k and k+1 merged (u32::MAX if not a token or no part k+1).
-        let mut ranks = [u32::MAX; SMALL + 1];
+        // starts[k]: start of part k (starts[parts] = n); tokens[k]: its token; ranks[k]: rank of
+        // parts k and k+1 merged (u32::MAX if not a token or no part k+1).
+        let mut starts = [0u32; SMALL + 1];
+        let mut tokens = [0u32; SMALL];
+        let mut ranks = [u32::MAX; SMALL];
         for (k, s) in starts[..=n].iter_mut().enumerate() {
             *s = k as u32;
+        }
+        for (t, &b) in tokens[..n].iter_mut().zip(piece) {
+            *t = self.byte_rank[b as usize];
         }
         for (k, r) in ranks[..n - 1].iter_mut().enumerate() {
             *r = self.pair_rank_at(piece, k);
         }
-        let mut parts = n + 1; // boundaries in use
+        let mut parts = n;
         loop {
             let mut best = (u32::MAX, 0);
             for (k, &r) in ranks[..parts - 1].iter().enumerate() {
@@ -354,15 +371,18 @@ impl Vocab {
                 }
             }
             if best.0 == u32::MAX {
-                return parts;
+                out.extend_from_slice(&tokens[..parts]);
+                return;
             }
-            let k = best.1;
-            // Remove boundary k+1, then re-rank the pairs that now end or start at part k.
-            starts.copy_within(k + 2..parts, k + 1);
+            let (rank, k) = best;
+            // Part k+1 joins part k; then re-rank the pairs that now end or start at part k.
+            tokens[k] = rank;
+            starts.copy_within(k + 2..=parts, k + 1);
+            tokens.copy_within(k + 2..parts, k + 1);
             ranks.copy_within(k + 2..parts, k + 1);
             parts -= 1;
             let span = |a: usize| {
-                if a + 2 < parts {
+                if a + 1 < parts {
                     self.pair_rank(&piece[starts[a] as usize..starts[a + 2] as usize])
                 } else {
                     u32::MAX
@@ -377,13 +397,15 @@ impl Vocab {
 
     /// The same merge order with a heap of candidate pairs keyed by (rank, start) and lazy
     /// invalidation: O(n log n) instead of O(n^2).
-    fn merge_large(&self, piece: &[u8]) -> Vec<u32> {
+    fn merge_large(&self, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
         // Parts as a linked list over their start offsets; `end[s]` is the end of the part
         // starting at s, `prev[s]` the start of the part before it; a removed start has end 0.
         let mut end: Vec<usize> = (1..=n).collect();
         let mut prev: Vec<usize> = (0..n).map(|s| s.wrapping_sub(1)).collect();
-        // pair_rank[s]: rank of the part at s merged with the next part (u32::MAX = none).
+        // token[s]: the token of the part at s.
+        let mut token: Vec<u32> = piece.iter().map(|&b| self.byte_rank[b as usize]).collect();
+        // pair[s]: rank of the part at s merged with the next part (u32::MAX = none).
         let mut pair: Vec<u32> = vec![u32::MAX; n];
         let mut heap = BinaryHeap::with_capacity(n);
         for (s, p) in pair[..n - 1].iter_mut().enumerate() {
@@ -397,6 +419,7 @@ impl Vocab {
             if end[s] == 0 || pair[s] != r {
                 continue; // stale
             }
+            token[s] = r;
             let right = end[s];
             let right_end = end[right];
             end[s] = right_end;
@@ -416,13 +439,11 @@ impl Vocab {
                 rerank(prev[s], &mut pair, &mut heap);
             }
         }
-        let mut bounds = vec![0u32];
         let mut s = 0;
         while s < n {
+            out.push(token[s]);
             s = end[s];
-            bounds.push(s as u32);
         }
-        bounds
     }
 }
 
@@ -483,12 +504,54 @@ mod tests {
                     assert_eq!(got, want, "{}", String::from_utf8_lossy(&piece));
                     assert_eq!(v.count_piece(&piece, cache), want.len());
                 }
-                if len > SMALL {
-                    let bounds = v.merge_large(&piece);
-                    assert_eq!(bounds.len() - 1, want.len());
+                if v.rank(&piece).is_none() {
+                    let (mut small, mut large) = (Vec::new(), Vec::new());
+                    if len <= SMALL {
+                        v.merge_small(&piece, &mut small);
+                        assert_eq!(small, want);
+                    }
+                    v.merge_large(&piece, &mut large);
+                    assert_eq!(large, want);
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_cache_grows_restarts_and_clears_without_changing_tokens() {
+        let v = vocab(&["ab", "bc", "aa", "abc", "aaa", "ca", "bca"]);
+        let mut cache = PieceCache::default();
+        // 3^10 distinct pieces: more than the cache holds, so it grows to its limit and restarts.
+        let pieces: Vec<Vec<u8>> = (0..59_049u32)
+            .map(|mut i| {
+                (0..10)
+                    .map(|_| {
+                        let b = b"abc"[(i % 3) as usize];
+                        i /= 3;
+                        b
+                    })
+                    .collect()
+            })
+            .collect();
+        for round in 0..3 {
+            for (k, piece) in pieces.iter().enumerate().step_by(round + 1) {
+                let want = reference(&v, piece);
+                let mut got = Vec::new();
+                v.encode_piece(piece, &mut got, &mut cache);
+                assert_eq!(got, want);
+                assert_eq!(v.count_piece(piece, &mut cache), want.len());
+                if k % 10_007 == 0 {
+                    cache.clear();
+                }
+            }
+        }
+        assert!(cache.slots.len() <= CACHE_SLOTS_MAX && 2 * cache.used <= cache.slots.len());
+        // Wrapping the generation counter wipes the slots instead of reviving them.
+        cache.generation = u32::MAX;
+        cache.clear();
+        assert_eq!(cache.generation, 0);
+        assert!(cache.slots.iter().all(|s| s.n == 0));
+        assert_eq!(v.count_piece(b"abcabcabca", &mut cache), reference(&v, b"abcabcabca").len());
     }
 
     #[test]

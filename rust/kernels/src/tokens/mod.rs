@@ -11,6 +11,8 @@ mod bpe;
 mod classes;
 mod pretok;
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 
 use rayon::prelude::*;
@@ -89,38 +91,40 @@ impl Encoding {
 
     /// Number of tokens of `text`.
     pub fn count(self, text: &str) -> usize {
-        self.count_with(text, &mut PieceCache::default())
+        self.count_in(new_call(), text)
     }
 
-    fn count_with(self, text: &str, cache: &mut PieceCache) -> usize {
+    fn count_in(self, call: u64, text: &str) -> usize {
         match self {
-            Encoding::O200kBase => count_text(&O200K, pretok::next_o200k, text, cache),
-            Encoding::Cl100kBase => count_text(&CL100K, pretok::next_cl100k, text, cache),
+            Encoding::O200kBase => count_text(&O200K, pretok::next_o200k, call, text),
+            Encoding::Cl100kBase => count_text(&CL100K, pretok::next_cl100k, call, text),
         }
     }
 
-    /// Token counts of many texts, in parallel (each worker keeps one piece cache for the call).
+    /// Token counts of many texts, in parallel.
     pub fn count_batch<S: AsRef<str> + Sync>(self, texts: &[S]) -> Vec<usize> {
         self.vocab(); // build once, outside the workers
-        texts.par_iter().map_init(PieceCache::default, |cache, t| self.count_with(t.as_ref(), cache)).collect()
+        let call = new_call();
+        texts.par_iter().map(|t| self.count_in(call, t.as_ref())).collect()
     }
 
     /// Token ids of `text`.
     pub fn encode(self, text: &str) -> Vec<u32> {
-        self.encode_with(text, &mut PieceCache::default())
+        self.encode_in(new_call(), text)
     }
 
-    fn encode_with(self, text: &str, cache: &mut PieceCache) -> Vec<u32> {
+    fn encode_in(self, call: u64, text: &str) -> Vec<u32> {
         match self {
-            Encoding::O200kBase => encode_text(&O200K, pretok::next_o200k, text, cache),
-            Encoding::Cl100kBase => encode_text(&CL100K, pretok::next_cl100k, text, cache),
+            Encoding::O200kBase => encode_text(&O200K, pretok::next_o200k, call, text),
+            Encoding::Cl100kBase => encode_text(&CL100K, pretok::next_cl100k, call, text),
         }
     }
 
     /// Token ids of many texts, in parallel.
     pub fn encode_batch<S: AsRef<str> + Sync>(self, texts: &[S]) -> Vec<Vec<u32>> {
         self.vocab();
-        texts.par_iter().map_init(PieceCache::default, |cache, t| self.encode_with(t.as_ref(), cache)).collect()
+        let call = new_call();
+        texts.par_iter().map(|t| self.encode_in(call, t.as_ref())).collect()
     }
 
     /// The bytes of a token sequence (special token ids decode to their text).
@@ -203,44 +207,64 @@ fn chunk_bounds(s: &[u8]) -> Vec<usize> {
     bounds
 }
 
-/// `next` is a function item, so each encoding gets its own loop with the scanner inlined.
-fn count_text(
-    vocab: &Vocab,
-    next: impl Fn(&[u8], usize) -> usize + Copy + Sync,
-    text: &str,
-    cache: &mut PieceCache,
-) -> usize {
-    let s = text.as_bytes();
-    let count_range = |from: usize, to: usize, cache: &mut PieceCache| {
-        let mut n = 0;
-        for_each_piece(s, from, to, next, |p| n += vocab.count_piece(p, cache));
-        n
-    };
-    if s.len() < PAR_TEXT_MIN {
-        return count_range(0, s.len(), cache);
-    }
-    let bounds = chunk_bounds(s);
-    bounds.par_windows(2).map_init(PieceCache::default, |cache, w| count_range(w[0], w[1], cache)).sum()
+/// Each call takes a new number; a thread's piece cache serves one call number at a time.
+static CALLS: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's piece cache and the call it holds pieces for.
+    static CACHE: RefCell<(u64, PieceCache)> = RefCell::new((0, PieceCache::default()));
 }
 
-fn encode_text(
-    vocab: &Vocab,
-    next: impl Fn(&[u8], usize) -> usize + Copy + Sync,
-    text: &str,
-    cache: &mut PieceCache,
-) -> Vec<u32> {
+fn new_call() -> u64 {
+    CALLS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Runs `f` with this thread's piece cache, emptied first if it last served another call. Every
+/// rayon task of a call on this thread shares it (merging each piece once per thread, not once
+/// per task), and its memory is kept for the next call. The cache is moved out while `f` runs: a
+/// task that rayon runs on this thread meanwhile (work stealing inside a nested parallel loop)
+/// finds an empty one and merges for itself.
+fn with_cache<R>(call: u64, f: impl FnOnce(&mut PieceCache) -> R) -> R {
+    let (held_for, mut cache) = CACHE.with_borrow_mut(std::mem::take);
+    if held_for != call {
+        cache.clear();
+    }
+    let out = f(&mut cache);
+    CACHE.with_borrow_mut(|slot| *slot = (call, cache));
+    out
+}
+
+/// `next` is a function item, so each encoding gets its own loop with the scanner inlined.
+fn count_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, call: u64, text: &str) -> usize {
     let s = text.as_bytes();
-    let encode_range = |from: usize, to: usize, cache: &mut PieceCache| {
-        let mut out = Vec::with_capacity((to - from) / 3);
-        for_each_piece(s, from, to, next, |p| vocab.encode_piece(p, &mut out, cache));
-        out
+    let count_range = |from: usize, to: usize| {
+        with_cache(call, |cache| {
+            let mut n = 0;
+            for_each_piece(s, from, to, next, |p| n += vocab.count_piece(p, cache));
+            n
+        })
     };
     if s.len() < PAR_TEXT_MIN {
-        return encode_range(0, s.len(), cache);
+        return count_range(0, s.len());
     }
     let bounds = chunk_bounds(s);
-    let parts: Vec<Vec<u32>> =
-        bounds.par_windows(2).map_init(PieceCache::default, |cache, w| encode_range(w[0], w[1], cache)).collect();
+    bounds.par_windows(2).map(|w| count_range(w[0], w[1])).sum()
+}
+
+fn encode_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, call: u64, text: &str) -> Vec<u32> {
+    let s = text.as_bytes();
+    let encode_range = |from: usize, to: usize| {
+        with_cache(call, |cache| {
+            let mut out = Vec::with_capacity((to - from) / 3);
+            for_each_piece(s, from, to, next, |p| vocab.encode_piece(p, &mut out, cache));
+            out
+        })
+    };
+    if s.len() < PAR_TEXT_MIN {
+        return encode_range(0, s.len());
+    }
+    let bounds = chunk_bounds(s);
+    let parts: Vec<Vec<u32>> = bounds.par_windows(2).map(|w| encode_range(w[0], w[1])).collect();
     parts.concat()
 }
 

@@ -78,8 +78,8 @@ fn profile_phases() {
         });
         println!("{}: pretok+lookup {t:.1} ms, {n} one-token pieces", enc.name());
         let (t, n) = best(|| {
-            let mut cache = PieceCache::default();
-            texts.iter().map(|t| enc.count_with(t, &mut cache)).sum()
+            let call = new_call();
+            texts.iter().map(|t| enc.count_in(call, t)).sum()
         });
         println!("{}: count 1 thread {t:.1} ms, {n} tokens", enc.name());
         let (t, n) = best(|| enc.count_batch(&texts).iter().sum());
@@ -119,3 +119,4 @@ fn profile_phases() {
         println!("{}: distinct multi {} (per-text sum {per_text}), distinct all {}", enc.name(), distinct.len(), distinct_all.len());
     }
 }
+
