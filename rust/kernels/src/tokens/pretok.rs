@@ -34,7 +34,7 @@ fn ascii_letters(s: &[u8], mut i: usize, mask: u8) -> usize {
         _ => return i,
     };
     while let Some(chunk) = s.get(i..i + 8) {
-        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])) | fold * ONES;
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])) | (fold * ONES);
         // Per byte below 0x80 the sums cannot carry into the next byte; a byte of 0x80 or more
         // is out of the set, and any carry it makes only reaches bytes after it.
         let ge_lo = w.wrapping_add(u64::from(0x80 - lo) * ONES);
