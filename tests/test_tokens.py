@@ -526,3 +526,16 @@ def test_lone_surrogates_in_a_batch_that_repeats_pieces() -> None:
     texts = ["a\ud800b tokenizer", " tokenizer \udfff", "tokenizer tokenizer\ud83d\ude00"] * 3
     for name in ENCODINGS:
         assert count_tokens(texts, name) == [len(ids) for ids in reference(name).encode_ordinary_batch(texts)]
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_long_id_lists_are_plain_fresh_lists(name: str) -> None:
+    """A list of 50k+ ids is built from ints made once per encoding: each call still returns a
+    new list of plain ints."""
+    text = "Tokens of a long text, 12345 and naïve café 😀.\n" * 8_000
+    want = reference(name).encode_ordinary(text)
+    assert len(want) >= 50_000
+    first = encode(text, name)
+    assert first == want and type(first) is list and all(type(i) is int for i in first[:100])
+    first[0] = -1
+    assert encode(text, name) == want
