@@ -5,7 +5,8 @@
 //! * Exact: [`Encoding::count`] / [`Encoding::encode`] give what tiktoken's
 //!   `encode_ordinary` gives for `o200k_base` and `cl100k_base` (special tokens are plain text).
 //!   OpenAI's rank tables are embedded at build time; the pre-tokenizer regexes are implemented
-//!   by hand ([`pretok`]), and BPE follows tiktoken's merge order ([`bpe`]).
+//!   by hand ([`pretok`]), and BPE follows tiktoken's merge order ([`bpe`]). A piece that is not
+//!   one token is merged once per thread and call and then read from a [`bpe::PieceCache`].
 
 mod bpe;
 mod classes;
