@@ -6,6 +6,8 @@ Python standard-library source in 4 KB chunks, multilingual paragraphs with emoj
 one list. Baseline: tiktoken's ``encode_ordinary_batch`` (its thread pool, the GIL released in
 its Rust core) on a reference encoder built offline from the same rank tables, checked against
 the sha256 tiktoken pins (see tests/test_tokens.py). Counts are compared outside the timed calls.
+mindcore counts the list on rayon's threads (one per core), with a piece cache that lives for one
+call only, so no round starts warm; how it works and the figures are in benches/NOTES.md.
 
     pytest benches/bench_tokens.py --benchmark-only -q
 """

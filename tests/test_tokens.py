@@ -472,3 +472,70 @@ def test_count_releases_the_gil() -> None:
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(mindcore.kernels.tokens).failed == 0
+
+
+# --- the piece cache and parallel chunks ---------------------------------------------------------
+
+WORDS = ["the", " the", "The", " tokenizer", "tokenizers", " naïve", " café", "’s", "'ll", "don't", " 12345",
+         " 3.14", "  ", "\n\n", " \t ", "😀", "👍🏽", "中文分词", " Привет", "__init__", "->", "{\"a\": 1}", "\u0301"]  # fmt: skip
+TEXT_PARTS = st.one_of(st.sampled_from(WORDS), st.text(alphabet=TRICKY, max_size=8))
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.lists(TEXT_PARTS, max_size=30).map("".join), max_size=40))
+def test_batches_that_repeat_pieces_equal_tiktoken(texts: list[str]) -> None:
+    """Pieces that recur across a batch's texts are merged once per thread and reused."""
+    for name in ENCODINGS:
+        ref = reference(name)
+        want = ref.encode_ordinary_batch(texts)
+        assert count_tokens(texts, name) == [len(ids) for ids in want]
+        assert [encode(t, name) for t in texts] == want
+
+
+@settings(max_examples=15, deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from("azAZ"), st.lists(TEXT_PARTS, max_size=12)), min_size=1, max_size=30)
+)
+def test_long_texts_in_parallel_chunks_equal_tiktoken(lines: list[tuple[str, list[str]]]) -> None:
+    """A text over 128 KB is cut where a line starts with an ASCII letter and its chunks are
+    encoded on several threads; the ids must not change at the cuts."""
+    block = "".join(f"{first}{''.join(parts)}\n" for first, parts in lines)
+    text = block * (200_000 // len(block) + 1)
+    for name in ENCODINGS:
+        want = reference(name).encode_ordinary(text)
+        assert encode(text, name) == want
+        assert count_tokens(text, name) == len(want)
+        assert count_tokens([text, block], name) == [len(want), len(reference(name).encode_ordinary(block))]
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a", "Z", "é", " ", "\n", "\t", "1", "!", "😀", "\u0301", "ab", "'s"]),
+                          st.integers(1, 3000)), min_size=1, max_size=4))  # fmt: skip
+def test_very_long_pieces_equal_tiktoken(runs: list[tuple[str, int]]) -> None:
+    """Runs long enough to be one piece of thousands of bytes: merged without the cache, by the
+    heap above 128 bytes."""
+    text = "".join(ch * n for ch, n in runs)
+    for name in ENCODINGS:
+        want = reference(name).encode_ordinary(text)
+        assert encode(text, name) == want
+        assert count_tokens(text, name) == len(want)
+        assert count_tokens([text, text], name) == [len(want)] * 2
+
+
+def test_lone_surrogates_in_a_batch_that_repeats_pieces() -> None:
+    texts = ["a\ud800b tokenizer", " tokenizer \udfff", "tokenizer tokenizer\ud83d\ude00"] * 3
+    for name in ENCODINGS:
+        assert count_tokens(texts, name) == [len(ids) for ids in reference(name).encode_ordinary_batch(texts)]
+
+
+@pytest.mark.parametrize("name", ENCODINGS)
+def test_long_id_lists_are_plain_fresh_lists(name: str) -> None:
+    """A list of 50k+ ids is built from ints made once per encoding: each call still returns a
+    new list of plain ints."""
+    text = "Tokens of a long text, 12345 and naïve café 😀.\n" * 8_000
+    want = reference(name).encode_ordinary(text)
+    assert len(want) >= 50_000
+    first = encode(text, name)
+    assert first == want and type(first) is list and all(type(i) is int for i in first[:100])
+    first[0] = -1
+    assert encode(text, name) == want

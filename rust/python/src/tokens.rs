@@ -4,7 +4,8 @@
 use mindcore_kernels::tokens::{self, Encoding, Rule};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
-use pyo3::types::{PyBytes, PyString};
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyBytes, PyInt, PyList, PyString};
 
 use crate::convert::{invalid, kernel_err, str_items, wrong_type};
 
@@ -33,11 +34,33 @@ fn count_tokens_batch(py: Python<'_>, texts: &Bound<'_, PyAny>, encoding: &str) 
     Ok(py.detach(|| enc.count_batch(&texts)))
 }
 
+/// An id list at least this long is built from [`ID_INTS`].
+const ID_INTS_MIN: usize = 50_000;
+
+/// A Python int for every token id of each encoding, made on the first long encode and kept
+/// (about 6 MB for o200k_base): a long text's id list then refers to them instead of allocating
+/// an int per token, which took a third of the time of encoding a 1 MB text.
+static ID_INTS: [PyOnceLock<Vec<Py<PyInt>>>; 2] = [PyOnceLock::new(), PyOnceLock::new()];
+
+/// `ids` as a Python list.
+fn id_list<'py>(py: Python<'py>, enc: Encoding, ids: &[u32]) -> PyResult<Bound<'py, PyList>> {
+    if ids.len() < ID_INTS_MIN {
+        return PyList::new(py, ids);
+    }
+    let cell = match enc {
+        Encoding::O200kBase => &ID_INTS[0],
+        Encoding::Cl100kBase => &ID_INTS[1],
+    };
+    let ints = cell.get_or_init(py, || (0..enc.vocab().n_tokens() as u32).map(|id| PyInt::new(py, id).unbind()).collect());
+    PyList::new(py, ids.iter().map(|&id| ints[id as usize].clone_ref(py)))
+}
+
 /// Token ids of one text.
 #[pyfunction]
-fn encode_tokens(py: Python<'_>, text: PyBackedStr, encoding: &str) -> PyResult<Vec<u32>> {
+fn encode_tokens<'py>(py: Python<'py>, text: PyBackedStr, encoding: &str) -> PyResult<Bound<'py, PyList>> {
     let enc = self::encoding(encoding)?;
-    Ok(py.detach(|| enc.encode(&text)))
+    let ids = py.detach(|| enc.encode(&text));
+    id_list(py, enc, &ids)
 }
 
 /// The text of a token id sequence (invalid UTF-8 becomes U+FFFD).

@@ -9,6 +9,13 @@ use std::collections::BinaryHeap;
 /// short pieces); longer ones use a heap so a 100 KB run of one character stays near-linear.
 const SMALL: usize = 128;
 
+/// Pieces longer than this are merged every time rather than cached (they are rare, and would
+/// fill the cache's byte arena).
+const CACHE_PIECE_MAX: usize = 64;
+/// The cache starts empty and doubles up to this many slots (kept at most half full); when that
+/// is full it starts over.
+const CACHE_SLOTS_MAX: usize = 1 << 16;
+
 /// A rank table: token bytes by rank plus an open-addressing hash index over them.
 pub struct Vocab {
     bytes: &'static [u8],
@@ -16,6 +23,9 @@ pub struct Vocab {
     slots: Vec<Slot>,
     mask: usize,
     byte_rank: [u32; 256],
+    /// Rank of every two-byte string (`u32::MAX` if not a token), indexed by `b0 << 8 | b1`: the
+    /// first round of every merge reads 256 KB instead of the hash index.
+    pair_rank2: Vec<u32>,
     max_len: usize,
 }
 
@@ -68,6 +78,114 @@ fn hash(head_: u64, b: &[u8]) -> u64 {
     h
 }
 
+/// The tokens of pieces that are not one token, merged once per cache: text repeats its words,
+/// so most such pieces of a long text or a batch have been merged before. A cache serves one
+/// thread; [`PieceCache::clear`] empties it in O(1) (the slots of earlier generations read as
+/// empty), so it can be kept for the next call without being reused by it.
+#[derive(Default)]
+pub struct PieceCache {
+    slots: Vec<CacheSlot>,
+    used: usize,
+    generation: u32,
+    bytes: Vec<u8>,
+    ids: Vec<u32>,
+    /// The tokens of a piece too long to cache.
+    scratch: Vec<u32>,
+}
+
+#[derive(Clone, Copy, Default)]
+struct CacheSlot {
+    hash: u64,
+    bytes_at: u32,
+    ids_at: u32,
+    len: u16,
+    /// number of tokens; 0 = empty (a cached piece has at least 2)
+    n: u16,
+    generation: u32,
+}
+
+impl PieceCache {
+    /// Forgets every piece.
+    pub fn clear(&mut self) {
+        self.generation = self.generation.wrapping_add(1);
+        if self.generation == 0 {
+            // After 2^32 generations, old slots could look current again: wipe them.
+            self.slots.fill(CacheSlot::default());
+        }
+        self.used = 0;
+        self.bytes.clear();
+        self.ids.clear();
+    }
+
+    #[inline(always)]
+    fn is_empty_slot(&self, slot: &CacheSlot) -> bool {
+        slot.n == 0 || slot.generation != self.generation
+    }
+
+    /// The slot holding `piece` (`Ok`) or the empty slot where it goes (`Err`).
+    #[inline(always)]
+    fn find(&mut self, piece: &[u8], hashed: u64) -> Result<usize, usize> {
+        if 2 * self.used >= self.slots.len() {
+            self.make_room();
+        }
+        let mask = self.slots.len() - 1;
+        let mut i = hashed as usize & mask;
+        loop {
+            let slot = self.slots[i];
+            if self.is_empty_slot(&slot) {
+                return Err(i);
+            }
+            if slot.hash == hashed
+                && usize::from(slot.len) == piece.len()
+                && self.bytes[slot.bytes_at as usize..slot.bytes_at as usize + piece.len()] == *piece
+            {
+                return Ok(i);
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    /// Doubles the slots, or empties the cache once it has the most slots allowed.
+    #[cold]
+    fn make_room(&mut self) {
+        let cap = (2 * self.slots.len()).max(256);
+        if cap > CACHE_SLOTS_MAX {
+            self.clear();
+            return;
+        }
+        let old = std::mem::replace(&mut self.slots, vec![CacheSlot::default(); cap]);
+        let generation = self.generation;
+        for slot in old.into_iter().filter(|s| s.n != 0 && s.generation == generation) {
+            let mut i = slot.hash as usize & (cap - 1);
+            while self.slots[i].n != 0 {
+                i = (i + 1) & (cap - 1);
+            }
+            self.slots[i] = slot;
+        }
+    }
+
+    #[inline(always)]
+    fn ids_at(&self, at: usize) -> &[u32] {
+        let slot = self.slots[at];
+        &self.ids[slot.ids_at as usize..slot.ids_at as usize + usize::from(slot.n)]
+    }
+
+    /// Records `piece` in the empty slot `at`; its tokens are `self.ids[ids_at..]`.
+    fn insert(&mut self, at: usize, piece: &[u8], hashed: u64, ids_at: usize) -> &[u32] {
+        self.slots[at] = CacheSlot {
+            hash: hashed,
+            bytes_at: self.bytes.len() as u32,
+            ids_at: ids_at as u32,
+            len: piece.len() as u16,
+            n: (self.ids.len() - ids_at) as u16,
+            generation: self.generation,
+        };
+        self.used += 1;
+        self.bytes.extend_from_slice(piece);
+        &self.ids[ids_at..]
+    }
+}
+
 impl Vocab {
     /// Parses a table written by `build/tokens.rs`: `n: u32`, `n` token lengths (`u8`), the bytes.
     pub(crate) fn from_blob(blob: &'static [u8]) -> Self {
@@ -82,12 +200,22 @@ impl Vocab {
         let bytes = &blob[4 + n..];
         let cap = (2 * n).next_power_of_two();
         let mut vocab =
-            Vocab { bytes, offsets, slots: vec![Slot::default(); cap], mask: cap - 1, byte_rank: [u32::MAX; 256], max_len: 0 };
+            Vocab {
+            bytes,
+            offsets,
+            slots: vec![Slot::default(); cap],
+            mask: cap - 1,
+            byte_rank: [u32::MAX; 256],
+            pair_rank2: vec![u32::MAX; 1 << 16],
+            max_len: 0,
+        };
         for rank in 0..n as u32 {
             let token = vocab.token(rank);
             vocab.max_len = vocab.max_len.max(token.len());
-            if let [b] = token {
-                vocab.byte_rank[*b as usize] = rank;
+            match *token {
+                [b] => vocab.byte_rank[b as usize] = rank,
+                [a, b] => vocab.pair_rank2[usize::from(a) << 8 | usize::from(b)] = rank,
+                _ => {}
             }
             let h = head(token);
             let mut i = hash(h, token) as usize & vocab.mask;
@@ -115,11 +243,17 @@ impl Vocab {
     /// The rank of these bytes, if they are a token.
     #[inline(always)]
     pub fn rank(&self, b: &[u8]) -> Option<u32> {
+        let h = head(b);
+        self.rank_hashed(b, h, hash(h, b))
+    }
+
+    /// [`Vocab::rank`] given the bytes' head and hash.
+    #[inline(always)]
+    fn rank_hashed(&self, b: &[u8], h: u64, hashed: u64) -> Option<u32> {
         if b.len() > self.max_len {
             return None;
         }
-        let h = head(b);
-        let mut i = hash(h, b) as usize & self.mask;
+        let mut i = hashed as usize & self.mask;
         loop {
             let slot = self.slots[i];
             if slot.rank1 == 0 {
@@ -140,59 +274,95 @@ impl Vocab {
         self.rank(b).unwrap_or(u32::MAX)
     }
 
+    /// Rank of the two bytes `piece[k..k + 2]`.
+    #[inline(always)]
+    fn pair_rank_at(&self, piece: &[u8], k: usize) -> u32 {
+        self.pair_rank2[usize::from(piece[k]) << 8 | usize::from(piece[k + 1])]
+    }
+
+    /// The piece's rank if it is one token, else its hash for the [`PieceCache`].
+    #[inline(always)]
+    fn whole(&self, piece: &[u8]) -> Result<u32, u64> {
+        match piece.len() {
+            1 => Ok(self.byte_rank[piece[0] as usize]),
+            2 => match self.pair_rank_at(piece, 0) {
+                u32::MAX => Err(hash(head(piece), piece)),
+                r => Ok(r),
+            },
+            _ => {
+                let h = head(piece);
+                let hashed = hash(h, piece);
+                self.rank_hashed(piece, h, hashed).ok_or(hashed)
+            }
+        }
+    }
+
     /// Number of tokens of one piece.
     #[inline]
-    pub fn count_piece(&self, piece: &[u8]) -> usize {
-        if piece.len() == 1 || self.rank(piece).is_some() {
-            return 1;
-        }
-        if piece.len() <= SMALL {
-            let mut starts = [0u32; SMALL + 1];
-            self.merge_small(piece, &mut starts) - 1
-        } else {
-            self.merge_large(piece).len() - 1
+    pub fn count_piece(&self, piece: &[u8], cache: &mut PieceCache) -> usize {
+        match self.whole(piece) {
+            Ok(_) => 1,
+            Err(hashed) => self.cached(piece, hashed, cache).len(),
         }
     }
 
     /// Appends the tokens of one piece to `out`.
     #[inline]
-    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>) {
-        if piece.len() == 1 {
-            out.push(self.byte_rank[piece[0] as usize]);
-            return;
-        }
-        if let Some(rank) = self.rank(piece) {
-            out.push(rank);
-            return;
-        }
-        let mut small = [0u32; SMALL + 1];
-        let large;
-        let bounds: &[u32] = if piece.len() <= SMALL {
-            let n = self.merge_small(piece, &mut small);
-            &small[..n]
-        } else {
-            large = self.merge_large(piece);
-            &large
-        };
-        for w in bounds.windows(2) {
-            let part = &piece[w[0] as usize..w[1] as usize];
-            out.push(self.rank(part).unwrap_or_else(|| unreachable!("merged parts are tokens")));
+    pub fn encode_piece(&self, piece: &[u8], out: &mut Vec<u32>, cache: &mut PieceCache) {
+        match self.whole(piece) {
+            Ok(rank) => out.push(rank),
+            Err(hashed) => out.extend_from_slice(self.cached(piece, hashed, cache)),
         }
     }
 
-    /// tiktoken's `_byte_pair_merge`: writes the part boundaries (starting with 0, ending with
-    /// `piece.len()`) into `starts` and returns how many there are.
-    fn merge_small(&self, piece: &[u8], starts: &mut [u32; SMALL + 1]) -> usize {
+    /// The tokens of a piece that is not one token, from the cache or merged (and cached).
+    #[inline]
+    fn cached<'c>(&self, piece: &[u8], hashed: u64, cache: &'c mut PieceCache) -> &'c [u32] {
+        if piece.len() > CACHE_PIECE_MAX {
+            cache.scratch.clear();
+            self.merge_into(piece, &mut cache.scratch);
+            return &cache.scratch;
+        }
+        match cache.find(piece, hashed) {
+            Ok(at) => cache.ids_at(at),
+            Err(at) => {
+                let start = cache.ids.len();
+                let mut ids = std::mem::take(&mut cache.ids);
+                self.merge_into(piece, &mut ids);
+                cache.ids = ids;
+                cache.insert(at, piece, hashed, start)
+            }
+        }
+    }
+
+    /// Appends the merged tokens of a piece that is not one token.
+    fn merge_into(&self, piece: &[u8], out: &mut Vec<u32>) {
+        if piece.len() <= SMALL {
+            self.merge_small(piece, out);
+        } else {
+            self.merge_large(piece, out);
+        }
+    }
+
+    /// tiktoken's `_byte_pair_merge`, appending the tokens to `out`. The rank of a merged pair
+    /// is the merged part's token, so the parts' tokens are known without a final lookup.
+    fn merge_small(&self, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
-        // ranks[k]: rank of parts k and k+1 merged (u32::MAX if not a token or no part k+1).
-        let mut ranks = [u32::MAX; SMALL + 1];
+        // starts[k]: start of part k (starts[parts] = n); tokens[k]: its token; ranks[k]: rank of
+        // parts k and k+1 merged (u32::MAX if not a token or no part k+1).
+        let mut starts = [0u32; SMALL + 1];
+        let mut tokens = [0u32; SMALL];
+        let mut ranks = [u32::MAX; SMALL];
         for (k, s) in starts[..=n].iter_mut().enumerate() {
             *s = k as u32;
         }
-        for k in 0..n - 1 {
-            ranks[k] = self.pair_rank(&piece[k..k + 2]);
+        for (t, &b) in tokens[..n].iter_mut().zip(piece) {
+            *t = self.byte_rank[b as usize];
         }
-        let mut parts = n + 1; // boundaries in use
+        for (k, r) in ranks[..n - 1].iter_mut().enumerate() {
+            *r = self.pair_rank_at(piece, k);
+        }
+        let mut parts = n;
         loop {
             let mut best = (u32::MAX, 0);
             for (k, &r) in ranks[..parts - 1].iter().enumerate() {
@@ -201,15 +371,18 @@ impl Vocab {
                 }
             }
             if best.0 == u32::MAX {
-                return parts;
+                out.extend_from_slice(&tokens[..parts]);
+                return;
             }
-            let k = best.1;
-            // Remove boundary k+1, then re-rank the pairs that now end or start at part k.
-            starts.copy_within(k + 2..parts, k + 1);
+            let (rank, k) = best;
+            // Part k+1 joins part k; then re-rank the pairs that now end or start at part k.
+            tokens[k] = rank;
+            starts.copy_within(k + 2..=parts, k + 1);
+            tokens.copy_within(k + 2..parts, k + 1);
             ranks.copy_within(k + 2..parts, k + 1);
             parts -= 1;
             let span = |a: usize| {
-                if a + 2 < parts {
+                if a + 1 < parts {
                     self.pair_rank(&piece[starts[a] as usize..starts[a + 2] as usize])
                 } else {
                     u32::MAX
@@ -224,18 +397,20 @@ impl Vocab {
 
     /// The same merge order with a heap of candidate pairs keyed by (rank, start) and lazy
     /// invalidation: O(n log n) instead of O(n^2).
-    fn merge_large(&self, piece: &[u8]) -> Vec<u32> {
+    fn merge_large(&self, piece: &[u8], out: &mut Vec<u32>) {
         let n = piece.len();
         // Parts as a linked list over their start offsets; `end[s]` is the end of the part
         // starting at s, `prev[s]` the start of the part before it; a removed start has end 0.
         let mut end: Vec<usize> = (1..=n).collect();
         let mut prev: Vec<usize> = (0..n).map(|s| s.wrapping_sub(1)).collect();
-        // pair_rank[s]: rank of the part at s merged with the next part (u32::MAX = none).
+        // token[s]: the token of the part at s.
+        let mut token: Vec<u32> = piece.iter().map(|&b| self.byte_rank[b as usize]).collect();
+        // pair[s]: rank of the part at s merged with the next part (u32::MAX = none).
         let mut pair: Vec<u32> = vec![u32::MAX; n];
         let mut heap = BinaryHeap::with_capacity(n);
-        for s in 0..n - 1 {
-            let r = self.pair_rank(&piece[s..s + 2]);
-            pair[s] = r;
+        for (s, p) in pair[..n - 1].iter_mut().enumerate() {
+            let r = self.pair_rank_at(piece, s);
+            *p = r;
             if r != u32::MAX {
                 heap.push(Reverse((r, s)));
             }
@@ -244,6 +419,7 @@ impl Vocab {
             if end[s] == 0 || pair[s] != r {
                 continue; // stale
             }
+            token[s] = r;
             let right = end[s];
             let right_end = end[right];
             end[s] = right_end;
@@ -263,13 +439,11 @@ impl Vocab {
                 rerank(prev[s], &mut pair, &mut heap);
             }
         }
-        let mut bounds = vec![0u32];
         let mut s = 0;
         while s < n {
+            out.push(token[s]);
             s = end[s];
-            bounds.push(s as u32);
         }
-        bounds
     }
 }
 
@@ -311,6 +485,8 @@ mod tests {
     fn small_and_large_merges_match_the_reference() {
         let v = vocab(&["ab", "bc", "aa", "abc", "aaa", "ca", "aaaa", "bca", "cab", "abca"]);
         let mut seed = 0x2545_f491_4f6c_dd1du64;
+        // One cache across all pieces (hits, growth and restarts); a fresh one for each (misses).
+        let mut warm = PieceCache::default();
         for len in [2usize, 3, 5, 9, 40, 127, 128, 129, 300, 1000] {
             for _ in 0..20 {
                 let piece: Vec<u8> = (0..len)
@@ -321,17 +497,61 @@ mod tests {
                         b"abcx"[(seed % 4) as usize]
                     })
                     .collect();
-                let mut got = Vec::new();
-                v.encode_piece(&piece, &mut got);
                 let want = reference(&v, &piece);
-                assert_eq!(got, want, "{}", String::from_utf8_lossy(&piece));
-                assert_eq!(v.count_piece(&piece), want.len());
-                if len > SMALL {
-                    let bounds = v.merge_large(&piece);
-                    assert_eq!(bounds.len() - 1, want.len());
+                for cache in [&mut PieceCache::default(), &mut warm] {
+                    let mut got = Vec::new();
+                    v.encode_piece(&piece, &mut got, cache);
+                    assert_eq!(got, want, "{}", String::from_utf8_lossy(&piece));
+                    assert_eq!(v.count_piece(&piece, cache), want.len());
+                }
+                if v.rank(&piece).is_none() {
+                    let (mut small, mut large) = (Vec::new(), Vec::new());
+                    if len <= SMALL {
+                        v.merge_small(&piece, &mut small);
+                        assert_eq!(small, want);
+                    }
+                    v.merge_large(&piece, &mut large);
+                    assert_eq!(large, want);
                 }
             }
         }
+    }
+
+    #[test]
+    fn the_cache_grows_restarts_and_clears_without_changing_tokens() {
+        let v = vocab(&["ab", "bc", "aa", "abc", "aaa", "ca", "bca"]);
+        let mut cache = PieceCache::default();
+        // 3^10 distinct pieces: more than the cache holds, so it grows to its limit and restarts.
+        let pieces: Vec<Vec<u8>> = (0..59_049u32)
+            .map(|mut i| {
+                (0..10)
+                    .map(|_| {
+                        let b = b"abc"[(i % 3) as usize];
+                        i /= 3;
+                        b
+                    })
+                    .collect()
+            })
+            .collect();
+        for round in 0..3 {
+            for (k, piece) in pieces.iter().enumerate().step_by(round + 1) {
+                let want = reference(&v, piece);
+                let mut got = Vec::new();
+                v.encode_piece(piece, &mut got, &mut cache);
+                assert_eq!(got, want);
+                assert_eq!(v.count_piece(piece, &mut cache), want.len());
+                if k % 10_007 == 0 {
+                    cache.clear();
+                }
+            }
+        }
+        assert!(cache.slots.len() <= CACHE_SLOTS_MAX && 2 * cache.used <= cache.slots.len());
+        // Wrapping the generation counter wipes the slots instead of reviving them.
+        cache.generation = u32::MAX;
+        cache.clear();
+        assert_eq!(cache.generation, 0);
+        assert!(cache.slots.iter().all(|s| s.n == 0));
+        assert_eq!(v.count_piece(b"abcabcabca", &mut cache), reference(&v, b"abcabcabca").len());
     }
 
     #[test]

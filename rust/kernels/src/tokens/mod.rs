@@ -5,23 +5,27 @@
 //! * Exact: [`Encoding::count`] / [`Encoding::encode`] give what tiktoken's
 //!   `encode_ordinary` gives for `o200k_base` and `cl100k_base` (special tokens are plain text).
 //!   OpenAI's rank tables are embedded at build time; the pre-tokenizer regexes are implemented
-//!   by hand ([`pretok`]), and BPE follows tiktoken's merge order ([`bpe`]).
+//!   by hand ([`pretok`]), and BPE follows tiktoken's merge order ([`bpe`]). A piece that is not
+//!   one token is merged once per thread and call and then read from a [`bpe::PieceCache`].
 
 mod bpe;
 mod classes;
 mod pretok;
 
+use std::cell::RefCell;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::LazyLock;
 
 use rayon::prelude::*;
 
 use crate::error::{KernelError, Result};
+use bpe::PieceCache;
 pub use bpe::Vocab;
 
-/// A single text at least this long is counted in parallel chunks.
-const PAR_TEXT_MIN: usize = 1 << 20;
+/// A single text at least this long is counted or encoded in parallel chunks.
+const PAR_TEXT_MIN: usize = 1 << 17;
 /// Target chunk size for a long text.
-const PAR_CHUNK: usize = 1 << 17;
+const PAR_CHUNK: usize = 1 << 16;
 
 /// The exact encodings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -88,30 +92,40 @@ impl Encoding {
 
     /// Number of tokens of `text`.
     pub fn count(self, text: &str) -> usize {
+        self.count_in(new_call(), text)
+    }
+
+    fn count_in(self, call: u64, text: &str) -> usize {
         match self {
-            Encoding::O200kBase => count_text(&O200K, pretok::next_o200k, text),
-            Encoding::Cl100kBase => count_text(&CL100K, pretok::next_cl100k, text),
+            Encoding::O200kBase => count_text(&O200K, pretok::next_o200k, call, text),
+            Encoding::Cl100kBase => count_text(&CL100K, pretok::next_cl100k, call, text),
         }
     }
 
     /// Token counts of many texts, in parallel.
     pub fn count_batch<S: AsRef<str> + Sync>(self, texts: &[S]) -> Vec<usize> {
         self.vocab(); // build once, outside the workers
-        texts.par_iter().map(|t| self.count(t.as_ref())).collect()
+        let call = new_call();
+        texts.par_iter().map(|t| self.count_in(call, t.as_ref())).collect()
     }
 
     /// Token ids of `text`.
     pub fn encode(self, text: &str) -> Vec<u32> {
+        self.encode_in(new_call(), text)
+    }
+
+    fn encode_in(self, call: u64, text: &str) -> Vec<u32> {
         match self {
-            Encoding::O200kBase => encode_text(&O200K, pretok::next_o200k, text),
-            Encoding::Cl100kBase => encode_text(&CL100K, pretok::next_cl100k, text),
+            Encoding::O200kBase => encode_text(&O200K, pretok::next_o200k, call, text),
+            Encoding::Cl100kBase => encode_text(&CL100K, pretok::next_cl100k, call, text),
         }
     }
 
     /// Token ids of many texts, in parallel.
     pub fn encode_batch<S: AsRef<str> + Sync>(self, texts: &[S]) -> Vec<Vec<u32>> {
         self.vocab();
-        texts.par_iter().map(|t| self.encode(t.as_ref())).collect()
+        let call = new_call();
+        texts.par_iter().map(|t| self.encode_in(call, t.as_ref())).collect()
     }
 
     /// The bytes of a token sequence (special token ids decode to their text).
@@ -194,13 +208,42 @@ fn chunk_bounds(s: &[u8]) -> Vec<usize> {
     bounds
 }
 
+/// Each call takes a new number; a thread's piece cache serves one call number at a time.
+static CALLS: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// This thread's piece cache and the call it holds pieces for.
+    static CACHE: RefCell<(u64, PieceCache)> = RefCell::new((0, PieceCache::default()));
+}
+
+fn new_call() -> u64 {
+    CALLS.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Runs `f` with this thread's piece cache, emptied first if it last served another call. Every
+/// rayon task of a call on this thread shares it (merging each piece once per thread, not once
+/// per task), and its memory is kept for the next call. The cache is moved out while `f` runs: a
+/// task that rayon runs on this thread meanwhile (work stealing inside a nested parallel loop)
+/// finds an empty one and merges for itself.
+fn with_cache<R>(call: u64, f: impl FnOnce(&mut PieceCache) -> R) -> R {
+    let (held_for, mut cache) = CACHE.with_borrow_mut(std::mem::take);
+    if held_for != call {
+        cache.clear();
+    }
+    let out = f(&mut cache);
+    CACHE.with_borrow_mut(|slot| *slot = (call, cache));
+    out
+}
+
 /// `next` is a function item, so each encoding gets its own loop with the scanner inlined.
-fn count_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, text: &str) -> usize {
+fn count_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, call: u64, text: &str) -> usize {
     let s = text.as_bytes();
     let count_range = |from: usize, to: usize| {
-        let mut n = 0;
-        for_each_piece(s, from, to, next, |p| n += vocab.count_piece(p));
-        n
+        with_cache(call, |cache| {
+            let mut n = 0;
+            for_each_piece(s, from, to, next, |p| n += vocab.count_piece(p, cache));
+            n
+        })
     };
     if s.len() < PAR_TEXT_MIN {
         return count_range(0, s.len());
@@ -209,12 +252,14 @@ fn count_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync,
     bounds.par_windows(2).map(|w| count_range(w[0], w[1])).sum()
 }
 
-fn encode_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, text: &str) -> Vec<u32> {
+fn encode_text(vocab: &Vocab, next: impl Fn(&[u8], usize) -> usize + Copy + Sync, call: u64, text: &str) -> Vec<u32> {
     let s = text.as_bytes();
     let encode_range = |from: usize, to: usize| {
-        let mut out = Vec::with_capacity((to - from) / 3);
-        for_each_piece(s, from, to, next, |p| vocab.encode_piece(p, &mut out));
-        out
+        with_cache(call, |cache| {
+            let mut out = Vec::with_capacity((to - from) / 3);
+            for_each_piece(s, from, to, next, |p| vocab.encode_piece(p, &mut out, cache));
+            out
+        })
     };
     if s.len() < PAR_TEXT_MIN {
         return encode_range(0, s.len());
@@ -288,3 +333,5 @@ pub fn utf8_len_ucs4(s: &[u32]) -> usize {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod prof;

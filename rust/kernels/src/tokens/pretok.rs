@@ -20,9 +20,38 @@ fn is_other(class: u8, len: usize) -> bool {
     len != 0 && class & (SPACE | LETTER | NUMBER) == 0
 }
 
+/// End of the run of ASCII letters from `i` that belong to `mask` (`LOWER`: a-z, `UPPER`: A-Z,
+/// `LETTER`: both; any other mask skips nothing), eight bytes at a time with plain 64-bit
+/// arithmetic (no CPU-specific instructions). The caller goes on character by character.
+#[inline(always)]
+fn ascii_letters(s: &[u8], mut i: usize, mask: u8) -> usize {
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    let (fold, lo, hi) = match mask {
+        LOWER => (0, b'a', b'z'),
+        UPPER => (0, b'A', b'Z'),
+        LETTER => (0x20, b'a', b'z'), // OR 0x20 maps A-Z onto a-z and nothing else below 0x80 into it
+        _ => return i,
+    };
+    while let Some(chunk) = s.get(i..i + 8) {
+        let w = u64::from_le_bytes(chunk.try_into().unwrap_or([0; 8])) | (fold * ONES);
+        // Per byte below 0x80 the sums cannot carry into the next byte; a byte of 0x80 or more
+        // is out of the set, and any carry it makes only reaches bytes after it.
+        let ge_lo = w.wrapping_add(u64::from(0x80 - lo) * ONES);
+        let gt_hi = w.wrapping_add(u64::from(0x7f - hi) * ONES);
+        let out = (!ge_lo | gt_hi | w) & HIGH;
+        if out != 0 {
+            return i + (out.trailing_zeros() / 8) as usize;
+        }
+        i += 8;
+    }
+    i
+}
+
 /// End of the longest run of characters from `i` whose class intersects `mask`.
 #[inline(always)]
-fn run(s: &[u8], mut i: usize, mask: u8) -> usize {
+fn run(s: &[u8], i: usize, mask: u8) -> usize {
+    let mut i = ascii_letters(s, i, mask);
     loop {
         let (c, len) = class_at(s, i);
         if c & mask == 0 {
@@ -106,8 +135,10 @@ fn contraction(s: &[u8], i: usize) -> Option<usize> {
 /// LOWER run from there; otherwise the match ends after the last LOWER character inside the
 /// UPPER run (the one after it is `Lu`/`Lt`, or is the non-LOWER character after the run).
 #[inline(always)]
-fn upper_star_lower_plus(s: &[u8], mut j: usize) -> Option<usize> {
+fn upper_star_lower_plus(s: &[u8], j: usize) -> Option<usize> {
     let mut last_lower_end = None;
+    // A-Z are UPPER and not LOWER: skipping them changes nothing below.
+    let mut j = ascii_letters(s, j, UPPER);
     loop {
         let (c, len) = class_at(s, j);
         if c & UPPER == 0 {

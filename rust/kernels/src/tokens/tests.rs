@@ -72,6 +72,40 @@ fn split_matches_the_regex_on_random_text() {
     }
 }
 
+/// Long ASCII letter runs (the pre-tokenizer skips them eight bytes at a time) broken by every
+/// byte value that can end or continue them, and by non-ASCII letters of each case.
+#[test]
+fn split_matches_the_regex_on_letter_runs() {
+    let breaks: Vec<String> = (0u8..0x80)
+        .map(|b| (b as char).to_string())
+        .chain(["é", "É", "\u{2b0}", "中", "\u{301}", "\u{17f}", "\u{1c5}", "😀", "\u{a0}"].map(String::from))
+        .collect();
+    for enc in Encoding::ALL {
+        let re = pattern(enc);
+        let mut rng = Rng(0x2545_f491_4f6c_dd1d);
+        for _ in 0..3000 {
+            let mut text = String::new();
+            for _ in 0..rng.next() % 6 + 1 {
+                let len = rng.next() % 20;
+                let case = rng.next() % 4;
+                for k in 0..len {
+                    let letter = (b'a' + (rng.next() % 26) as u8) as char;
+                    let upper = match case {
+                        0 => false,
+                        1 => true,
+                        2 => k == 0,
+                        _ => rng.next() % 2 == 0,
+                    };
+                    text.push(if upper { letter.to_ascii_uppercase() } else { letter });
+                }
+                let brk: &String = rng.pick(&breaks);
+                text.push_str(brk);
+            }
+            assert_eq!(enc.split(&text), regex_split(&re, &text), "{} {text:?}", enc.name());
+        }
+    }
+}
+
 /// Every code point (every 7th above U+0800 in debug builds; `cargo test --release` checks all)
 /// after and before letters of each kind, digits, spaces, marks and punctuation. The contexts
 /// are joined by "\nZ", where a piece always ends (see `chunk_bounds`).
@@ -170,10 +204,11 @@ fn long_texts_count_in_parallel_chunks_exactly() {
     assert!(bounds.len() > 3);
     for enc in Encoding::ALL {
         let mut sequential = Vec::new();
+        let mut cache = PieceCache::default();
         for_each_piece(text.as_bytes(), 0, text.len(), |s, i| match enc {
             Encoding::O200kBase => pretok::next_o200k(s, i),
             Encoding::Cl100kBase => pretok::next_cl100k(s, i),
-        }, |p| enc.vocab().encode_piece(p, &mut sequential));
+        }, |p| enc.vocab().encode_piece(p, &mut sequential, &mut cache));
         assert_eq!(enc.encode(&text), sequential);
         assert_eq!(enc.count(&text), sequential.len());
     }
