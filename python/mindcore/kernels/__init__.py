@@ -18,10 +18,13 @@ from mindcore.kernels.dedupe import row_norms as row_norms
 
 # Each kernel module re-exports its public names here, one block per module.
 # --- scoring ---
+from mindcore.kernels.scoring import SHADOW_MIN_ROWS as SHADOW_MIN_ROWS
 from mindcore.kernels.scoring import Metric as Metric
+from mindcore.kernels.scoring import RowShadow as RowShadow
 from mindcore.kernels.scoring import SimdPath as SimdPath
 from mindcore.kernels.scoring import TopK as TopK
 from mindcore.kernels.scoring import hybrid_topk as hybrid_topk
+from mindcore.kernels.scoring import row_shadow as row_shadow
 from mindcore.kernels.scoring import simd_path as simd_path
 
 # --- recall ---
