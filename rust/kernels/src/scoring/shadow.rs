@@ -47,49 +47,68 @@ fn up(x: f64) -> f32 {
     (x * (1.0 + f64::powi(2.0, -20))) as f32
 }
 
-fn quantize_row(x: &[f32], codes: &mut [i8], meta: &mut [f32]) {
-    let m = x.iter().fold(0f32, |m, v| m.max(v.abs()));
-    let scale = m / 127.0;
-    let (mut err, mut norm) = (0f64, 0f64);
-    for (c, &v) in codes.iter_mut().zip(x) {
-        // Round half away from zero by truncation (`f32::round` is a libm call on baseline x86_64).
-        let q = if scale > 0.0 {
-            let t = (v / scale).clamp(-127.0, 127.0);
-            (t + 0.5f32.copysign(t)) as i32 as f32
-        } else {
-            0.0
-        };
-        *c = q as i8;
-        let e = v as f64 - scale as f64 * q as f64;
-        err += e * e;
-        norm += v as f64 * v as f64;
+/// Quantizes one row; `false` if it holds NaN or inf. Loops over 8 independent lanes, so the
+/// compiler vectorises them (a single f64 sum would be one long dependency chain).
+fn quantize_row(x: &[f32], codes: &mut [i8], meta: &mut [f32]) -> bool {
+    const L: usize = 8;
+    let mut mx = [0f32; L];
+    let mut finite = true;
+    for (i, &v) in x.iter().enumerate() {
+        let a = v.abs();
+        finite &= a <= f32::MAX; // false for NaN and inf
+        mx[i % L] = if a > mx[i % L] { a } else { mx[i % L] };
     }
+    if !finite {
+        return false;
+    }
+    let m = mx.iter().fold(0f32, |m, &v| if v > m { v } else { m });
+    let scale = m / 127.0;
+    let inv = if scale > 0.0 { 1.0 / scale } else { 0.0 };
+    // Round to nearest by the 1.5·2^23 trick (`f32::round` is a libm call on baseline x86_64);
+    // any rounding is valid, the error is measured below.
+    const MAGIC: f32 = 12_582_912.0;
+    for (c, &v) in codes.iter_mut().zip(x) {
+        let t = ((v * inv).clamp(-127.0, 127.0) + MAGIC) - MAGIC;
+        *c = t as i32 as i8;
+    }
+    let (mut err, mut norm) = ([0f64; L], [0f64; L]);
+    for (i, (&c, &v)) in codes.iter().zip(x).enumerate() {
+        let e = v as f64 - scale as f64 * c as f64;
+        err[i % L] += e * e;
+        norm[i % L] += v as f64 * v as f64;
+    }
+    let (err, norm) = (err.iter().sum::<f64>(), norm.iter().sum::<f64>());
     meta.copy_from_slice(&[scale, up(err.sqrt()), up(norm.sqrt())]);
+    true
 }
 
 /// The int8 shadow of a row-major `(n, d)` matrix. A row holding NaN or inf is an error naming it.
 pub fn quantize(data: &[f32], n: usize, d: usize) -> Result<ShadowBuf> {
     super::check_shape("matrix", data, n, d)?;
-    if let Some((r, _)) = super::first_non_finite(data, d) {
-        return Err(non_finite_row(r));
-    }
     let mut codes = vec![0i8; n * d];
     let mut meta = vec![0f32; n * META];
     if d == 0 {
         return Ok(ShadowBuf { codes, meta });
     }
     const ROWS: usize = 256;
-    codes
+    let bad = codes
         .par_chunks_mut(ROWS * d)
         .zip(meta.par_chunks_mut(ROWS * META))
         .enumerate()
-        .for_each(|(c, (codes, meta))| {
+        .filter_map(|(c, (codes, meta))| {
             for (j, (cr, mr)) in codes.chunks_mut(d).zip(meta.chunks_mut(META)).enumerate() {
                 let r = c * ROWS + j;
-                quantize_row(&data[r * d..(r + 1) * d], cr, mr);
+                if !quantize_row(&data[r * d..(r + 1) * d], cr, mr) {
+                    return Some(r);
+                }
             }
-        });
-    Ok(ShadowBuf { codes, meta })
+            None
+        })
+        .min();
+    match bad {
+        Some(r) => Err(non_finite_row(r)),
+        None => Ok(ShadowBuf { codes, meta }),
+    }
 }
 
 /// The query as `u8` codes offset by 128 (`q̂ = sq·(qu − 128)`), `sq`, and `eq ≥ ‖q − q̂‖`.
