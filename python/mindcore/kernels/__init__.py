@@ -72,6 +72,7 @@ __all__ = [
     "DEFAULT_PLACEHOLDER",
     "ENCODINGS",
     "ENGLISH_STOP_WORDS",
+    "SHADOW_MIN_ROWS",
     "BM25Index",
     "Encoding",
     "EstimateRule",
@@ -79,6 +80,7 @@ __all__ = [
     "Metric",
     "PackMode",
     "RowNorms",
+    "RowShadow",
     "SecretRule",
     "SecretScanner",
     "SimdPath",
@@ -101,5 +103,6 @@ __all__ = [
     "pack_budget",
     "redact_secrets",
     "row_norms",
+    "row_shadow",
     "simd_path",
 ]
