@@ -36,7 +36,7 @@ class TopK(NamedTuple):
 
 # Matches rust/kernels/src/scoring/shadow.rs MIN_ROWS: below it a shadow is not used (the plain
 # scan is as fast), so callers need not build one.
-SHADOW_MIN_ROWS = 4096
+SHADOW_MIN_ROWS = 8192
 """Row count from which :func:`hybrid_topk` uses a `shadow` (below it the plain scan is as fast)."""
 
 
@@ -141,8 +141,8 @@ def hybrid_topk(
     shadow
         :func:`row_shadow` of exactly this `matrix` (rows changed since it was made make the result
         wrong). A single query over at least :data:`SHADOW_MIN_ROWS` rows then reads the shadow
-        first and only the rows that can make the top k: the same result, bit for bit, in about a
-        third of the time at 100k rows. Ignored for a batch of queries and smaller matrices.
+        first and only the rows that can make the top k: the same result, bit for bit, in a fraction
+        of the time. Ignored for a batch of queries and smaller matrices.
 
     Examples
     --------

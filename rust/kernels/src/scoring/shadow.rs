@@ -26,7 +26,7 @@ pub const META: usize = 3;
 
 /// Below this many rows the plain scan is as fast (measured, see `benches/NOTES.md`): the
 /// shadow's fixed costs (two passes, the candidates' random reads) eat its saving.
-pub const MIN_ROWS: usize = 4096;
+pub const MIN_ROWS: usize = 8192;
 
 /// The shadow of an `(n, d)` matrix, owned: `codes` is `(n, d)` int8, `meta` is `(n, META)`.
 #[derive(Debug, Clone, PartialEq)]
