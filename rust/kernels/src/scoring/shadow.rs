@@ -12,9 +12,7 @@
 
 use super::select::{merge, Hit, TopSel};
 use super::simd::{self, inv_norm, ScanRow};
-use super::{
-    chunk_rows, non_finite_row, norm_overflow, par_map, Metric, Norms, Prepared,
-};
+use super::{chunk_rows, non_finite_row, norm_overflow, par_map, Metric, Norms, Prepared};
 use crate::{KernelError, Result};
 use rayon::prelude::*;
 use std::cmp::Reverse;
@@ -134,7 +132,8 @@ fn quantize_query(q: &[f32]) -> (Vec<u8>, f64, f64) {
 
 /// Checks that `shadow` has the shape of an `(n, d)` matrix's.
 pub(crate) fn check(shadow: &Shadow<'_>, n: usize, d: usize) -> Result<()> {
-    if n.checked_mul(d) != Some(shadow.codes.len()) || n.checked_mul(META) != Some(shadow.meta.len())
+    if n.checked_mul(d) != Some(shadow.codes.len())
+        || n.checked_mul(META) != Some(shadow.meta.len())
     {
         return Err(KernelError::invalid(
             "shadow",
@@ -162,9 +161,19 @@ struct Lows {
     heap: BinaryHeap<Reverse<Ord64>>,
 }
 
-#[derive(PartialEq, PartialOrd)]
+/// An f64 bound ordered by `total_cmp` (bounds are never NaN).
 struct Ord64(f64);
+impl PartialEq for Ord64 {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
 impl Eq for Ord64 {}
+impl PartialOrd for Ord64 {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 impl Ord for Ord64 {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {
         self.0.total_cmp(&other.0)
@@ -212,7 +221,8 @@ pub(crate) fn single(
 ) -> Result<Option<Vec<Hit>>> {
     const STEP: usize = 256;
     let s = simd::simd();
-    let qn = q.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt() * (1.0 + f64::powi(2.0, -20));
+    let qn =
+        q.iter().map(|&x| x as f64 * x as f64).sum::<f64>().sqrt() * (1.0 + f64::powi(2.0, -20));
     let cosine = prep.metric == Metric::Cosine;
     let a = if cosine { inv_q as f64 } else { 1.0 };
     // Both passes' dot products (any summation order, FMA or not), the norms' and products'
@@ -320,7 +330,11 @@ pub(crate) fn single(
         cands.push(c);
     }
     let t = all.kth().max(min_score);
-    let cands: Vec<Cand> = cands.into_iter().flatten().filter(|c| c.upper >= t).collect();
+    let cands: Vec<Cand> = cands
+        .into_iter()
+        .flatten()
+        .filter(|c| c.upper >= t)
+        .collect();
     if cands.len() > n / 8 + prep.k.min(n) {
         return Ok(None);
     }

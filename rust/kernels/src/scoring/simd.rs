@@ -170,9 +170,12 @@ impl Simd {
     }
 }
 
+/// `(qu, codes, out)`: see [`int8_dots`].
+pub type Int8Dots = fn(&[u8], &[i8], &mut [i32]);
+
 /// `Σ (qu[i] − 128)·codes[j·d + i]` per row `j`, exact in int32, when the process's path has
 /// an integer instruction for it (AVX-512 VNNI); the shadow's first pass then quantizes the query too.
-pub fn int8_dots() -> Option<fn(&[u8], &[i8], &mut [i32])> {
+pub fn int8_dots() -> Option<Int8Dots> {
     #[cfg(target_arch = "x86_64")]
     if path() == Path::Avx512 && avx512::vnni_available() {
         return Some(avx512::dots_u8i8_safe);
@@ -379,6 +382,7 @@ mod avx2 {
     }
 
     /// Eight int8 values widened to float32 per step, four independent FMA chains.
+    #[allow(clippy::needless_range_loop)]
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     unsafe fn dot_i8(q: &[f32], c: &[i8]) -> f32 {
@@ -621,7 +625,9 @@ mod avx512 {
 
     /// Whether [`dots_u8i8`] can run (AVX-512 VNNI, on the AVX-512 path).
     pub fn vnni_available() -> bool {
-        is_x86_feature_detected!("avx512vnni") && is_x86_feature_detected!("avx512bw") && available()
+        is_x86_feature_detected!("avx512vnni")
+            && is_x86_feature_detected!("avx512bw")
+            && available()
     }
 
     pub fn dots_u8i8_safe(qu: &[u8], codes: &[i8], out: &mut [i32]) {
@@ -657,6 +663,7 @@ mod avx512 {
     }
 
     /// Sixteen int8 values widened to float32 per step, four independent FMA chains.
+    #[allow(clippy::needless_range_loop)]
     #[inline]
     #[target_feature(enable = "avx512f,avx2,fma")]
     unsafe fn dot_i8(q: &[f32], c: &[i8]) -> f32 {
