@@ -384,3 +384,81 @@ fn rescore(
     }
     Ok(merge([top.into_vec()], prep.k))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{hybrid_topk, hybrid_topk_shadowed, Norms, Params, Rows};
+    use super::*;
+
+    fn lcg(seed: &mut u64) -> f32 {
+        *seed = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        ((*seed >> 33) % 100_003) as f32 / 50_000.0 - 1.0
+    }
+
+    /// The shadowed scan equals the plain one bit for bit (hits, scores, similarities), with
+    /// duplicate and zero rows, a mask, a minimum score and each norm mode.
+    #[test]
+    fn shadowed_equals_plain() {
+        let (n, d) = (MIN_ROWS + 333, 48);
+        let mut seed = 5;
+        let mut m: Vec<f32> = (0..n * d).map(|_| lcg(&mut seed)).collect();
+        m.copy_within(7 * d..8 * d, 8000 * d); // a duplicate row
+        m[100 * d..101 * d].fill(0.0); // a zero row
+        let q: Vec<f32> = m[42 * d..43 * d].iter().map(|x| x + 0.01).collect();
+        let sh = quantize(&m, n, d).unwrap();
+        let shadow = Shadow {
+            codes: &sh.codes,
+            meta: &sh.meta,
+        };
+        let inv: Vec<f32> = (0..n)
+            .map(|r| {
+                let s: f32 = m[r * d..(r + 1) * d].iter().map(|x| x * x).sum();
+                inv_norm(s)
+            })
+            .collect();
+        let extra: Vec<f32> = (0..n).map(|j| (j % 3) as f32).collect();
+        let mask: Vec<bool> = (0..n).map(|j| j % 5 != 1).collect();
+        for norms in [Norms::Compute, Norms::Inverse(&inv)] {
+            for (k, w_sim, min_score) in [(1, 1.0, None), (5, 0.6, Some(0.1)), (12, -0.4, None)] {
+                let p = Params {
+                    w_sim,
+                    w_extra: 0.2,
+                    extra: Some(&extra),
+                    mask: Some(&mask),
+                    min_score,
+                    norms,
+                    ..Params::new(k)
+                };
+                let (qs, rows) = (Rows::new(&q, 1, d), Rows::new(&m, n, d));
+                let plain = hybrid_topk(qs, rows, &p).unwrap();
+                let got = hybrid_topk_shadowed(qs, rows, shadow, &p).unwrap();
+                assert_eq!(plain.indices, got.indices);
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&plain.scores), bits(&got.scores));
+                assert_eq!(bits(&plain.similarities), bits(&got.similarities));
+            }
+        }
+    }
+
+    #[test]
+    fn bad_shapes_and_rows_are_errors() {
+        let m = vec![1f32, f32::NAN, 0.0, 0.0];
+        assert!(quantize(&m, 2, 2).is_err());
+        assert!(quantize(&m, 3, 2).is_err());
+        let sh = quantize(&[1.0, 2.0], 1, 2).unwrap();
+        let shadow = Shadow {
+            codes: &sh.codes,
+            meta: &sh.meta,
+        };
+        let p = Params::new(1);
+        let r = hybrid_topk_shadowed(
+            Rows::new(&[1.0, 0.0], 1, 2),
+            Rows::new(&[1.0, 0.0, 0.0, 1.0], 2, 2),
+            shadow,
+            &p,
+        );
+        assert!(r.is_err());
+    }
+}
