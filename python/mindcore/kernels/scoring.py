@@ -62,7 +62,7 @@ def row_shadow(matrix: NDArray[np.float32]) -> RowShadow:
 
     >>> m = np.array([[3, 4], [0, 0]], dtype=np.float32)
     >>> sh = row_shadow(m)
-    >>> sh.codes.tolist(), sh.meta[:, 0].round(4).tolist()
+    >>> sh.codes.tolist(), sh.meta[:, 0].astype(float).round(4).tolist()
     ([[95, 127], [0, 0]], [0.0315, 0.0])
     """
     codes, meta = _core._row_shadow(matrix)
