@@ -37,7 +37,7 @@ def test_recall_after_writes_and_forgets_equals_a_fresh_store(tmp_path: Path, em
     ltm.remember_many(_texts(rng, SHADOW_MIN_ROWS + 300, "a"), dedupe=False)
     queries = [f"does the user like {' '.join(rng.choice(WORDS, 2))}?" for _ in range(6)]
     queries.append("the user a 17 likes")
-    before = _answers(ltm, queries)  # loads the scope and builds its shadow
+    before = _answers(ltm, queries)  # loads the scope and, from its second search, builds its shadow
 
     entry = ltm._repo.entry()
     assert entry.row_shadow() is not None  # the path under test is taken

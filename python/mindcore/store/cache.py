@@ -113,6 +113,7 @@ class CacheEntry:
     # kernels.row_shadow of ``matrix`` and the growable buffers of its two arrays, carried the same way.
     _shadow: RowShadow | None = None
     _shadow_rows: tuple[_Rows, _Rows] | None = None
+    _shadow_asks: int = 0
 
     @property
     def n(self) -> int:
@@ -152,9 +153,13 @@ class CacheEntry:
     def row_shadow(self) -> RowShadow | None:
         """``kernels.row_shadow`` of the vectors, which makes a single-query search over many rows
         faster with the same result (``None`` below ``kernels.SHADOW_MIN_ROWS`` rows, where it would
-        not, or while a row is not finite). Built once per namespace; a patched entry extends its
-        parent's with the new rows' (in spare capacity, like the vectors)."""
+        not, or while a row is not finite). Built when asked for the second time, so a namespace
+        loaded for one search never pays for it; a patched entry extends its parent's with the new
+        rows' (in spare capacity, like the vectors)."""
         if self._shadow is None and self.n >= SHADOW_MIN_ROWS:
+            self._shadow_asks += 1
+            if self._shadow_asks < 2:
+                return None
             try:
                 sh = row_shadow(self.matrix)
             except KernelError:
