@@ -1,4 +1,4 @@
-"""Agent Mind: header assembly and ``mind_recall`` latency at 100 / 1k / 10k entries.
+"""Agent Mind: header assembly and ``mind_recall`` latency at 100 / 1k / 10k / 100k entries.
 
 * ``mind: header n=...``: ``Mind.header()`` on the committed store (what every run's system
   prompt starts with). Target: <= 2 ms p50 at 1k entries. ``lancedb``: the same header from
@@ -47,7 +47,7 @@ from mindcore.mind.header import MAX_RECENT_REFLECTIONS, render_header
 from mindcore.store import col, to_where
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
-SIZES = [100, 1_000] if QUICK else [100, 1_000, 10_000]
+SIZES = [100, 1_000] if QUICK else [100, 1_000, 10_000, 100_000]
 DIM = 384
 DAY = 86_400_000
 NOW = 1_790_000_000_000
@@ -76,11 +76,13 @@ class LookupEmbedder:
 
 def _entries(n: int, rng: np.random.Generator) -> list[Goal | Belief | Reflection]:
     out: list[Goal | Belief | Reflection] = []
+    goals = 0
     for i in range(n):
         topic = TOPICS[i % len(TOPICS)]
         created = NOW - int(rng.integers(0, 90 * DAY))
         r = rng.random()
-        if r < 0.05 and sum(isinstance(e, Goal) for e in out) < 10:
+        if r < 0.05 and goals < 10:
+            goals += 1
             out.append(Goal(f"g{i}", f"Track {topic} ({i})", priority=str(rng.choice(["high", "normal", "low"])),  # type: ignore[arg-type]
                             created_at=created, updated_at=created))
         elif r < 0.30:
@@ -91,6 +93,11 @@ def _entries(n: int, rng: np.random.Generator) -> list[Goal | Belief | Reflectio
                               str(rng.choice(["low", "medium", "high"])), created_at=created,  # type: ignore[arg-type]
                               updated_at=created, expires_at=None if i % 5 else NOW + 30 * DAY))
     return out
+
+
+def _rounds(n: int, small: int) -> int:
+    """``small`` rounds, fewer at 100k (LanceDB's side takes a fraction of a second a round there)."""
+    return small if n < 100_000 else max(small // 5, 20)
 
 
 @pytest.fixture(scope="module", params=SIZES, ids=lambda n: f"n={n}")
@@ -119,7 +126,7 @@ def mind(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
 def test_header(benchmark: Any, mind: dict[str, Any]) -> None:
     m: Mind = mind["mind"]
     finish(benchmark, "mindcore", f"mind: header n={size_label(mind['n'])}")
-    out = benchmark.pedantic(m.header, rounds=300, warmup_rounds=3)
+    out = benchmark.pedantic(m.header, rounds=_rounds(mind["n"], 300), warmup_rounds=3)
     assert "## Beliefs" in out
 
 
@@ -157,7 +164,7 @@ def test_header_lancedb(benchmark: Any, mind: dict[str, Any]) -> None:
 
     assert header() == m.header()
     finish(benchmark, "lancedb", f"mind: header n={size_label(mind['n'])}")
-    benchmark.pedantic(header, rounds=100, warmup_rounds=3)
+    benchmark.pedantic(header, rounds=_rounds(mind["n"], 100), warmup_rounds=3)
 
 
 def test_recall_mindcore(benchmark: Any, mind: dict[str, Any]) -> None:
@@ -165,7 +172,7 @@ def test_recall_mindcore(benchmark: Any, mind: dict[str, Any]) -> None:
     qs = itertools.cycle(mind["queries"])
     assert m.recall(mind["queries"][0], threshold=0)
     finish(benchmark, "mindcore", f"mind: recall n={size_label(mind['n'])}")
-    benchmark.pedantic(lambda: m.recall(next(qs)), rounds=300, warmup_rounds=3)
+    benchmark.pedantic(lambda: m.recall(next(qs)), rounds=_rounds(mind["n"], 300), warmup_rounds=3)
 
 
 def test_recall_lancedb(benchmark: Any, mind: dict[str, Any]) -> None:
@@ -208,7 +215,7 @@ def test_recall_lancedb(benchmark: Any, mind: dict[str, Any]) -> None:
     assert np.mean(overlap) >= 0.95, overlap
     qs = itertools.cycle(mind["queries"])
     finish(benchmark, "lancedb", f"mind: recall n={size_label(mind['n'])}")
-    benchmark.pedantic(lambda: recall(next(qs)), rounds=100, warmup_rounds=3)
+    benchmark.pedantic(lambda: recall(next(qs)), rounds=_rounds(mind["n"], 100), warmup_rounds=3)
 
 
 def _new_beliefs(mind: dict[str, Any], count: int, seed: int) -> list[str]:

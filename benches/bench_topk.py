@@ -34,7 +34,7 @@ import pytest
 from _bench import cpu_model, size_label
 from numpy.typing import NDArray
 
-from mindcore.kernels import hybrid_topk, row_norms, simd_path
+from mindcore.kernels import RowShadow, TopK, hybrid_topk, row_norms, row_shadow, simd_path
 
 faiss = pytest.importorskip("faiss", reason="faiss-cpu is the baseline: pip install faiss-cpu")
 
@@ -59,6 +59,7 @@ class Data:
     queries: NDArray[np.float32]
     norms: NDArray[np.float32]
     inv_norms: NDArray[np.float32]  # row_norms(matrix).inv, as the store's cache keeps it
+    shadow: RowShadow  # row_shadow(matrix), as the store's cache keeps it
     index: Any  # faiss.IndexFlatIP over the L2-normalised rows
 
 
@@ -83,6 +84,7 @@ def data(n: int, nq: int) -> Data:
             queries=rng.standard_normal((nq, D), dtype=F32),
             norms=norms,
             inv_norms=row_norms(matrix).inv,
+            shadow=row_shadow(matrix),
             index=index,
         )
         if not _cache_printed:
@@ -91,13 +93,16 @@ def data(n: int, nq: int) -> Data:
     return _cache[key]
 
 
-def mindcore_topk(dat: Data, q: NDArray[np.float32], cached_norms: bool = False) -> NDArray[np.int64]:
-    top = hybrid_topk(
+def mindcore_full(dat: Data, q: NDArray[np.float32], cached_norms: bool = False, shadow: bool = False) -> TopK:
+    return hybrid_topk(
         q, dat.matrix, k=K, w_sim=W_SIM, w_rec=W_REC, w_extra=W_EXTRA,
         timestamps=dat.timestamps, now_ms=NOW, tau_ms=TAU, extra=dat.extra,
-        inv_norms=dat.inv_norms if cached_norms else None,
+        inv_norms=dat.inv_norms if cached_norms else None, shadow=dat.shadow if shadow else None,
     )
-    return top.indices
+
+
+def mindcore_topk(dat: Data, q: NDArray[np.float32], cached_norms: bool = False) -> NDArray[np.int64]:
+    return mindcore_full(dat, q, cached_norms).indices
 
 
 def _bias(dat: Data) -> NDArray[np.float64]:
@@ -164,6 +169,8 @@ def _exact_scores(dat: Data, q: NDArray[np.float32]) -> NDArray[np.float64]:
 SINGLE_IMPLS: dict[str, Callable[[Data, NDArray[np.float32]], NDArray[np.int64]]] = {
     "mindcore": mindcore_topk,
     "mindcore-cached-norms": lambda dat, q: mindcore_topk(dat, q, True),
+    # The int8 shadow's first pass, then the few rows it cannot rule out exactly (as the store searches).
+    "mindcore-shadow": lambda dat, q: mindcore_full(dat, q, True, True).indices,
     "numpy": numpy_topk,
     "numpy-cached-norms": lambda dat, q: numpy_topk(dat, q, dat.norms),
     "faiss": lambda dat, q: faiss_topk(dat, q)[0],
@@ -196,6 +203,12 @@ def test_single(benchmark: Any, n: int, impl: str) -> None:
         cos = dat.matrix.astype(np.float64) @ q / (dat.norms * np.linalg.norm(q))
         np.testing.assert_allclose(cos[got], cos[want], atol=1e-5)
         benchmark.extra_info["note"] = "similarity only; rows normalised at build time"
+    elif impl == "mindcore-shadow":  # the same result as the plain scan, bit for bit
+        plain, shadowed = mindcore_full(dat, q, True), mindcore_full(dat, q, True, True)
+        for a, b in ((plain.indices, shadowed.indices), (plain.scores, shadowed.scores),
+                     (plain.similarities, shadowed.similarities)):
+            assert a.tobytes() == b.tobytes()
+        benchmark.extra_info["note"] = "int8 first pass + exact rescoring; same result bit for bit"
     else:
         _same_hits(got, mindcore_topk(dat, q), dat, q)
     benchmark.group = f"topk: single n={size_label(n)} d={D}"

@@ -28,8 +28,10 @@ def _hybrid_topk(
     min_score: float | None = None,
     inv_norms: NDArray[np.float32] | None = None,
     normalized: bool = False,
+    shadow: tuple[NDArray[np.int8], NDArray[np.float32]] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float32], NDArray[np.float32]]: ...
 def _simd_path() -> Literal["avx512", "avx2", "neon", "portable"]: ...
+def _row_shadow(matrix: NDArray[np.float32]) -> tuple[NDArray[np.int8], NDArray[np.float32]]: ...
 
 # --- recall ---
 def _grouped_recall(

@@ -18,10 +18,13 @@ from mindcore.kernels.dedupe import row_norms as row_norms
 
 # Each kernel module re-exports its public names here, one block per module.
 # --- scoring ---
+from mindcore.kernels.scoring import SHADOW_MIN_ROWS as SHADOW_MIN_ROWS
 from mindcore.kernels.scoring import Metric as Metric
+from mindcore.kernels.scoring import RowShadow as RowShadow
 from mindcore.kernels.scoring import SimdPath as SimdPath
 from mindcore.kernels.scoring import TopK as TopK
 from mindcore.kernels.scoring import hybrid_topk as hybrid_topk
+from mindcore.kernels.scoring import row_shadow as row_shadow
 from mindcore.kernels.scoring import simd_path as simd_path
 
 # --- recall ---
@@ -69,6 +72,7 @@ __all__ = [
     "DEFAULT_PLACEHOLDER",
     "ENCODINGS",
     "ENGLISH_STOP_WORDS",
+    "SHADOW_MIN_ROWS",
     "BM25Index",
     "Encoding",
     "EstimateRule",
@@ -76,6 +80,7 @@ __all__ = [
     "Metric",
     "PackMode",
     "RowNorms",
+    "RowShadow",
     "SecretRule",
     "SecretScanner",
     "SimdPath",
@@ -98,5 +103,6 @@ __all__ = [
     "pack_budget",
     "redact_secrets",
     "row_norms",
+    "row_shadow",
     "simd_path",
 ]

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, overload
 import numpy as np
 import pyarrow as pa
 
-from mindcore.kernels import BM25Index, looks_like_secret
+from mindcore.kernels import BM25Index, RowShadow, looks_like_secret
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, embedded_text, indexed_text
 from mindcore.store.filters import col
@@ -198,6 +198,9 @@ class _LexicalView:
     recency_ms: np.ndarray
     importance: np.ndarray
     lexical: np.ndarray
+    # The cached inverse norms and shadow of ``matrix`` (None when it is a subset of the entry's rows).
+    inv_norms: np.ndarray | None = None
+    shadow: RowShadow | None = None
 
 
 def stored_terms(rows: pa.Table) -> list[str]:
@@ -408,8 +411,10 @@ class MemoryRepo:
         extra = w_importance * view.importance + (w_lexical / scale) * lexical
         weights = Weights(similarity=w_sim, recency=w_rec, extra=1.0, half_life_ms=half_life_ms)
         top = rank(vector, view.matrix, weights, k=k, now_ms=now_ms, timestamps=view.recency_ms,
-                   extra=np.ascontiguousarray(extra, dtype=np.float32))
-        rows = take_rows(view.rows, top.indices)
+                   extra=np.ascontiguousarray(extra, dtype=np.float32), inv_norms=view.inv_norms,
+                   shadow=view.shadow if 8 * k <= n else None)
+        names = view.rows.column_names
+        rows = take_rows(view.rows.select([c for c in _MEMORY_COLUMNS if c in names]), top.indices)
         return [_memory(r, score=float(sc), similarity=float(si))
                 for r, sc, si in zip(rows, top.scores, top.similarities, strict=True)]
 
@@ -427,7 +432,13 @@ class MemoryRepo:
             keep = np.flatnonzero(entry.has_vector)
             matrix, rows = matrix[keep], rows.take(pa.array(keep, pa.int64()))
             recency, importance, lexical = recency[keep], importance[keep], lexical[keep]
-        return _LexicalView(matrix=matrix, rows=rows, recency_ms=recency, importance=importance, lexical=lexical)
+            return _LexicalView(matrix=matrix, rows=rows, recency_ms=recency, importance=importance, lexical=lexical)
+        try:
+            inv: np.ndarray | None = entry.row_norms().inv
+        except ValueError:  # a row that is not finite: the kernel reports it, as before
+            inv = None
+        return _LexicalView(matrix=matrix, rows=rows, recency_ms=recency, importance=importance, lexical=lexical,
+                            inv_norms=inv, shadow=entry.row_shadow() if inv is not None else None)
 
     def _follow(self, entry: CacheEntry) -> None:
         """Bring the BM25 index to ``entry``: patch it when this process's commits led from the

@@ -25,7 +25,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from mindcore.kernels import RowNorms, row_norms
+from mindcore.errors import KernelError
+from mindcore.kernels import SHADOW_MIN_ROWS, RowNorms, RowShadow, row_norms, row_shadow
 from mindcore.store.schema import VECTOR, take_rows
 
 __all__ = ["CacheEntry", "VectorCache", "split_by_namespace"]
@@ -56,7 +57,7 @@ class _Rows:
         # Room for as many rows again: appends cost amortised O(rows added).
         h = len(head) if take is None else len(take)
         n = h + len(tail)
-        data = np.empty((max(2 * n, 1024), head.shape[1]), dtype=np.float32)
+        data = np.empty((max(2 * n, 1024), *head.shape[1:]), dtype=head.dtype)
         if take is None:
             data[:h] = head
         elif h:  # ascending; a few dropped rows leave a few runs, each one block copy
@@ -109,6 +110,10 @@ class CacheEntry:
     _rows: _Rows | None = None
     # kernels.row_norms of ``matrix``, once asked for; patches carry it (computed for new rows only).
     _norms: RowNorms | None = None
+    # kernels.row_shadow of ``matrix`` and the growable buffers of its two arrays, carried the same way.
+    _shadow: RowShadow | None = None
+    _shadow_rows: tuple[_Rows, _Rows] | None = None
+    _shadow_asks: int = 0
 
     @property
     def n(self) -> int:
@@ -144,6 +149,26 @@ class CacheEntry:
         if self._norms is None:
             self._norms = row_norms(self.matrix)
         return self._norms
+
+    def row_shadow(self) -> RowShadow | None:
+        """``kernels.row_shadow`` of the vectors, which makes a single-query search over many rows
+        faster with the same result (``None`` below ``kernels.SHADOW_MIN_ROWS`` rows, where it would
+        not, or while a row is not finite). Built when asked for the second time, so a namespace
+        loaded for one search never pays for it; a patched entry extends its parent's with the new
+        rows' (in spare capacity, like the vectors)."""
+        if self._shadow is None and self.n >= SHADOW_MIN_ROWS:
+            self._shadow_asks += 1
+            if self._shadow_asks < 2:
+                return None
+            try:
+                sh = row_shadow(self.matrix)
+            except KernelError:
+                return None
+            # Copied once into buffers with spare capacity, so the next writes append in place.
+            codes, meta = _Rows.grown(sh.codes, sh.codes[:0]), _Rows.grown(sh.meta, sh.meta[:0])
+            self._shadow = RowShadow(codes.data[: self.n], meta.data[: self.n])
+            self._shadow_rows = (codes, meta)
+        return self._shadow
 
     def holding(self, ids: pa.Array[Any] | pa.ChunkedArray[Any]) -> np.ndarray:
         """``(n,)`` bool: the rows whose id is one of ``ids``."""
@@ -205,9 +230,32 @@ class CacheEntry:
         scalar_bytes = own * len(idx) // max(self.n, 1)
         if upserted is not None and upserted.num_rows:
             scalar_bytes += int(new.scalars.nbytes)
+        kept = None if kept_all else idx
+        shadow, shadow_rows = self._carried_shadow(kept, matrix[len(idx):])
         return CacheEntry(version, scalars, matrix, has, int(scalar_bytes + held),
                           _history=_bounded((*self._history, step), len(matrix)), _rows=rows,
-                          _norms=self._carried_norms(None if kept_all else idx, matrix[len(idx):]))
+                          _norms=self._carried_norms(kept, matrix[len(idx):]),
+                          _shadow=shadow, _shadow_rows=shadow_rows)
+
+    def _carried_shadow(self, kept: np.ndarray | None, added: np.ndarray) -> tuple[RowShadow | None, tuple[_Rows, _Rows] | None]:
+        """This entry's shadow for the patched entry, as :meth:`_carried_norms` carries the norms:
+        the new rows' are appended into the buffers' spare capacity when no row went (so a write
+        costs in proportion to the rows it adds), else the kept rows are copied once."""
+        old, bufs = self._shadow, self._shadow_rows
+        if old is None or bufs is None:
+            return None, None
+        try:
+            new = row_shadow(np.ascontiguousarray(added, dtype=np.float32))
+        except KernelError:
+            return None, None
+        if kept is None and not len(added):
+            return old, bufs
+        if kept is None:
+            codes, meta = bufs[0].append(self.n, new.codes), bufs[1].append(self.n, new.meta)
+            if codes is not None and meta is not None:
+                return RowShadow(codes, meta), bufs
+        grown = (_Rows.grown(old.codes, new.codes, kept), _Rows.grown(old.meta, new.meta, kept))
+        return RowShadow(grown[0].data[: grown[0].used], grown[1].data[: grown[1].used]), grown
 
     def _carried_norms(self, kept: np.ndarray | None, added: np.ndarray) -> RowNorms | None:
         """This entry's row norms for the patched entry: those of the ``kept`` rows (``None``: all)

@@ -393,13 +393,17 @@ def _vectors(values: list[Any], dim: int) -> pa.Array[Any]:
 def take_rows(table: pa.Table, idx: Sequence[int] | np.ndarray) -> list[Row]:
     """Rows ``idx`` of ``table`` as plain dicts, as ``table.take(idx).to_pylist()`` gives them.
 
-    Read one slice per row: a take over a table in many chunks (a cached namespace after many
-    writes) first concatenates them, so picking a few rows costs as much as copying the table.
+    Read one zero-copy slice per row, converted together: a take over a table in many chunks (a
+    cached namespace after many writes) first concatenates them, so picking a few rows would cost
+    as much as copying the table.
 
     >>> take_rows(pa.concat_tables([pa.table({"a": [1, 2]}), pa.table({"a": [3]})]), [2, 0])
     [{'a': 3}, {'a': 1}]
     """
-    return [table.slice(int(i), 1).to_pylist()[0] for i in idx]
+    if not len(idx):
+        return []
+    rows: list[Row] = pa.concat_tables([table.slice(int(i), 1) for i in idx]).to_pylist()
+    return rows
 
 
 def rows_from_arrow(table: pa.Table) -> list[Row]:

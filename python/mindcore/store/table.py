@@ -568,7 +568,7 @@ class Table(TableWrites):
             now_ms=now_ms() if scoring.now_ms is None else scoring.now_ms, mask=mask,
             timestamps=e.int64(scoring.time_column) if w.recency != 0 else None,
             extra=e.float32(scoring.extra_column) if w.extra != 0 and scoring.extra_column is not None else None,
-            inv_norms=_cached_inv_norms(e) if scoring.metric == "cosine" else None,
+            inv_norms=_cached_inv_norms(e) if scoring.metric == "cosine" else None, shadow=e.row_shadow() if 8 * k <= e.n else None,
         )
         idx = top.indices
         if len(idx) == 0:

@@ -2,6 +2,7 @@
 //! and returns `(indices, scores, similarities)` shaped like the query (1-D or 2-D).
 
 use crate::convert::{invalid, kernel_err, matrix, one_or_many_rows, vector};
+use mindcore_kernels::scoring::shadow::{self, Shadow};
 use mindcore_kernels::scoring::{self, Metric, Norms, Params, Rows};
 use numpy::ndarray::{ArrayD, IxDyn};
 use numpy::{IntoPyArray, PyArrayDyn, PyReadonlyArray1, PyUntypedArrayMethods};
@@ -40,7 +41,7 @@ fn shaped<'py, T: numpy::Element>(
 #[pyfunction]
 #[pyo3(signature = (query, matrix, *, k, metric="cosine", w_sim=1.0, w_rec=0.0, w_extra=0.0, timestamps=None,
                     now_ms=0, half_life_ms=None, tau_ms=None, extra=None, mask=None, min_score=None,
-                    inv_norms=None, normalized=false))]
+                    inv_norms=None, normalized=false, shadow=None))]
 #[allow(clippy::too_many_arguments)]
 fn _hybrid_topk<'py>(
     py: Python<'py>,
@@ -60,6 +61,7 @@ fn _hybrid_topk<'py>(
     min_score: Option<f64>,
     inv_norms: Option<&Bound<'py, PyAny>>,
     normalized: bool,
+    shadow: Option<(Bound<'py, PyAny>, Bound<'py, PyAny>)>,
 ) -> PyResult<TopKArrays<'py>> {
     let k = usize::try_from(k).map_err(|_| invalid(format!("k: must be >= 1, got {k}")))?;
     let metric = Metric::parse(metric).map_err(kernel_err)?;
@@ -112,13 +114,27 @@ fn _hybrid_topk<'py>(
         min_score,
         norms,
     };
+    let sh = match &shadow {
+        Some((codes, meta)) => Some((
+            self::matrix::<i8>(codes, "shadow.codes", "int8")?,
+            self::matrix::<f32>(meta, "shadow.meta", "float32")?,
+        )),
+        None => None,
+    };
+    let sh = match &sh {
+        Some((codes, meta)) => Some(Shadow {
+            codes: slice(codes.as_slice(), "shadow.codes")?,
+            meta: slice(meta.as_slice(), "shadow.meta")?,
+        }),
+        None => None,
+    };
     let top = py
         .detach(|| {
-            scoring::hybrid_topk(
-                Rows::new(&queries, nq, dq),
-                Rows::new(m_data, n, dm),
-                &params,
-            )
+            let (qs, rows) = (Rows::new(&queries, nq, dq), Rows::new(m_data, n, dm));
+            match sh {
+                Some(sh) => scoring::hybrid_topk_shadowed(qs, rows, sh, &params),
+                None => scoring::hybrid_topk(qs, rows, &params),
+            }
         })
         .map_err(kernel_err)?;
     if one {
@@ -142,6 +158,24 @@ fn _hybrid_topk<'py>(
     }
 }
 
+/// The int8 shadow of a float32 matrix: `(codes (n, d) int8, meta (n, 3) float32)`.
+#[pyfunction]
+fn _row_shadow<'py>(
+    py: Python<'py>,
+    matrix: &Bound<'py, PyAny>,
+) -> PyResult<(Bound<'py, PyArrayDyn<i8>>, Bound<'py, PyArrayDyn<f32>>)> {
+    let m = self::matrix::<f32>(matrix, "matrix", "float32")?;
+    let (n, d) = (m.shape()[0], m.shape()[1]);
+    let data = slice(m.as_slice(), "matrix")?;
+    let buf = py
+        .detach(|| shadow::quantize(data, n, d))
+        .map_err(kernel_err)?;
+    Ok((
+        shaped(py, &[n, d], buf.codes)?,
+        shaped(py, &[n, shadow::META], buf.meta)?,
+    ))
+}
+
 /// The instruction-set path the scoring kernels take in this process.
 #[pyfunction]
 fn _simd_path() -> &'static str {
@@ -151,5 +185,6 @@ fn _simd_path() -> &'static str {
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_hybrid_topk, m)?)?;
     m.add_function(wrap_pyfunction!(_simd_path, m)?)?;
+    m.add_function(wrap_pyfunction!(_row_shadow, m)?)?;
     Ok(())
 }

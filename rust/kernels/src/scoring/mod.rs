@@ -12,6 +12,7 @@
 mod batch;
 pub mod grouped;
 pub(crate) mod select;
+pub mod shadow;
 pub(crate) mod simd;
 
 use crate::{KernelError, Result};
@@ -503,6 +504,28 @@ impl<'a> Rows<'a> {
 /// One query takes the fused single pass; several take the blocked GEMM path. Both allocate
 /// only the output and small per-thread state.
 pub fn hybrid_topk(queries: Rows<'_>, matrix: Rows<'_>, p: &Params<'_>) -> Result<TopK> {
+    topk_with(queries, matrix, None, p)
+}
+
+/// [`hybrid_topk`] with the matrix's int8 shadow ([`shadow::quantize`] of exactly these rows):
+/// the same result bit for bit, faster for one query over many rows (a batch, or fewer than
+/// [`shadow::MIN_ROWS`] rows, takes the plain path).
+pub fn hybrid_topk_shadowed(
+    queries: Rows<'_>,
+    matrix: Rows<'_>,
+    shadow: shadow::Shadow<'_>,
+    p: &Params<'_>,
+) -> Result<TopK> {
+    shadow::check(&shadow, matrix.n, matrix.d)?;
+    topk_with(queries, matrix, Some(shadow), p)
+}
+
+fn topk_with(
+    queries: Rows<'_>,
+    matrix: Rows<'_>,
+    shadow: Option<shadow::Shadow<'_>>,
+    p: &Params<'_>,
+) -> Result<TopK> {
     let (
         Rows {
             data: queries,
@@ -541,7 +564,16 @@ pub fn hybrid_topk(queries: Rows<'_>, matrix: Rows<'_>, p: &Params<'_>) -> Resul
     }
     let inv_q = query_inv_norms(queries, nq, dq, prep.metric)?;
     if nq == 1 {
-        let hits = single(queries, inv_q[0], matrix, n, dm, &prep)?;
+        let shadowed = match shadow {
+            Some(sh) if n >= shadow::MIN_ROWS => {
+                shadow::single(queries, inv_q[0], matrix, n, dm, sh, &prep)?
+            }
+            _ => None,
+        };
+        let hits = match shadowed {
+            Some(hits) => hits,
+            None => single(queries, inv_q[0], matrix, n, dm, &prep)?,
+        };
         out.fill(0, &hits);
     } else {
         let per_query = batch::topk(queries, &inv_q, nq, matrix, n, dm, &prep)?;

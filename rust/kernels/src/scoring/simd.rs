@@ -115,6 +115,10 @@ pub struct Simd {
     /// Offers every unmasked lane of a scan row (global row index `r0 + j`) to `top`; a
     /// non-finite dot product or score is an error naming the row.
     pub scan: fn(&ScanRow<'_>, usize, &mut TopSel) -> crate::Result<()>,
+    /// `out[j] = Σ q[i]·codes[j·d + i]`: a float32 query against `out.len()` int8 rows of
+    /// length `d = q.len()` (the shadow's first pass). Only approximate: callers bound its
+    /// rounding error, they never compare it bit for bit.
+    pub dots_i8: fn(&[f32], &[i8], &mut [f32]),
 }
 
 /// A run of rows to score for one query: `s` are the raw dot products against rows
@@ -142,6 +146,7 @@ impl Simd {
             dot_norm: portable::dot_norm,
             dots: portable::dots,
             scan: |row, r0, top| portable::scan(row, 0, r0, top),
+            dots_i8: portable::dots_i8,
         }
     }
 
@@ -159,6 +164,7 @@ impl Simd {
                 dot_norm: avx2::dot_norm_safe,
                 dots: avx2::dots_safe,
                 scan: avx2::scan_safe,
+                dots_i8: avx2::dots_i8_safe,
             },
             #[cfg(target_arch = "x86_64")]
             Path::Avx512 => Simd {
@@ -167,6 +173,7 @@ impl Simd {
                 dot_norm: avx512::dot_norm_safe,
                 dots: avx512::dots_safe,
                 scan: avx512::scan_safe,
+                dots_i8: avx512::dots_i8_safe,
             },
             #[cfg(target_arch = "aarch64")]
             Path::Neon => Simd {
@@ -175,11 +182,26 @@ impl Simd {
                 dot_norm: neon::dot_norm_safe,
                 dots: neon::dots_safe,
                 scan: neon::scan_safe,
+                // The compiler vectorises the portable widening loop with NEON.
+                dots_i8: portable::dots_i8,
             },
             #[cfg(not(target_arch = "x86_64"))]
             _ => return None,
         })
     }
+}
+
+/// `(qu, codes, out)`: see [`int8_dots`].
+pub type Int8Dots = fn(&[u8], &[i8], &mut [i32]);
+
+/// `Σ (qu[i] − 128)·codes[j·d + i]` per row `j`, exact in int32, when the process's path has
+/// an integer instruction for it (AVX-512 VNNI); the shadow's first pass then quantizes the query too.
+pub fn int8_dots() -> Option<Int8Dots> {
+    #[cfg(target_arch = "x86_64")]
+    if path() == Path::Avx512 && avx512::vnni_available() {
+        return Some(avx512::dots_u8i8_safe);
+    }
+    None
 }
 
 /// Score lane `j` of a scan row exactly as the single-query path does.
@@ -287,6 +309,32 @@ mod portable {
         (dt, nn)
     }
 
+    pub fn dots_i8(q: &[f32], codes: &[i8], out: &mut [f32]) {
+        let d = q.len();
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = dot_i8(q, &codes[j * d..(j + 1) * d]);
+        }
+    }
+
+    fn dot_i8(q: &[f32], c: &[i8]) -> f32 {
+        let n = q.len().min(c.len());
+        let (q, c) = (&q[..n], &c[..n]);
+        let mut acc = [0f32; 16];
+        let mut i = 0;
+        while i + 16 <= n {
+            for l in 0..16 {
+                acc[l] += q[i + l] * c[i + l] as f32;
+            }
+            i += 16;
+        }
+        let mut s: f32 = acc.iter().sum();
+        while i < n {
+            s += q[i] * c[i] as f32;
+            i += 1;
+        }
+        s
+    }
+
     pub fn scan(row: &ScanRow<'_>, from: usize, r0: usize, top: &mut TopSel) -> crate::Result<()> {
         for j in from..row.s.len() {
             if row.bias[j] == f32::NEG_INFINITY {
@@ -339,6 +387,53 @@ mod avx2 {
     pub fn scan_safe(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
         // SAFETY: as above.
         unsafe { scan(row, r0, top) }
+    }
+
+    pub fn dots_i8_safe(q: &[f32], codes: &[i8], out: &mut [f32]) {
+        // SAFETY: as above.
+        unsafe { dots_i8(q, codes, out) }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dots_i8(q: &[f32], codes: &[i8], out: &mut [f32]) {
+        let d = q.len();
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = dot_i8(q, &codes[j * d..(j + 1) * d]);
+        }
+    }
+
+    /// Eight int8 values widened to float32 per step, four independent FMA chains.
+    #[allow(clippy::needless_range_loop)]
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn dot_i8(q: &[f32], c: &[i8]) -> f32 {
+        let n = q.len().min(c.len());
+        let (pq, pc) = (q.as_ptr(), c.as_ptr());
+        let widen = |p: *const i8| {
+            _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(p as *const __m128i)))
+        };
+        let mut d = [_mm256_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 32 <= n {
+            for u in 0..4 {
+                let x = _mm256_loadu_ps(pq.add(i + 8 * u));
+                d[u] = _mm256_fmadd_ps(x, widen(pc.add(i + 8 * u)), d[u]);
+            }
+            i += 32;
+        }
+        while i + 8 <= n {
+            d[0] = _mm256_fmadd_ps(_mm256_loadu_ps(pq.add(i)), widen(pc.add(i)), d[0]);
+            i += 8;
+        }
+        let mut dt = hsum(_mm256_add_ps(
+            _mm256_add_ps(d[0], d[1]),
+            _mm256_add_ps(d[2], d[3]),
+        ));
+        while i < n {
+            dt += q[i] * c[i] as f32;
+            i += 1;
+        }
+        dt
     }
 
     #[target_feature(enable = "avx2,fma")]
@@ -538,6 +633,89 @@ mod avx512 {
     pub fn scan_safe(row: &ScanRow<'_>, r0: usize, top: &mut TopSel) -> crate::Result<()> {
         // SAFETY: as above.
         unsafe { scan(row, r0, top) }
+    }
+
+    pub fn dots_i8_safe(q: &[f32], codes: &[i8], out: &mut [f32]) {
+        // SAFETY: as above.
+        unsafe { dots_i8(q, codes, out) }
+    }
+
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn dots_i8(q: &[f32], codes: &[i8], out: &mut [f32]) {
+        let d = q.len();
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = dot_i8(q, &codes[j * d..(j + 1) * d]);
+        }
+    }
+
+    /// Whether [`dots_u8i8`] can run (AVX-512 VNNI, on the AVX-512 path).
+    pub fn vnni_available() -> bool {
+        is_x86_feature_detected!("avx512vnni")
+            && is_x86_feature_detected!("avx512bw")
+            && available()
+    }
+
+    pub fn dots_u8i8_safe(qu: &[u8], codes: &[i8], out: &mut [i32]) {
+        // SAFETY: only installed by `super::int8_dots` after `vnni_available()` returned true.
+        unsafe { dots_u8i8(qu, codes, out) }
+    }
+
+    /// `out[j] = Σ (qu[i] − 128)·codes[j·d + i]`, exact in int32 (for d up to 2^16): 64 products
+    /// per instruction, so the first pass is bound by memory, not by widening int8 to float32.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vnni,avx2,fma")]
+    unsafe fn dots_u8i8(qu: &[u8], codes: &[i8], out: &mut [i32]) {
+        let d = qu.len();
+        let p = codes.as_ptr();
+        let ones = _mm512_set1_epi8(1);
+        for (j, o) in out.iter_mut().enumerate() {
+            let c = p.add(j * d);
+            let (mut acc, mut sum) = (_mm512_setzero_si512(), _mm512_setzero_si512());
+            let mut i = 0;
+            while i + 64 <= d {
+                let cv = _mm512_loadu_si512(c.add(i) as *const _);
+                let qv = _mm512_loadu_si512(qu.as_ptr().add(i) as *const _);
+                acc = _mm512_dpbusd_epi32(acc, qv, cv);
+                sum = _mm512_dpbusd_epi32(sum, ones, cv);
+                i += 64;
+            }
+            let mut t = _mm512_reduce_add_epi32(acc) - 128 * _mm512_reduce_add_epi32(sum);
+            while i < d {
+                t += (qu[i] as i32 - 128) * *c.add(i) as i32;
+                i += 1;
+            }
+            *o = t;
+        }
+    }
+
+    /// Sixteen int8 values widened to float32 per step, four independent FMA chains.
+    #[allow(clippy::needless_range_loop)]
+    #[inline]
+    #[target_feature(enable = "avx512f,avx2,fma")]
+    unsafe fn dot_i8(q: &[f32], c: &[i8]) -> f32 {
+        let n = q.len().min(c.len());
+        let (pq, pc) = (q.as_ptr(), c.as_ptr());
+        let widen = |p: *const i8| {
+            _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(p as *const __m128i)))
+        };
+        let mut d = [_mm512_setzero_ps(); 4];
+        let mut i = 0;
+        while i + 64 <= n {
+            for u in 0..4 {
+                let x = _mm512_loadu_ps(pq.add(i + 16 * u));
+                d[u] = _mm512_fmadd_ps(x, widen(pc.add(i + 16 * u)), d[u]);
+            }
+            i += 64;
+        }
+        while i + 16 <= n {
+            d[0] = _mm512_fmadd_ps(_mm512_loadu_ps(pq.add(i)), widen(pc.add(i)), d[0]);
+            i += 16;
+        }
+        let mut dt = fold(d);
+        while i < n {
+            dt += q[i] * c[i] as f32;
+            i += 1;
+        }
+        dt
     }
 
     /// Sum of the 16 lanes: halves added (lanes l and l+8), then the AVX2 fold of the 8.
