@@ -231,3 +231,16 @@ def test_tiered_compaction_on_s3(s3: dict[str, str]) -> None:
     other = mindcore.open(uri, storage_options=s3)  # another client reads the compacted table
     assert other.table("t").count("u") == 3000 - 1 + 12
     assert len(lance.dataset(f"{uri}/t.lance", storage_options=s3).get_fragments()) == 2
+
+
+def test_old_compaction_options_still_open_a_store_with_a_warning(tmp_path: Path) -> None:
+    with pytest.warns(DeprecationWarning, match="compact_amplification is no longer used"):
+        cfg = StoreConfig(compact_every=4, compact_amplification=64)
+    with pytest.warns(DeprecationWarning, match="compact_max_writes is no longer used"):
+        StoreConfig(compact_max_writes=8)
+    store = mindcore.open(tmp_path, config=cfg)
+    t = store.table("t", COLUMNS)
+    for i in range(8):
+        t.upsert("u", [{"id": str(i), "n": i}])
+    store.wait_for_maintenance()
+    assert t.count("u") == 8
