@@ -728,9 +728,9 @@ class Table(TableWrites):
                     retries += 1
                     continue
                 new = self._versions.exact()
-                # The rewrite changed no row: cached namespaces stay valid (when it was the
-                # only commit since ``old``, as it is while we hold the lock).
-                self._after_commit(old, new, set() if new == old + 1 else None)
+                # The rewrite changed no row, and no one else commits while we hold the lock:
+                # cached namespaces stay valid.
+                self._after_commit(old, new, set())
             return CompactionResult(new, int(metrics.fragments_removed), int(metrics.fragments_added), target, retries)
 
     def _optimize_indices(self) -> None:
@@ -743,9 +743,9 @@ class Table(TableWrites):
             return
         with self._lock.hold(self._ctx.config.lock_timeout):
             old = self._exact()
-            self._dataset().optimize.optimize_indices()
+            self._dataset().optimize.optimize_indices()  # may commit once per index
             new = self._versions.exact()
-            self._after_commit(old, new, set() if new == old + 1 else None)
+            self._after_commit(old, new, set())
         self._index_cache = None
 
     def purge(self) -> int:
