@@ -42,7 +42,7 @@ def test_single_writes_after_maintenance_take_at_most_twice_the_bulk_bytes(tmp_p
     bulk_bytes = folder_bytes(str(tmp_path / "bulk"))
 
     # Automatic maintenance every 8 commits, inline, old versions kept for a minute (the default).
-    single = _ltm(tmp_path / "single", StoreConfig(compact_every=8, compact_max_writes=8, compact_in_background=False))
+    single = _ltm(tmp_path / "single", StoreConfig(compact_every=8, compact_in_background=False))
     for text in facts:
         assert single.remember(text) is not None
     before = folder_bytes(str(tmp_path / "single"))

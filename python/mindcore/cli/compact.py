@@ -3,8 +3,9 @@ new rows into the indexes) and delete versions older than ``--older-than`` secon
 table's size on disk, data files and versions kept before and after.
 
 Writers compact in the background as they go; this command is for a store that was written in
-bulk, or to reclaim the space of old versions now. Each table is compacted in one LanceDB commit
-under the table's write lock, so other processes may keep reading and writing meanwhile, and
+bulk, or to reclaim the space of old versions now. Only a table's small data files are merged (big
+ones are left as they are); each table's merge is one LanceDB commit, made under the table's write
+lock after the rewrite, so other processes may keep reading and writing meanwhile, and
 Ctrl-C stops between two tables: every table is left either compacted or as it was. Keep
 ``--older-than`` above the longest read another process may be running (default: the store's
 cleanup grace, 60 s); ``0`` keeps only the latest version.

@@ -45,9 +45,10 @@ several of them in one commit (one LanceDB ``add`` when every row is new, else o
 ``merge_insert``: a crash leaves all or none). Each commit holds the table's write lock
 (``flock`` locally, a lease object on object storage), so two processes can never insert the
 same id twice. Threads of one process writing a table at once share commits (group commit):
-each call returns once the commit holding its rows has completed. After ``StoreConfig.compact_every`` writes (more
-on big tables, see ``compact_amplification``) the table is compacted in the background, keeping
-old versions for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
+each call returns once the commit holding its rows has completed. After ``StoreConfig.compact_every`` writes the
+table is compacted in the background: only its small fragments are merged, in tiers, so the cost of a compaction does
+not grow with the table (``mindcore.store.compaction``), and only the commit of the merge holds the write lock. Old
+versions are kept for ``StoreConfig.cleanup_grace`` so readers in other processes are not broken.
 
 **Erasing for good.** A delete hides rows at once, but their values stay in the table's files
 (old versions, and data files whose other rows live on) until compaction and the grace period
@@ -107,6 +108,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from mindcore.store.compaction import CompactionResult
 from mindcore.store.config import StoreConfig
 from mindcore.store.errors import (
     EmbedderMismatchError,
@@ -128,6 +130,7 @@ __all__ = [
     "ALL_NAMESPACES",
     "RESERVED",
     "Col",
+    "CompactionResult",
     "EmbedderMismatchError",
     "EmbeddingInfo",
     "Filter",

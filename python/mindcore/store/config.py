@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -22,14 +23,15 @@ class StoreConfig:
     #: always read the latest version (a cheap probe of the version files, see
     #: ``mindcore.store.versions``); ``memory://`` stores have no other writers.
     read_consistency: timedelta | None = None
-    #: Compact a table after this many writes by this process (0: never automatically)...
+    #: Compact a table after this many writes by this process (0: never automatically). A
+    #: compaction rewrites only the small fragments (see ``mindcore.store.compaction``), so its
+    #: cost does not grow with the table.
     compact_every: int = 32
-    #: ...or, on larger tables, once the writes since the last compaction reach
-    #: ``rows / compact_amplification`` (LanceDB's compaction rewrites every fragment smaller
-    #: than a million rows, so this bounds the rewrite to ~that many rows per row written)...
-    compact_amplification: int = 64
-    #: ...but never later than after this many writes (bounds the small fragments reads pay for).
-    compact_max_writes: int = 64
+    #: No longer used (compaction no longer rewrites big tables); accepted with a
+    #: ``DeprecationWarning`` so old configs keep working.
+    compact_amplification: int | None = None
+    #: No longer used, as ``compact_amplification``: compaction runs every ``compact_every`` writes.
+    compact_max_writes: int | None = None
     #: Run scheduled compaction on a background thread (``False``: inline, after the write).
     compact_in_background: bool = True
     #: Old versions stay readable this long after compaction; readers in other processes may
@@ -50,8 +52,11 @@ class StoreConfig:
     lease_ttl: float = 30.0
 
     def __post_init__(self) -> None:
-        for name in ("compact_every", "compact_amplification", "compact_max_writes", "ann_threshold",
-                     "ann_candidates", "index_min_rows", "cache_bytes"):
+        for name in ("compact_amplification", "compact_max_writes"):
+            if getattr(self, name) is not None:
+                warnings.warn(f"StoreConfig.{name} is no longer used: compaction rewrites only the small "
+                              "fragments, every compact_every writes", DeprecationWarning, stacklevel=3)
+        for name in ("compact_every", "ann_threshold", "ann_candidates", "index_min_rows", "cache_bytes"):
             v = getattr(self, name)
             if not isinstance(v, int) or isinstance(v, bool) or v < 0:
                 raise ValueError(f"{name}: expected a non-negative int, got {v!r}")

@@ -9,6 +9,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, final
 
 import numpy as np
@@ -17,6 +18,7 @@ import pyarrow.compute as pc
 
 from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry, split_by_namespace
+from mindcore.store.compaction import DELETED_SHARE, MAX_ROWS, RETRIES, CompactionResult, target_rows
 from mindcore.store.context import StoreHandle, TableContext
 from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.filters import Filter, col, to_mask, to_where
@@ -639,18 +641,43 @@ class Table(TableWrites):
 
     # -- maintenance ----------------------------------------------------------------------------
 
-    def compact(self, *, cleanup_grace: Any = None) -> None:
-        """Merge small fragments, fold new rows into the indexes, and delete versions older than
-        ``cleanup_grace`` (default ``StoreConfig.cleanup_grace``). Runs under the write lock; the
-        data (and the vector cache) are unchanged."""
+    def compact(self, *, cleanup_grace: timedelta | None = None) -> CompactionResult:
+        """Merge the table's small fragments, fold new rows into its indexes, and delete versions
+        older than ``cleanup_grace`` (default ``StoreConfig.cleanup_grace``). The rows (and the
+        vector cache) are unchanged. Maintenance runs this by itself every
+        ``StoreConfig.compact_every`` writes.
+
+        Compaction is tiered (see :mod:`mindcore.store.compaction`): fragments under 1,024 rows
+        merge at every run, bigger ones only once eight of a size exist, and big fragments (a
+        bulk write, or half a million rows merged over time) are never rewritten, except to drop
+        deleted rows where more than a tenth of a fragment's rows are deleted. The rewrite runs
+        beside the writers; only its commit, and an index update (once a sixteenth of the rows
+        are not indexed yet), hold the table's write lock. A commit that conflicts with a
+        concurrent delete or update is redone over the new version.
+
+        >>> import mindcore, pyarrow as pa
+        >>> t = mindcore.open("memory://").table("notes", {"text": pa.string()})
+        >>> for i in range(3):
+        ...     _ = t.upsert("u", [{"id": str(i), "text": "x"}])
+        >>> _ = t.compact()
+        >>> t.count("u")
+        3
+        """
         self._ctx.refuse_writes(f"compact table {self.name!r}")
         cfg = self._ctx.config
         grace = cfg.cleanup_grace if cleanup_grace is None else cleanup_grace
-        with self._lock.hold(cfg.lock_timeout):
-            old = self._versions.exact()
-            self._tbl.optimize(cleanup_older_than=grace)
-            new = int(self._tbl.version)
-            self._after_commit(old, new, set())
+        if self._ctx.kind == "memory":
+            # An in-process table has no files another library can open: LanceDB's own optimize.
+            with self._lock.hold(cfg.lock_timeout):
+                old = self._versions.exact()
+                self._tbl.optimize(cleanup_older_than=grace)
+                new = int(self._tbl.version)
+                self._after_commit(old, new, set())
+            result = CompactionResult(new)
+        else:
+            result = self._compact_files()
+            self._optimize_indices()
+            self._dataset().cleanup_old_versions(older_than=grace)
         self._writes = 0
         if (
             self.dim is not None
@@ -659,6 +686,67 @@ class Table(TableWrites):
             and int(self._tbl.count_rows()) >= cfg.index_min_rows
         ):
             self.create_vector_index()
+        return result
+
+    def _dataset(self) -> Any:
+        """The table as a ``lance.LanceDataset`` at its latest version (for maintenance)."""
+        import lance
+
+        uri = (os.path.join(self._ctx.uri, f"{self.name}.lance") if self._ctx.kind == "local"
+               else f"{self._ctx.uri.rstrip('/')}/{self.name}.lance")
+        return lance.dataset(uri, storage_options=dict(self._ctx.storage_options) or None)
+
+    def _compact_files(self) -> CompactionResult:
+        """One tiered compaction: plan and rewrite without the write lock, commit under it."""
+        from lance.optimize import Compaction
+
+        retries = 0
+        while True:
+            ds = self._dataset()
+            sizes = [(f.fragment_id, f.metadata.physical_rows, f.metadata.num_deletions) for f in ds.get_fragments()]
+            target = target_rows([rows for _, rows, _ in sizes])
+            # A fragment at or above the target with many deleted rows is rewritten at its own
+            # size (the tier's target would cut it into small fragments), in a plan of its own.
+            heavy = [i for i, rows, gone in sizes if rows >= target and gone > DELETED_SHARE * rows]
+            plans = [Compaction.plan(ds, {"target_rows_per_fragment": target, "excluded_fragment_ids": heavy,
+                                          "materialize_deletions_threshold": DELETED_SHARE})]
+            if heavy:
+                others = [i for i, _, _ in sizes if i not in heavy]
+                plans.append(Compaction.plan(ds, {"target_rows_per_fragment": MAX_ROWS, "excluded_fragment_ids": others,
+                                                  "materialize_deletions_threshold": DELETED_SHARE}))
+            rewrites = [r for plan in plans if plan.num_tasks() for r in _rewrite(ds, plan)]
+            if not rewrites:
+                return CompactionResult(self._version(), target_rows=target, retries=retries)
+            with self._lock.hold(self._ctx.config.lock_timeout):
+                old = self._exact()
+                try:
+                    metrics = Compaction.commit(ds, rewrites)
+                except OSError as e:
+                    if "Retryable commit conflict" not in str(e) or retries >= RETRIES:
+                        raise
+                    log.info("table %r: compaction conflicted with a concurrent write; planning again", self.name)
+                    retries += 1
+                    continue
+                new = self._versions.exact()
+                # The rewrite changed no row, and no one else commits while we hold the lock:
+                # cached namespaces stay valid.
+                self._after_commit(old, new, set())
+            return CompactionResult(new, int(metrics.fragments_removed), int(metrics.fragments_added), target, retries)
+
+    def _optimize_indices(self) -> None:
+        """Fold the rows not indexed yet into the table's indexes, once they are a sixteenth of
+        the rows (updating an index rewrites it whole); under the write lock, as it commits."""
+        ds = self._dataset()
+        total = int(ds.count_rows())
+        due = any((total - int(ix.num_rows_indexed)) * 16 >= total > 0 for ix in ds.describe_indices())
+        if not due:
+            return
+        with self._lock.hold(self._ctx.config.lock_timeout):
+            old = self._exact()
+            self._dataset().optimize.optimize_indices()  # may commit once per index
+            new = self._versions.exact()
+            self._after_commit(old, new, set())
+        self._index_cache = None
 
     def purge(self) -> int:
         """Remove deleted rows from every file of the table now, and every old version with them;
@@ -710,8 +798,14 @@ class Table(TableWrites):
     async def arefresh(self) -> int:
         return await asyncio.to_thread(self.refresh)
 
-    async def acompact(self) -> None:
-        await asyncio.to_thread(self.compact)
+    async def acompact(self, *, cleanup_grace: timedelta | None = None) -> CompactionResult:
+        return await asyncio.to_thread(lambda: self.compact(cleanup_grace=cleanup_grace))
+
+
+def _rewrite(ds: Any, plan: Any) -> list[Any]:
+    """Run the tasks of a compaction plan: read the fragments, write the merged ones (nothing is
+    committed yet; writers go on meanwhile)."""
+    return [task.execute(ds) for task in plan.tasks]
 
 
 def _cached_inv_norms(e: CacheEntry) -> np.ndarray | None:

@@ -263,8 +263,6 @@ class TableWrites:
     _writes: int
     _retired: str | None
     _group: GroupCommit
-    #: Writes after which this cycle's compaction is due (worked out once a cycle).
-    _compact_due: int | None = None
 
     if TYPE_CHECKING:
 
@@ -805,19 +803,9 @@ class TableWrites:
         return source, deletes
 
     def _note_write(self) -> None:
-        cfg = self._ctx.config
+        every = self._ctx.config.compact_every
         self._writes += 1
-        if not cfg.compact_every or self._writes < cfg.compact_every:
-            return
-        if self._writes == cfg.compact_every or self._compact_due is None:
-            # Once per cycle, not per write (counting rows reads the manifest).
-            due = cfg.compact_every
-            if cfg.compact_amplification and self._writes < cfg.compact_max_writes:
-                # Compaction rewrites the table: on big tables wait for more writes (count_rows
-                # without a filter reads only metadata).
-                due = max(due, int(self._tbl.count_rows()) // cfg.compact_amplification)
-            self._compact_due = min(due, max(cfg.compact_max_writes, cfg.compact_every))
-        if self._writes >= self._compact_due:
+        if every and self._writes >= every:
             self._writes = 0
             self._ctx.schedule_maintenance(self.name)
 

@@ -1,0 +1,83 @@
+"""Tiered compaction: merge a table's small data files without rewriting its big ones.
+
+Every commit of a few rows adds a small fragment (a data file) to the table; reads pay for each
+one. LanceDB's own ``optimize()`` merges every fragment smaller than a million rows, i.e. the
+whole table of most stores, so one compaction of a 100k-row table rewrites 100k rows to fold in
+a few dozen. Maintenance here plans with Lance's own compaction planner (``pylance``) and picks
+its ``target_rows_per_fragment`` per run from the sizes of the fragments, in tiers: a fragment
+of at least ``BASE_ROWS * FANOUT**L`` rows is at tier ``L``; small fragments (under
+``BASE_ROWS``) are merged at every run, and the fragments of one tier are merged into one of the
+next tier only once ``FANOUT`` of them exist. So a run rewrites about ``BASE_ROWS`` rows plus the
+new ones, a row is rewritten once per tier it climbs (a few times over its life), and a fragment
+at the top tier (``BASE_ROWS * FANOUT**3`` rows and more, or any bulk write of that size) is
+never rewritten, except where Lance's planner materialises deletions (a fragment with more than
+10% of its rows deleted is rewritten without them).
+
+The rewrite itself (reading the small fragments, writing the merged one) runs without the
+table's write lock, beside the writers; only its commit takes the lock, for a few milliseconds.
+Lance rebases that commit over appends committed meanwhile. A delete or an update that touched a
+fragment being rewritten makes the commit fail as a conflict; the run is then planned and done
+again over the new version (up to ``RETRIES`` times; the next scheduled run tries again after
+that).
+
+>>> target_rows([100_000, 1, 1, 1])
+1024
+>>> target_rows([8192] * 8 + [1] * 30)
+65536
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+__all__ = ["BASE_ROWS", "DELETED_SHARE", "FANOUT", "MAX_ROWS", "RETRIES", "CompactionResult", "target_rows"]
+
+#: Fragments under this many rows are merged at every run.
+BASE_ROWS = 1024
+#: This many fragments of one tier are merged into one of the next (``BASE_ROWS * FANOUT**L`` rows).
+FANOUT = 8
+#: Tiers stop below this size (Lance's own cap on the rows of one data file).
+MAX_ROWS = 1 << 20
+#: A fragment with more than this share of its rows deleted is rewritten without them, whatever
+#: its size (Lance's default), at its own size.
+DELETED_SHARE = 0.1
+#: A compaction whose commit conflicts with a concurrent delete or update is redone this many times.
+RETRIES = 3
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionResult:
+    """What one maintenance run of a table did.
+
+    ``version``: the table's version after it; ``fragments_removed`` / ``fragments_added``: the
+    data files merged away and written (0 / 0 when nothing was due); ``target_rows``: the tier's
+    ``target_rows_per_fragment`` the run planned with (0 where the store's LanceDB optimize ran
+    instead, on ``memory://``); ``retries``: runs redone after a commit conflict.
+    """
+
+    version: int
+    fragments_removed: int = 0
+    fragments_added: int = 0
+    target_rows: int = 0
+    retries: int = 0
+
+
+def target_rows(fragment_rows: Sequence[int], *, base: int = BASE_ROWS, fanout: int = FANOUT,
+                cap: int = MAX_ROWS) -> int:
+    """The ``target_rows_per_fragment`` of a compaction of fragments of these sizes (in rows).
+
+    The highest tier ``L >= 1`` such that at least ``fanout`` fragments hold between
+    ``base * fanout**(L-1)`` and ``base * fanout**L`` rows gives ``base * fanout**L`` (they merge
+    into one fragment of tier ``L``, and every smaller fragment beside them with them); with no
+    such tier, ``base`` (only the small fragments merge). Lance's planner leaves every fragment
+    at or above the target alone (unless it has many deleted rows).
+    """
+    target = base
+    low = base
+    while low * fanout <= cap:
+        high = low * fanout
+        if sum(1 for r in fragment_rows if low <= r < high) >= fanout:
+            target = high
+        low = high
+    return target

@@ -1,0 +1,246 @@
+"""Tiered compaction: maintenance merges the small fragments and leaves the big ones alone, keeps
+every row, drops deleted rows where Lance's planner says so, commits beside concurrent writers
+(an append during the rewrite is kept; a delete that conflicts makes the run start again), and
+works on object storage (moto S3).
+
+Fragments and their data files are read with Lance itself (``lance.dataset``), not through the
+store.
+"""
+
+from __future__ import annotations
+
+import threading
+import uuid
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pytest
+from conftest import S3_BUCKET
+
+import mindcore
+import mindcore.store.table as table_module
+from mindcore.store import CompactionResult, StoreConfig, Table
+from mindcore.store.compaction import BASE_ROWS, FANOUT, target_rows
+
+BULK = 20_000
+COLUMNS = {"n": pa.int64()}
+
+
+def _store(where: Any, **options: Any) -> mindcore.Store:
+    cfg = StoreConfig(compact_every=0, cleanup_grace=timedelta(0), lock_timeout=10)
+    return mindcore.open(where, config=cfg, **options)
+
+
+def _bulk(t: Table, n: int = BULK) -> None:
+    ids = [str(i) for i in range(n)]
+    t.write_batch(pa.table({"namespace": ["u"] * n, "id": ids, "n": list(range(n))}))
+
+
+def _fragments(t: Table) -> dict[int, tuple[int, tuple[str, ...]]]:
+    """Fragment id -> (physical rows, data file names) at the table's latest version."""
+    ds = t._dataset()
+    return {f.fragment_id: (f.metadata.physical_rows, tuple(d.path for d in f.data_files()))
+            for f in ds.get_fragments()}
+
+
+def _ids(t: Table) -> list[str]:
+    return sorted(r["id"] for r in t.scan("u", columns=["id"]))
+
+
+# -- the tiers --------------------------------------------------------------------------------------
+
+
+def test_target_merges_only_small_fragments_until_a_tier_is_full() -> None:
+    assert target_rows([]) == BASE_ROWS
+    assert target_rows([1_000_000, 100_000, 5, 1, 1]) == BASE_ROWS
+    # Seven fragments of the first tier wait; the eighth makes them merge into one of the next.
+    assert target_rows([BASE_ROWS] * (FANOUT - 1) + [3]) == BASE_ROWS
+    assert target_rows([BASE_ROWS] * FANOUT + [3]) == BASE_ROWS * FANOUT
+    # The highest full tier wins; the top tier is never a target.
+    tier2 = BASE_ROWS * FANOUT
+    assert target_rows([BASE_ROWS] * FANOUT + [tier2] * FANOUT) == tier2 * FANOUT
+    top = tier2 * FANOUT * FANOUT
+    assert target_rows([top] * 20) == BASE_ROWS
+
+
+# -- local folders ------------------------------------------------------------------------------------
+
+
+def test_compaction_merges_small_fragments_and_leaves_the_bulk_fragment_untouched(tmp_path: Path) -> None:
+    t = _store(tmp_path).table("t", COLUMNS)
+    _bulk(t)
+    for i in range(40):
+        t.upsert("u", [{"id": f"s{i}", "n": i}])
+    before = _fragments(t)
+    (big,) = [f for f, (rows, _) in before.items() if rows == BULK]
+    assert len(before) == 41
+
+    res = t.compact()
+    after = _fragments(t)
+    assert isinstance(res, CompactionResult)
+    assert (res.fragments_removed, res.fragments_added, res.target_rows, res.retries) == (40, 1, BASE_ROWS, 0)
+    assert after[big] == before[big]  # same fragment, same data file: not rewritten
+    assert sorted(rows for rows, _ in after.values()) == [40, BULK]
+    assert t.count("u") == BULK + 40
+    assert _ids(t) == sorted([str(i) for i in range(BULK)] + [f"s{i}" for i in range(40)])
+    assert t.stats().versions == 1  # old versions went (no grace here)
+
+    # A second run has nothing to do.
+    assert t.compact().fragments_removed == 0
+    assert _fragments(t) == after
+
+
+def test_compaction_drops_deleted_rows_only_where_many_are_deleted(tmp_path: Path) -> None:
+    t = _store(tmp_path).table("t", COLUMNS)
+    _bulk(t)
+    _bulk_other = t.write_batch(pa.table({"namespace": ["v"] * BULK, "id": [str(i) for i in range(BULK)],
+                                          "n": list(range(BULK))}))
+    assert _bulk_other.inserted == BULK
+    frags = _fragments(t)
+    assert len(frags) == 2
+    by_ns = {"u": min(frags), "v": max(frags)}
+    # "u" loses 20% of its rows (Lance's planner rewrites past 10%), "v" one row.
+    t.delete("u", ids=[str(i) for i in range(0, BULK, 5)])
+    t.delete("v", ids=["7"])
+
+    t.compact()
+    after = _fragments(t)
+    assert by_ns["u"] not in after  # rewritten without the deleted rows...
+    assert after[by_ns["v"]] == frags[by_ns["v"]]  # ...the lightly deleted fragment is left alone
+    assert sorted(rows for rows, _ in after.values()) == [BULK - BULK // 5, BULK]
+    ds = t._dataset()
+    assert [f.fragment_id for f in ds.get_fragments() if f.metadata.deletion_file is not None] == [by_ns["v"]]
+    assert t.count("u") == BULK - BULK // 5 and t.count("v") == BULK - 1
+    assert t.get("u", ["0", "1"])[0]["id"] == "1" and t.get_one("v", "7") is None
+
+
+def test_automatic_maintenance_keeps_every_row_and_the_bulk_fragment(tmp_path: Path) -> None:
+    cfg = StoreConfig(compact_every=8, compact_in_background=False, cleanup_grace=timedelta(0))
+    t = mindcore.open(tmp_path, config=cfg).table("t", COLUMNS)
+    _bulk(t)
+    (big,) = _fragments(t).items()
+    for i in range(3 * BASE_ROWS // 2):  # crosses the first tier: one full fragment is left behind
+        t.upsert("u", [{"id": f"s{i}", "n": i}])
+    after = _fragments(t)
+    assert after[big[0]] == big[1]
+    assert BASE_ROWS in [rows for rows, _ in after.values()]
+    assert len(after) <= 2 + 8  # the bulk fragment, one full tier fragment, the tail since the last run
+    assert t.count("u") == BULK + 3 * BASE_ROWS // 2
+
+
+def test_an_append_during_the_rewrite_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The rewrite runs without the write lock: a writer thread commits in the middle of it
+    (it would time out if the lock were held), and the compaction's commit rebases over it."""
+    t = _store(tmp_path).table("t", COLUMNS)
+    _bulk(t, 100)
+    for i in range(10):
+        t.upsert("u", [{"id": f"s{i}", "n": i}])
+    real = table_module._rewrite
+    written: list[int] = []
+
+    def rewrite_while_writing(ds: Any, plan: Any) -> list[Any]:
+        out = real(ds, plan)
+        th = threading.Thread(target=lambda: written.append(t.upsert("u", [{"id": "late", "n": -1}]).version))
+        th.start()
+        th.join()
+        return out
+
+    monkeypatch.setattr(table_module, "_rewrite", rewrite_while_writing)
+    res = t.compact()
+    assert written and res.retries == 0 and res.fragments_removed >= 2
+    assert res.version > written[0]
+    assert t.count("u") == 100 + 10 + 1
+    assert t.get_one("u", "late") == {**t.get_one("u", "late"), "n": -1}  # type: ignore[dict-item]
+
+
+def test_a_delete_that_conflicts_with_the_rewrite_makes_it_start_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = _store(tmp_path).table("t", COLUMNS)
+    for i in range(10):
+        t.upsert("u", [{"id": f"s{i}", "n": i}])
+    real = table_module._rewrite
+    calls: list[int] = []
+
+    def rewrite_then_delete(ds: Any, plan: Any) -> list[Any]:
+        out = real(ds, plan)
+        calls.append(plan.num_tasks())
+        if len(calls) == 1:  # a row of a fragment being merged is deleted before the commit
+            th = threading.Thread(target=lambda: t.delete("u", ids=["s3"]))
+            th.start()
+            th.join()
+        return out
+
+    monkeypatch.setattr(table_module, "_rewrite", rewrite_then_delete)
+    res = t.compact()
+    assert res.retries == 1 and len(calls) == 2
+    assert _ids(t) == sorted(f"s{i}" for i in range(10) if i != 3)
+    assert len(_fragments(t)) == 1
+
+
+def test_a_writer_thread_loses_nothing_while_maintenance_runs(tmp_path: Path) -> None:
+    t = _store(tmp_path).table("t", COLUMNS)
+    _bulk(t, 2000)
+    stop = threading.Event()
+    written: list[str] = []
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            i = 0
+            while not stop.is_set() or i < 50:
+                t.upsert("u", [{"id": f"w{i}", "n": i}])
+                written.append(f"w{i}")
+                i += 1
+        except BaseException as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    th = threading.Thread(target=writer)
+    th.start()
+    results = [t.compact() for _ in range(6)]
+    stop.set()
+    th.join()
+    assert not errors
+    assert sum(r.fragments_removed for r in results) > 0
+    assert _ids(t) == sorted([str(i) for i in range(2000)] + written)
+    t.compact()
+    assert t.count("u") == 2000 + len(written)
+
+
+# -- object storage -----------------------------------------------------------------------------------
+
+
+def test_tiered_compaction_on_s3(s3: dict[str, str]) -> None:
+    pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
+    uri = f"s3://{S3_BUCKET}/{uuid.uuid4().hex}"
+    t = _store(uri, storage_options=s3).table("t", COLUMNS)
+    _bulk(t, 3000)
+    for i in range(12):
+        t.upsert("u", [{"id": f"s{i}", "n": i}])
+    t.delete("u", ids=["0"])  # lightly: the bulk fragment keeps its deletion file
+    before = _fragments(t)
+    (big,) = [f for f, (rows, _) in before.items() if rows == 3000]
+    res = t.compact()
+    after = _fragments(t)
+    assert res.fragments_removed == 12 and after[big] == before[big]
+    assert t.count("u") == 3000 - 1 + 12
+    assert t.stats().versions == 1
+    other = mindcore.open(uri, storage_options=s3)  # another client reads the compacted table
+    assert other.table("t").count("u") == 3000 - 1 + 12
+    assert len(lance.dataset(f"{uri}/t.lance", storage_options=s3).get_fragments()) == 2
+
+
+def test_old_compaction_options_still_open_a_store_with_a_warning(tmp_path: Path) -> None:
+    with pytest.warns(DeprecationWarning, match="compact_amplification is no longer used"):
+        cfg = StoreConfig(compact_every=4, compact_amplification=64)
+    with pytest.warns(DeprecationWarning, match="compact_max_writes is no longer used"):
+        StoreConfig(compact_max_writes=8)
+    store = mindcore.open(tmp_path, config=cfg)
+    t = store.table("t", COLUMNS)
+    for i in range(8):
+        t.upsert("u", [{"id": str(i), "n": i}])
+    store.wait_for_maintenance()
+    assert t.count("u") == 8
