@@ -59,3 +59,27 @@ def test_recall_after_writes_and_forgets_equals_a_fresh_store(tmp_path: Path, em
     fresh = _fresh(path, emb, clock)
     assert after == _answers(fresh, queries)
     assert after != before
+
+
+def test_write_judgement_over_a_shadowed_scope_finds_the_same_neighbours(tmp_path: Path, emb: Any, clock: Clock) -> None:
+    from mindcore.ltm._decide import Stored, _candidates
+    from mindcore.ltm.pipeline import _stored
+
+    rng = np.random.default_rng(2)
+    ltm = _fresh(tmp_path / "store", emb, clock)
+    texts = _texts(rng, SHADOW_MIN_ROWS + 200, "a")
+    ltm.remember_many(texts, dedupe=False)
+    entry = ltm._repo.entry()
+    entry.row_shadow()
+    stored = _stored(entry, ltm.config, clock())
+    assert stored.shadow is not None and stored.inv_norms is not None  # the path under test is taken
+
+    news = [texts[5], texts[4000], f"{texts[77]} and jazz", "something else entirely about the user"]
+    vectors = np.asarray(emb.embed(news), dtype=np.float32)
+    plain = Stored(stored.ids, stored.matrix, stored.read, stored.retention)
+    for threshold, k in ((0.4, 3), (0.0, 10), (0.95, 1)):
+        assert _candidates(vectors, stored, threshold=threshold, k=k) == _candidates(
+            vectors, plain, threshold=threshold, k=k)
+
+    (again,) = ltm.remember_many([texts[4000]])
+    assert again.action == "duplicate" and again.memory is not None and again.memory.text == texts[4000]

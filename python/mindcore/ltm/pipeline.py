@@ -217,8 +217,16 @@ def _stored(entry: CacheEntry, config: LongTermMemoryConfig, now: int) -> Stored
     """A cached scope as :func:`plan_rows` reads it (ids, vectors, memories and retention from the cache)."""
     ids, matrix = entry_vectors(entry)
     weights = retention_weights(config)
+    inv = shadow = None
+    if len(matrix) == entry.n:  # every row has a vector: the cache's norms and shadow line up
+        try:
+            inv = entry.row_norms().inv
+        except ValueError:  # a row that is not finite: the kernel reports it, as before
+            inv = None
+        shadow = entry.row_shadow() if inv is not None else None
     return Stored(ids, matrix, functools.partial(entry_memories, entry),
-                  functools.partial(entry_retention, entry, weights=weights, now_ms=now))
+                  functools.partial(entry_retention, entry, weights=weights, now_ms=now),
+                  inv_norms=inv, shadow=shadow)
 
 
 def retention_weights(config: LongTermMemoryConfig) -> Weights:
