@@ -250,10 +250,12 @@ def plan_scope(rows: Sequence[Row], vectors: np.ndarray, decisions: Sequence[Dec
     fresh = [j for j in memory_of if j not in retired_rows]
     new = [memory_of[j] for j in fresh]
     new_vectors = vectors[fresh]
-    alive = np.array([p for p in range(len(stored.ids)) if p not in gone], dtype=np.int64)
+    n_alive = len(stored.ids) - len(gone)
     victims: list[int] = []
     dropped: set[int] = set()
-    if max_items and len(alive) + len(new) > max_items:
+    if max_items and n_alive + len(new) > max_items:
+        # Only a full scope needs the surviving positions (an O(n) array built per write otherwise).
+        alive = np.delete(np.arange(len(stored.ids), dtype=np.int64), np.fromiter(gone, dtype=np.int64, count=len(gone)))
         scores = stored.retention()[alive] if len(alive) else np.empty(0, dtype=np.float64)
         cut_at, dropped = cut(scores, new, new_vectors)
         victims = [int(alive[int(i)]) for i in cut_at]
