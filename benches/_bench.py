@@ -16,13 +16,13 @@ import numpy as np
 def finish(benchmark: Any, impl: str, group: str, items: int | None = None) -> None:
     """Label a benchmark: its table (``group``), its row (``impl``) and, for throughput, the
     items one call handles."""
-    benchmark.group = group + _forced_path()
+    benchmark.group = group + forced_path()
     benchmark.extra_info["impl"] = impl
     if items is not None:
         benchmark.extra_info["items"] = items
 
 
-def _forced_path() -> str:
+def forced_path() -> str:
     """`` [avx2 path]`` when ``MINDCORE_SIMD`` caps the kernels below what this CPU has, so a run
     on the capped path gets tables of its own beside the host's best path (``report.py --update``
     keeps both)."""

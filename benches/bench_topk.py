@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from _bench import cpu_model, size_label
+from _bench import cpu_model, forced_path, size_label
 from numpy.typing import NDArray
 
 from mindcore.kernels import RowShadow, TopK, hybrid_topk, row_norms, row_shadow, simd_path
@@ -190,7 +190,7 @@ def test_single(benchmark: Any, n: int, impl: str) -> None:
     benchmark.extra_info["dispatch"] = simd_path()
     if impl in BANDWIDTH_IMPLS:
         m = dat.matrix
-        benchmark.group = f"topk: bandwidth n={size_label(n)} d={D}"
+        benchmark.group = f"topk: bandwidth n={size_label(n)} d={D}{forced_path()}"
         benchmark.extra_info["note"] = "one read of the matrix, " + ("1 thread" if impl == "numpy-sum" else "BLAS")
         proxy: Callable[[], Any] = m.sum if impl == "numpy-sum" else (lambda: m @ q)
         benchmark.pedantic(proxy, rounds=_rounds(n * D), warmup_rounds=2)
@@ -211,7 +211,7 @@ def test_single(benchmark: Any, n: int, impl: str) -> None:
         benchmark.extra_info["note"] = "int8 first pass + exact rescoring; same result bit for bit"
     else:
         _same_hits(got, mindcore_topk(dat, q), dat, q)
-    benchmark.group = f"topk: single n={size_label(n)} d={D}"
+    benchmark.group = f"topk: single n={size_label(n)} d={D}{forced_path()}"
     benchmark.pedantic(fn, args=(dat, q), rounds=_rounds(n * D), warmup_rounds=2)
 
 
@@ -248,7 +248,7 @@ def test_batch(benchmark: Any, impl: str) -> None:
             np.testing.assert_allclose(cos[got[i]], cos[want], atol=1e-5)
     else:
         benchmark.extra_info["note"] = "the bare GEMM, no top-k"
-    benchmark.group = f"topk: batch q={BATCH_Q} n={size_label(BATCH_N)} d={D}"
+    benchmark.group = f"topk: batch q={BATCH_Q} n={size_label(BATCH_N)} d={D}{forced_path()}"
     benchmark.extra_info["impl"] = impl
     benchmark.extra_info["items"] = BATCH_Q * BATCH_N
     benchmark.pedantic(fn, args=(dat, qs), rounds=5 if QUICK else 4, warmup_rounds=1)
