@@ -33,6 +33,16 @@ _ENVIRONMENT = (
 )
 
 
+def cpu_flags() -> set[str]:
+    """This CPU's feature flags (``/proc/cpuinfo``; empty where there is none): tests of a SIMD
+    path skip cleanly on a CPU without it."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return set(next((line for line in f if line.startswith("flags")), "").split())
+    except OSError:
+        return set()
+
+
 class Clock:
     """A clock a test moves by hand: ``clock()`` is the time in unix ms."""
 

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from conftest import cpu_flags
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -187,18 +188,10 @@ CHILD = textwrap.dedent(
 )
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return set(next((line for line in f if line.startswith("flags")), "").split())
-    except OSError:
-        return set()
-
-
 @pytest.mark.parametrize("path", ["avx512", "avx2", "portable"])
 def test_shadow_under_each_forced_path(path: str) -> None:
     need = {"portable": set(), "avx2": {"avx2", "fma"}, "avx512": {"avx512f", "avx2", "fma"}}[path]
-    if not need <= _cpu_flags():
+    if not need <= cpu_flags():
         pytest.skip(f"this CPU has no {path} path")
     package = str(Path(mindcore.__file__).parent.parent)
     env = {**os.environ, "MINDCORE_SIMD": path, "PYTHONPATH": os.pathsep.join([package, str(TESTS)])}

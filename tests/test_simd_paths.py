@@ -11,22 +11,15 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from conftest import cpu_flags
 
 import mindcore
 
 TESTS = Path(__file__).parent
 
 
-def _cpu_flags() -> set[str]:
-    try:
-        with open("/proc/cpuinfo") as f:
-            return set(next((line for line in f if line.startswith("flags")), "").split())
-    except OSError:
-        return set()
-
-
 def _supported(path: str) -> bool:
-    flags = _cpu_flags()
+    flags = cpu_flags()
     return {
         "portable": True,
         "avx2": {"avx2", "fma"} <= flags,
