@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from conftest import S3_BUCKET
 
 import mindcore
 from mindcore.batch import recall
@@ -395,33 +396,21 @@ def test_a_failure_midway_returns_nothing_and_writes_nothing(store_path: Path) -
     assert len(calls) == 3 and _version(store_path) == before  # no last-access bump of earlier chunks
 
 
-def test_an_object_storage_store_with_storage_options(store_path: Path) -> None:
-    moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
-    boto3 = pytest.importorskip("boto3")
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        options = {"aws_endpoint": f"http://{host}:{port}", "aws_access_key_id": "testing",
-                   "aws_secret_access_key": "testing", "aws_region": "us-east-1", "allow_http": "true"}
-        boto3.client("s3", endpoint_url=options["aws_endpoint"], aws_access_key_id="testing",
-                     aws_secret_access_key="testing", region_name="us-east-1").create_bucket(Bucket="batch")
-        uri = "s3://batch/store"
-        remote = mindcore.open(uri, storage_options=options)
-        for user, facts in [("ann", ["drinks green tea", "lives in paris"]), ("bob", ["rides a red bike"])]:
-            ltm = LongTermMemory.create(remote, user_id=user, embedder=EMB, enabled=True)
-            assert ltm is not None
-            ltm.remember_many(facts)
-            ltm.close()
-        queries = pa.table({"user_id": ["ann", "bob", "ann"], "query": ["tea", "bike", "paris"]})
-        by_uri = recall(uri, queries, k=2, embedder=EMB, now_ms=NOW, storage_options=options)
-        assert by_uri.equals(recall(remote, queries, k=2, embedder=EMB, now_ms=NOW))
-        assert by_uri.column("text").to_pylist()[0] == "drinks green tea" and by_uri.num_rows == 5
-        remote.close()
-        with pytest.raises(InvalidInputError, match="storage_options: only used with a store given as a URI"):
-            recall(mindcore.open("memory://x"), queries, embedder=EMB, storage_options=options)
-    finally:
-        server.stop()
+def test_an_object_storage_store_with_storage_options(s3: dict[str, str]) -> None:
+    uri = f"s3://{S3_BUCKET}/batch-recall/store"
+    remote = mindcore.open(uri, storage_options=s3)
+    for user, facts in [("ann", ["drinks green tea", "lives in paris"]), ("bob", ["rides a red bike"])]:
+        ltm = LongTermMemory.create(remote, user_id=user, embedder=EMB, enabled=True)
+        assert ltm is not None
+        ltm.remember_many(facts)
+        ltm.close()
+    queries = pa.table({"user_id": ["ann", "bob", "ann"], "query": ["tea", "bike", "paris"]})
+    by_uri = recall(uri, queries, k=2, embedder=EMB, now_ms=NOW, storage_options=s3)
+    assert by_uri.equals(recall(remote, queries, k=2, embedder=EMB, now_ms=NOW))
+    assert by_uri.column("text").to_pylist()[0] == "drinks green tea" and by_uri.num_rows == 5
+    remote.close()
+    with pytest.raises(InvalidInputError, match="storage_options: only used with a store given as a URI"):
+        recall(mindcore.open("memory://x"), queries, embedder=EMB, storage_options=s3)
 
 
 def test_a_bad_row_late_in_a_reader_fails_the_call_and_writes_nothing(store_path: Path) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from conftest import S3_BUCKET
 
 import mindcore
 from mindcore.batch import BulkReport, remember
@@ -390,28 +391,18 @@ def test_hostile_ids_stay_in_their_own_scope(store: Store) -> None:
         assert texts_of(store, user) == [f"fact of user {i} {WORDS[i]}"]
 
 
-def test_a_file_and_a_store_on_object_storage(tmp_path: Path) -> None:
-    moto_server = pytest.importorskip("moto.server", reason="moto[server] is part of the test extra")
-    boto3 = pytest.importorskip("boto3")
+def test_a_file_and_a_store_on_object_storage(tmp_path: Path, s3: dict[str, str]) -> None:
+    import boto3
     import pyarrow.parquet as pq
 
-    server = moto_server.ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    try:
-        host, port = server.get_host_and_port()
-        options = {"aws_endpoint": f"http://{host}:{port}", "aws_access_key_id": "testing",
-                   "aws_secret_access_key": "testing", "aws_region": "us-east-1", "allow_http": "true"}
-        client = boto3.client("s3", endpoint_url=options["aws_endpoint"], aws_access_key_id="testing",
-                              aws_secret_access_key="testing", region_name="us-east-1")
-        client.create_bucket(Bucket="bulk")
-        pq.write_table(pa.Table.from_pylist(ROWS, schema=as_table(ROWS).schema), tmp_path / "rows.parquet")
-        client.upload_file(str(tmp_path / "rows.parquet"), "bulk", "in/rows.parquet")
-        report = remember("s3://bulk/store", "s3://bulk/in/rows.parquet", embedder=HashEmbedder(),
-                          storage_options=options)
-        assert report.stored == 2
-        check_rows_stored(mindcore.open("s3://bulk/store", storage_options=options))
-    finally:
-        server.stop()
+    client = boto3.client("s3", endpoint_url=s3["aws_endpoint"], aws_access_key_id="testing",
+                          aws_secret_access_key="testing", region_name="us-east-1")
+    pq.write_table(pa.Table.from_pylist(ROWS, schema=as_table(ROWS).schema), tmp_path / "rows.parquet")
+    client.upload_file(str(tmp_path / "rows.parquet"), S3_BUCKET, "bulk/in/rows.parquet")
+    report = remember(f"s3://{S3_BUCKET}/bulk/store", f"s3://{S3_BUCKET}/bulk/in/rows.parquet",
+                      embedder=HashEmbedder(), storage_options=s3)
+    assert report.stored == 2
+    check_rows_stored(mindcore.open(f"s3://{S3_BUCKET}/bulk/store", storage_options=s3))
 
 
 # -- a concurrent single-user writer --------------------------------------------------------------------
