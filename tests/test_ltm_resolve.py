@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from mindcore.ltm.resolve import (
     build_resolver_messages,
     classify_pair,
     classify_pairs,
+    judge_pair,
+    judge_pairs,
     parse_verdicts,
     resolve_pairs,
 )
@@ -195,14 +198,36 @@ def test_fenced_json_with_prose_and_trailing_commas_is_read() -> None:
 
 @pytest.mark.parametrize("reply", ["I think they are all duplicates.", "", "{\"verdicts\": 3}", "[1, 2", "null",
                                    '{"verdicts": [' + '{"pair": 1},' * 20_000 + "]}"])
-def test_an_unusable_reply_falls_back_to_the_rules(reply: str) -> None:
+def test_an_unusable_reply_falls_back_to_the_conservative_judgement(reply: str) -> None:
     verdicts = resolve_pairs(PAIRS, ScriptedLLM([reply]))
-    assert verdicts == [classify_pair(o, n) for o, n in PAIRS]
+    assert verdicts == [judge_pair(o, n) for o, n in PAIRS]
 
 
-def test_a_failing_llm_falls_back_to_the_rules() -> None:
+def test_a_failing_llm_falls_back_to_the_conservative_judgement() -> None:
     verdicts = resolve_pairs(PAIRS, ScriptedLLM([LLMError("connection refused")]))
-    assert verdicts == [classify_pair(o, n) for o, n in PAIRS]
+    assert verdicts == [judge_pair(o, n) for o, n in PAIRS]
+
+
+def test_a_slow_llm_times_out_and_retires_nothing() -> None:
+    release = threading.Event()
+
+    class Slow:
+        def complete(self, messages: Any, **kw: Any) -> str:
+            release.wait(30)
+            return _reply({"pair": 1, "relation": "update"})
+
+    try:
+        verdicts = resolve_pairs([("Lives in Lyon", "Lives in Berlin")], Slow(), timeout=0.05)  # type: ignore[arg-type]
+    finally:
+        release.set()
+    assert verdicts == [judge_pair("Lives in Lyon", "Lives in Berlin")] and not verdicts[0].supersedes
+
+
+def test_mem0_operation_names_are_read_as_relations() -> None:
+    reply = _reply({"pair": 1, "event": "UPDATE"}, {"pair": 2, "event": "DELETE"}, {"pair": 3, "event": "NONE"},
+                   {"pair": 4, "event": "ADD"})
+    got = parse_verdicts(reply, 4)
+    assert [got[i].relation for i in range(4)] == ["update", "contradiction", "duplicate", "unrelated"]
 
 
 def test_a_partial_reply_settles_its_pairs_and_the_rules_the_rest() -> None:
@@ -211,12 +236,12 @@ def test_a_partial_reply_settles_its_pairs_and_the_rules_the_rest() -> None:
         {"pair": 2, "relation": "duplicate", "reason": "second answer for pair 2 is ignored"},
         {"pair": 9, "relation": "duplicate"},  # no such pair
         {"pair": True, "relation": "duplicate"},  # a bool is not a pair number
-        {"pair": 1, "relation": "delete"},  # not a relation
+        {"pair": 1, "relation": "maybe"},  # not a relation
         "pair 3 is a duplicate",  # not an object
     )
     verdicts = resolve_pairs(PAIRS, ScriptedLLM([reply]))
     assert verdicts[1] == PairVerdict("unrelated", "taste changes", "llm")
-    assert verdicts[0] == classify_pair(*PAIRS[0]) and verdicts[2] == classify_pair(*PAIRS[2])
+    assert verdicts[0] == judge_pair(*PAIRS[0]) and verdicts[2] == judge_pair(*PAIRS[2])
 
 
 def test_parse_verdicts_limits_reasons_and_refuses_replies_without_verdicts() -> None:
@@ -287,7 +312,7 @@ def test_the_async_twin_gives_the_same_verdicts() -> None:
     reply = _reply({"pair": 1, "relation": "update", "reason": "moved"})
     sync = resolve_pairs(PAIRS, ScriptedLLM([reply]))
     assert asyncio.run(aresolve_pairs(PAIRS, ScriptedLLM([reply]))) == sync
-    assert asyncio.run(aresolve_pairs(PAIRS, ScriptedLLM([RuntimeError("down")]))) == classify_pairs(PAIRS)
+    assert asyncio.run(aresolve_pairs(PAIRS, ScriptedLLM([RuntimeError("down")]))) == judge_pairs(PAIRS)
 
 
 def test_other_values_of_other_facts_replace_nothing_even_when_the_vectors_are_close() -> None:

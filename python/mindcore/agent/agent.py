@@ -10,6 +10,7 @@ the exchange in the background, and the exchange joins the thread's history.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
@@ -318,7 +319,8 @@ class Agent:
         render: Callable[[Sequence[Any]], str] | None = None
         if self.long_term_memory is not None and query:
             memories = self.long_term_memory.recall(query, k=RECALL_K)
-            render = self.long_term_memory.render
+            # Dated lines: of two memories that may disagree, the model sees which is newer.
+            render = functools.partial(self.long_term_memory.render, dates=True)
         history: list[dict[str, Any]] = list(self._history) if self.consciousness is None else []
         if self.session is not None:
             assembled = self.session.context.messages(strategy="recent", max_tokens=self.prompt_budget).assemble()
@@ -491,8 +493,10 @@ def _working(store: Any, thread_id: str) -> Any:
 def _ltm(store: Any, user_id: str, name: str, embedder: Any, llm: Any) -> Any:
     from mindcore.ltm import LongTermMemory
 
+    # The agent's own model extracts memories and judges whether a new one updates a stored one.
     extractor = llm if callable(getattr(llm, "complete", None)) else None
-    return LongTermMemory(store, user_id=user_id, namespace=name, embedder=embedder, extractor=extractor)
+    return LongTermMemory(store, user_id=user_id, namespace=name, embedder=embedder, extractor=extractor,
+                          resolver=extractor)
 
 
 def _consciousness(store: Any, name: str) -> Any:

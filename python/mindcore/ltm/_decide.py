@@ -5,15 +5,17 @@ A new memory is compared with the memories near it: the stored ones of its scope
 items of the same write whose vectors have at least ``related_threshold`` cosine with its own
 (the nearest ``related_candidates``), unless their contexts attribute them to different speakers
 (the contexts' last lines differ: "Caroline:" / "Melanie:"). Each pair is judged on the two texts,
-never on their contexts: by the rules of :mod:`mindcore.ltm.resolve` (one ``classify_pairs`` call per write) or,
-when a resolver LLM is configured, by ``resolve_pairs`` (one call per write, the rules settling
-whatever its reply does not). Then, item by item in order (as if remembered one after the other):
+never on their contexts, by a ``judge``: without a model, :func:`mindcore.relations.judge_pairs`,
+which acts only on certainty (a near-verbatim repeat, an explicit negation of the same
+statement); with a resolver LLM, its verdicts (see :mod:`mindcore.ltm.resolve`). Then, item by
+item in order (as if remembered one after the other):
 
 * a duplicate of a live memory is not stored; that memory's last access is bumped;
 * otherwise every live memory it updates or contradicts is retired (moved to history, linked to
-  the new one), and it is stored;
-* two texts whose own vectors have at least ``duplicate_threshold`` cosine and that the judge
-  calls unrelated are duplicates (the near-identical wordings the rules cannot tell apart).
+  the new one), and it is stored; a conversation turn (a memory with a ``context``) never
+  retires another turn;
+* a pair kept side by side that may be related (an update or a contradiction the judge was not
+  certain of) is linked in history (``related``), so both stay and the model sees their dates.
 
 Eviction then runs over what stays live; retired memories count against nothing.
 """
@@ -29,23 +31,25 @@ import numpy as np
 
 from mindcore.kernels import RowShadow
 from mindcore.ltm._repo import HistoryEvent, MemoryRepo, NewMemory
-from mindcore.ltm.resolve import MemoryPair, PairVerdict, classify_pairs, resolve_pairs
+from mindcore.ltm.resolve import MemoryPair, PairVerdict
 from mindcore.ltm.types import Memory, RememberResult
 from mindcore.store import new_ids
 from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
-    from mindcore.llm import LLM
     from mindcore.ltm.config import LongTermMemoryConfig
     from mindcore.ltm.pipeline import Row
 
-__all__ = ["Decision", "Ref", "ScopePlan", "Stored", "decide", "plan_scope"]
+__all__ = ["Decision", "Judge", "Ref", "ScopePlan", "Stored", "decide", "plan_scope"]
 
 #: A memory a new one is compared with: ``(True, i)`` the scope's ``i``-th stored memory (in
 #: :class:`Stored` order), ``(False, j)`` the ``j``-th item of the same write.
 Ref = tuple[bool, int]
 
 _COSINE = Weights(similarity=1.0)
+
+#: Verdicts for a write's pairs, one per pair in order.
+Judge = Callable[[list[MemoryPair]], list[PairVerdict]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,12 +71,14 @@ class Stored:
 @dataclass(slots=True)
 class Decision:
     """What one new memory does: ``created``, ``duplicate`` of ``twin``, or ``updated`` /
-    ``superseded`` (it retires ``retires``: ``(ref, action, reason)``, nearest first)."""
+    ``superseded`` (it retires ``retires``: ``(ref, action, reason)``, nearest first); ``related``:
+    the memories kept beside it that it may update or contradict, ``(ref, reason)``."""
 
     action: Literal["created", "duplicate", "updated", "superseded"] = "created"
     reason: str | None = None
     twin: Ref | None = None
     retires: list[tuple[Ref, str, str]] = field(default_factory=list)
+    related: list[tuple[Ref, str]] = field(default_factory=list)
 
 
 def _candidates(vectors: np.ndarray, stored: Stored, *, threshold: float, k: int) -> list[list[tuple[float, Ref]]]:
@@ -105,7 +111,7 @@ def _same_speaker(a: str | None, b: str | None) -> bool:
 
 
 def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: LongTermMemoryConfig,
-           embed: Callable[[list[str]], np.ndarray], resolver: LLM | None) -> tuple[list[Decision], dict[int, Memory]]:
+           embed: Callable[[list[str]], np.ndarray], judge: Judge) -> tuple[list[Decision], dict[int, Memory]]:
     """One :class:`Decision` per row (``vectors``: what recall embeds for each), and the stored
     memories the decisions name (by position in ``stored``). See the module docstring."""
     cands = _candidates(vectors, stored, threshold=config.related_threshold, k=config.related_candidates)
@@ -144,29 +150,27 @@ def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: 
         for n, (_, ref) in enumerate(found):
             pairs.append(MemoryPair(text_of(ref)[0], rows[j][0], float(cosine.get(n, 0.0))))
             owners.append((j, ref))
-    if resolver is not None:
-        verdicts = resolve_pairs(pairs, resolver) if pairs else []
-    else:
-        verdicts = classify_pairs([(p.old, p.new) for p in pairs], similarities=[p.similarity for p in pairs])
-    judged: dict[int, list[tuple[Ref, PairVerdict, float]]] = {}
-    for (j, ref), pair, verdict in zip(owners, pairs, verdicts, strict=True):
-        judged.setdefault(j, []).append((ref, verdict, pair.similarity or 0.0))
+    verdicts = judge(pairs) if pairs else []
+    judged: dict[int, list[tuple[Ref, PairVerdict]]] = {}
+    for (j, ref), verdict in zip(owners, verdicts, strict=True):
+        if verdict.supersedes and rows[j][4] and text_of(ref)[1]:
+            # Two conversation turns: what was said stays said, whatever a later turn says.
+            verdict = PairVerdict("unrelated", f"both kept: conversation turns ({verdict.reason})", verdict.source,
+                                  possible=verdict.relation)
+        judged.setdefault(j, []).append((ref, verdict))
 
     decisions: list[Decision] = []
     live = np.zeros(len(rows), dtype=bool)  # items of this write stored and not retired so far
     retired: set[int] = set()  # stored positions retired so far
     for j in range(len(rows)):
-        alive = [(ref, v, s) for ref, v, s in judged.get(j, [])
-                 if (ref[1] not in retired if ref[0] else live[ref[1]])]
+        alive = [(ref, v) for ref, v in judged.get(j, []) if (ref[1] not in retired if ref[0] else live[ref[1]])]
         decision = Decision()
-        for ref, verdict, similarity in alive:
-            if verdict.relation == "duplicate" or (verdict.relation == "unrelated"
-                                                   and similarity >= config.duplicate_threshold):
-                reason = verdict.reason if verdict.relation == "duplicate" else f"near-identical: cosine {similarity:.2f}"
-                decision = Decision("duplicate", reason, twin=ref)
+        for ref, verdict in alive:
+            if verdict.relation == "duplicate":
+                decision = Decision("duplicate", verdict.reason, twin=ref)
                 break
         else:
-            for ref, verdict, _ in alive:
+            for ref, verdict in alive:
                 if verdict.supersedes:
                     action = "updated" if verdict.relation == "update" else "superseded"
                     decision.retires.append((ref, action, verdict.reason))
@@ -174,6 +178,8 @@ def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: 
                         retired.add(ref[1])
                     else:
                         live[ref[1]] = False
+                elif verdict.possible is not None:
+                    decision.related.append((ref, verdict.reason))
             if decision.retires:
                 first = decision.retires[0]
                 decision.action = "updated" if first[1] == "updated" else "superseded"
@@ -238,6 +244,8 @@ def plan_scope(rows: Sequence[Row], vectors: np.ndarray, decisions: Sequence[Dec
         for ref, action, reason in d.retires:
             events.append(HistoryEvent(memory(ref), action, now, reason, successor_id=memory_of[j].id))
             (gone if ref[0] else retired_rows).add(ref[1])
+        for ref, reason in d.related:
+            events.append(HistoryEvent(memory(ref), "related", now, reason, successor_id=memory_of[j].id))
         if d.twin is not None:
             twin = memory(d.twin)
             events.append(HistoryEvent(twin, "duplicate", now, d.reason, text=rows[j][0]))

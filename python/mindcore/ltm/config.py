@@ -22,8 +22,10 @@ import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
 
 from mindcore.errors import InvalidInputError, InvalidTypeError
+from mindcore.llm.base import check_llm
 from mindcore.policy import SecretPolicy
 from mindcore.store.scoring import Weights
 from mindcore.validation import check_number
@@ -56,6 +58,9 @@ DEFAULT_DUPLICATE_THRESHOLD = 0.92
 #: 0.6, nearly all paraphrases taken for updates); each new memory meets at most
 #: ``related_candidates`` stored ones.
 DEFAULT_RELATED_THRESHOLD = 0.4
+
+if TYPE_CHECKING:
+    from mindcore.llm import LLM
 
 _TRUTHY = frozenset({"1", "true", "yes", "on"})
 _FALSY = frozenset({"0", "false", "no", "off"})
@@ -146,11 +151,20 @@ class LongTermMemoryConfig:
     ``action="redact"`` it is stored with placeholders instead.
 
     ``related_threshold``: a stored memory whose vector has at least this cosine with a new one's
-    is compared with it (up to ``related_candidates`` of them, nearest first): the rules of
-    :mod:`mindcore.ltm.resolve` (or the ``resolver`` LLM) decide whether the new one is a
-    duplicate, an update or a contradiction of it (then it retires it) or unrelated.
-    ``duplicate_threshold``: two texts whose own vectors (without their contexts) have at least
-    this cosine are duplicates unless judged an update or a contradiction.
+    is compared with it (up to ``related_candidates`` of them, nearest first). Without a model, a
+    write acts only on certainty (:func:`mindcore.relations.judge_pair`): a near-verbatim repeat is
+    not stored again, an explicit negation of the same statement retires it, and every other pair
+    is kept side by side (linked as ``related`` in history when it may be an update or a
+    contradiction). ``duplicate_threshold``: two texts with the same content words, values and
+    polarity are duplicates at this cosine of their own vectors (without their contexts).
+
+    ``resolver``: an LLM that judges each write's pairs (duplicate, update, contradiction or
+    unrelated, as mem0's NONE / UPDATE / DELETE / ADD) in one call per write, before the scope's
+    lock is taken; its update and contradiction verdicts retire the old memory (restorable with
+    :meth:`~mindcore.ltm.LongTermMemory.restore`). ``None``: the extractor LLM judges what
+    extraction writes, nothing else does; ``False``: no model ever judges. A call that fails,
+    times out (``resolver_timeout`` seconds) or answers no usable verdict leaves the conservative
+    judgement to decide: it never retires on a model's silence.
 
     >>> LongTermMemoryConfig(max_items=50).max_items
     50
@@ -167,6 +181,8 @@ class LongTermMemoryConfig:
     related_threshold: float = DEFAULT_RELATED_THRESHOLD
     duplicate_threshold: float = DEFAULT_DUPLICATE_THRESHOLD
     related_candidates: int = 3
+    resolver: LLM | Literal[False] | None = None
+    resolver_timeout: float | None = 60.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_items", resolve_max_items(self.max_items))
@@ -183,3 +199,8 @@ class LongTermMemoryConfig:
         n = self.related_candidates
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             raise InvalidInputError(f"related_candidates: expected a positive int, got {n!r}")
+        if self.resolver is not None and self.resolver is not False:
+            check_llm(self.resolver, "resolver")
+        if self.resolver_timeout is not None:
+            object.__setattr__(self, "resolver_timeout", check_number(self.resolver_timeout, "resolver_timeout",
+                                                                      minimum=0))

@@ -14,7 +14,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -63,7 +63,7 @@ MAX_QUERY_CHARS = 8_000
 
 # History actions that link a version to its successor.
 _RETIRING = ("updated", "superseded", "forgotten")
-_ORDER = {"created": 0, "updated": 1, "superseded": 1, "evicted": 1, "forgotten": 1, "duplicate": 3}
+_ORDER = {"created": 0, "updated": 1, "superseded": 1, "evicted": 1, "forgotten": 1, "related": 3, "duplicate": 3}
 
 
 def _earlier_versions(events: Sequence[Mapping[str, Any]], memory_id: str) -> list[str]:
@@ -138,7 +138,7 @@ class LongTermMemory:
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
         touch_delay: float | None = None,
-        resolver: LLM | None = None,
+        resolver: LLM | Literal[False] | None = None,
     ) -> None:
         _require_id("user_id", user_id)
         _require_id("namespace", namespace)
@@ -146,13 +146,14 @@ class LongTermMemory:
         check_embedder(embedder)
         if extractor is not None:
             check_llm(extractor, "extractor")
-        if resolver is not None:
+        if resolver is not None and resolver is not False:
             check_llm(resolver, "resolver")
         if config is not None and not isinstance(config, LongTermMemoryConfig):
             raise InvalidTypeError(f"config: expected a LongTermMemoryConfig, got {type(config).__name__}")
         if clock is not None:
             check_callable(clock, "clock")
-        overrides: dict[str, Any] = {"max_items": max_items, "weights": weights, "touch_delay": touch_delay}
+        overrides: dict[str, Any] = {"max_items": max_items, "weights": weights, "touch_delay": touch_delay,
+                                     "resolver": resolver}
         base = config or LongTermMemoryConfig()
         # The keyword options override the config (both spellings keep working).
         self.config = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
@@ -161,7 +162,13 @@ class LongTermMemory:
         self.workspace_id = workspace_id
         self.embedder = embedder
         self.extractor = extractor
-        self.resolver = resolver
+        #: The LLM that judges every write's pairs (``None``: the conservative judgement, or the
+        #: extractor for what extraction writes; see ``LongTermMemoryConfig.resolver``).
+        chosen = self.config.resolver
+        self.resolver: LLM | None = None if chosen is None or chosen is False else chosen
+        # What judges extraction's writes: the resolver, else the extractor unless told otherwise.
+        self._extraction_resolver = self.resolver if self.resolver is not None else (
+            extractor if chosen is None else None)
         self._clock = clock or _now_ms
         # Opened (and checked writable) after the arguments: a bad argument opens nothing.
         self.store: Store = resolve_store(store)
@@ -170,7 +177,7 @@ class LongTermMemory:
                                 embedder=embedder)
         self._history = HistoryRepo(self.store)
         self._pipeline = WritePipeline(self.store, self._repo, self.config, self._embed, self._clock,
-                                       resolver=resolver)
+                                       resolver=self.resolver)
         # Last-access bumps are coalesced and written off recall's path.
         self._touches = TouchWriter(lambda pending: self._repo.touch(pending), self.config.touch_delay)
         self._extractions = ExtractionQueue(lambda turns: self._extract_and_ingest(turns, concurrency=1),
@@ -207,7 +214,7 @@ class LongTermMemory:
         weights: RecallWeights | None = None,
         clock: Callable[[], int] | None = None,
         touch_delay: float | None = None,
-        resolver: LLM | None = None,
+        resolver: LLM | Literal[False] | None = None,
     ) -> LongTermMemory | None:
         """A long-term memory for ``user_id``, or ``None`` when memory is off for this session.
 
@@ -223,9 +230,12 @@ class LongTermMemory:
         Last-access bumps are written in the background ``touch_delay`` seconds after a recall (one
         write for a burst of recalls), or at :meth:`flush`, :meth:`close` or interpreter exit.
         ``resolver``: an LLM that judges whether a new memory duplicates, updates or contradicts
-        the stored ones near it (one call per write that has such pairs, strict JSON; the rules of
-        :mod:`mindcore.ltm.resolve` decide whatever its reply does not settle). Without it the
-        rules alone decide.
+        the stored ones near it (one call per write that has such pairs, strict JSON, before the
+        scope's lock is taken); whatever its reply does not settle is judged conservatively.
+        ``None`` (the default): the ``extractor`` judges what extraction writes, and other writes
+        act only on certainty (a near-verbatim repeat, an explicit negation of the same statement),
+        keeping every other pair side by side; ``False``: no model judges. Everything retired is
+        in :meth:`history` and comes back with :meth:`restore`.
         """
         if not resolve_enabled(enabled):
             return None
@@ -286,9 +296,11 @@ class LongTermMemory:
         return await asyncio.to_thread(self.recall, query, k, touch=touch)
 
     @staticmethod
-    def render(memories: Iterable[Memory]) -> str:
-        """The ``<recalled-memories>`` block for the prompt (``""`` when there is nothing to show)."""
-        return render_memories(memories)
+    def render(memories: Iterable[Memory], *, dates: bool = False) -> str:
+        """The ``<recalled-memories>`` block for the prompt (``""`` when there is nothing to show);
+        ``dates=True`` adds the day each memory was stored (``- [fact] Moved to Berlin (2026-05-05)``),
+        so the model can tell the newer of two memories that may disagree."""
+        return render_memories(memories, dates=dates)
 
     # -- writes ---------------------------------------------------------------------------------
 
@@ -418,7 +430,8 @@ class LongTermMemory:
             owner.extend([n] * len(parsed.candidates))
         if not rows:
             return reports
-        results, evicted = self._pipeline.ingest(rows, dedupe=True, source="extraction")
+        results, evicted = self._pipeline.ingest(rows, dedupe=True, source="extraction",
+                                                 resolver=self._extraction_resolver)
         for n, result in zip(owner, results, strict=True):
             report = reports[n]
             if result.status == "stored" and result.memory is not None:

@@ -5,7 +5,11 @@ unrelated, see :mod:`mindcore.ltm._decide`), plan eviction, record history, comm
 
 The read of the scope (for the judgement and eviction) and the commits happen under one lock of
 the store shared by every thread, process and machine writing that scope, so two writers can
-neither both add the same fact nor leave the scope over ``max_items``. The history events
+neither both add the same fact nor leave the scope over ``max_items``. A resolver LLM is asked
+before the lock is taken (a slow model must not hold up other writers): the scope is read, its
+pairs judged, then, under the lock, the scope is read again; pairs that appeared meanwhile are
+judged after the lock is released and the write tries again (up to ``_JUDGE_ROUNDS`` times; then
+the conservative judgement decides what is left). The history events
 (retired memories in full, duplicates, evictions) are committed first, then the inserts, deletes
 and last-access bumps as one commit, so no reader sees the scope over its cap or a retired
 memory missing from history; when the second commit fails the events are deleted again.
@@ -20,13 +24,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from mindcore.errors import InvalidInputError, InvalidTypeError, SecretRefusedError
-from mindcore.ltm._decide import Decision, ScopePlan, Stored, decide, plan_scope
+from mindcore.ltm._decide import Decision, Judge, ScopePlan, Stored, decide, plan_scope
 from mindcore.ltm._repo import (
     HistoryRepo,
     MemoryRepo,
@@ -37,6 +42,7 @@ from mindcore.ltm._repo import (
 )
 from mindcore.ltm.config import DAY_MS, DEFAULT_DUPLICATE_THRESHOLD, LongTermMemoryConfig
 from mindcore.ltm.extract import Candidate
+from mindcore.ltm.resolve import MemoryPair, PairVerdict, judge_pairs, resolve_pairs
 from mindcore.ltm.types import (
     DEFAULT_KIND,
     KINDS,
@@ -59,6 +65,7 @@ __all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "BulkPipe
            "WritePipeline", "eviction_cut", "retention_weights", "scope_lock_name", "validate_item", "validate_items"]
 
 DUPLICATE_THRESHOLD = DEFAULT_DUPLICATE_THRESHOLD  # the default of LongTermMemoryConfig.duplicate_threshold
+log = logging.getLogger("mindcore.ltm")
 # Eviction ranks by the seed's recency and importance weights, whatever recall's weights are.
 EVICT_RECENCY = 0.2
 EVICT_IMPORTANCE = 0.1
@@ -68,6 +75,44 @@ _LOCK_STRIPES = 256
 
 #: One validated write: text, kind, importance, created_at, context.
 Row = tuple[str, str, float, int | None, str | None]
+# How many times a write asks the resolver about pairs that appeared while it was asking.
+_JUDGE_ROUNDS = 3
+
+
+def conservative_judge(config: LongTermMemoryConfig) -> Judge:
+    """The judgement a write acts on without a model (:func:`mindcore.relations.judge_pairs`)."""
+
+    def judge(pairs: list[MemoryPair]) -> list[PairVerdict]:
+        return judge_pairs([(p.old, p.new) for p in pairs], similarities=[p.similarity for p in pairs],
+                           duplicate_cosine=config.duplicate_threshold)
+
+    return judge
+
+
+class _KnownVerdicts:
+    """A judge that answers from the resolver's verdicts so far and, for other pairs, from the
+    conservative judgement; the pairs that judgement is not certain of (it keeps both) are noted
+    as ``missing``, to ask the resolver next. A near-verbatim repeat or an explicit negation of
+    the same statement needs no model."""
+
+    def __init__(self, config: LongTermMemoryConfig) -> None:
+        self.verdicts: dict[tuple[str, str], PairVerdict] = {}
+        self.missing: list[MemoryPair] = []
+        self._fallback = conservative_judge(config)
+
+    def __call__(self, pairs: list[MemoryPair]) -> list[PairVerdict]:
+        unknown = [p for p in pairs if (p.old, p.new) not in self.verdicts]
+        fallback = dict(zip(((p.old, p.new) for p in unknown), self._fallback(unknown), strict=True))
+        # A repeat is not stored whatever its other pairs are: those need no model either.
+        repeats = {p.new for p in unknown if fallback[(p.old, p.new)].relation == "duplicate"}
+        self.missing = [p for p in unknown if fallback[(p.old, p.new)].relation == "unrelated" and p.new not in repeats]
+        return [self.verdicts.get((p.old, p.new)) or fallback[(p.old, p.new)] for p in pairs]
+
+    def ask(self, resolver: LLM, timeout: float | None) -> None:
+        asked = list({(p.old, p.new): p for p in self.missing}.values())
+        self.missing = []
+        for pair, verdict in zip(asked, resolve_pairs(asked, resolver, timeout=timeout), strict=True):
+            self.verdicts[(pair.old, pair.new)] = verdict
 
 
 def validate_items(items: Iterable[str | Mapping[str, Any] | Candidate]) -> list[Row]:
@@ -144,10 +189,12 @@ class WritePipeline:
         except SecretRefusedError:
             return None
 
-    def ingest(self, rows: Sequence[Row], *, dedupe: bool, source: str) -> tuple[list[RememberResult], int]:
+    def ingest(self, rows: Sequence[Row], *, dedupe: bool, source: str,
+               resolver: LLM | None = None) -> tuple[list[RememberResult], int]:
         """Store ``rows``; one result per row, in order, and how many memories were evicted. With
-        ``dedupe``, each row is judged against the memories near it (see :mod:`mindcore.ltm._decide`);
-        without, every row is stored."""
+        ``dedupe``, each row is judged against the memories near it (see :mod:`mindcore.ltm._decide`),
+        by ``resolver`` when given (else the pipeline's own, if any), else conservatively; without,
+        every row is stored."""
         results: list[RememberResult] = [RememberResult("secret", None)] * len(rows)
         screened = [self._screen(row) for row in rows]
         clean = [i for i, row in enumerate(screened) if row is not None]
@@ -155,17 +202,32 @@ class WritePipeline:
             return results, 0
         rows = [screened[i] for i in clean]  # type: ignore[misc]
         vectors = self._embed([embedded_text(row[0], row[4]) for row in rows])
-        with self._lock.hold():
+        if resolver is None:
+            resolver = self._resolver
+        known = _KnownVerdicts(self._config)
+        if dedupe and resolver is not None:
+            # Judge before taking the lock: the scope as it is now.
             now = self._clock()
-            stored = _stored(self._repo.entry(), self._config, now)
-            plan = plan_rows(rows, vectors, stored, config=self._config, embed=self._embed, resolver=self._resolver,
-                             dedupe=dedupe, source=source, now=now)
-            history = self._history.append([(self._repo.ns, e) for e in plan.events])
-            try:
-                written = self._repo.write(plan.new, plan.vectors, delete=plan.delete, touch=plan.touch)
-            except BaseException:
-                self._history.undo(history)  # the memories did not change: neither does their history
-                raise
+            plan_rows(rows, vectors, _stored(self._repo.entry(), self._config, now), config=self._config,
+                      embed=self._embed, judge=known, dedupe=True, source=source, now=now)
+        for round_ in range(_JUDGE_ROUNDS):
+            if known.missing and resolver is not None:
+                known.ask(resolver, self._config.resolver_timeout)
+            with self._lock.hold():
+                now = self._clock()
+                stored = _stored(self._repo.entry(), self._config, now)
+                plan = plan_rows(rows, vectors, stored, config=self._config, embed=self._embed, judge=known,
+                                 dedupe=dedupe, source=source, now=now)
+                if known.missing and resolver is not None and round_ + 1 < _JUDGE_ROUNDS:
+                    continue  # the scope changed while the model judged: judge the new pairs, unlocked
+                history = self._history.append([(self._repo.ns, e) for e in plan.events])
+                try:
+                    written = self._repo.write(plan.new, plan.vectors, delete=plan.delete, touch=plan.touch)
+                except BaseException:
+                    self._history.undo(history)  # the memories did not change: neither does their history
+                    raise
+                break
+        _log_retired(plan)
         for i, result in zip(clean, plan.results(written), strict=True):
             results[i] = result
         return results, plan.evicted
@@ -193,14 +255,22 @@ def scope_lock_name(namespace: str) -> str:
     return f"ltm-scope-{stripe:03d}"
 
 
+def _log_retired(plan: ScopePlan) -> None:
+    for event in plan.events:
+        if event.action in ("updated", "superseded"):
+            log.info("retired memory %s (%s: %s) for %s; restore() brings it back", event.memory.id, event.action,
+                     event.reason, event.successor_id)
+
+
 def plan_rows(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: LongTermMemoryConfig,
-              embed: Callable[[list[str]], np.ndarray], resolver: LLM | None, dedupe: bool, source: str,
+              embed: Callable[[list[str]], np.ndarray], judge: Judge | None, dedupe: bool, source: str,
               now: int) -> ScopePlan:
     """What writing ``rows`` (``vectors``: what recall embeds for each) does to a scope whose live
     memories are ``stored``: the decisions of :func:`mindcore.ltm._decide.decide` (every row is
     stored without ``dedupe``), then eviction to ``max_items`` over what stays live."""
     if dedupe:
-        decisions, known = decide(rows, vectors, stored, config=config, embed=embed, resolver=resolver)
+        decisions, known = decide(rows, vectors, stored, config=config, embed=embed,
+                                  judge=judge or conservative_judge(config))
     else:
         decisions, known = [Decision() for _ in rows], {}
     max_items = config.max_items
@@ -327,7 +397,7 @@ class BulkPipeline:
             for ns, (rows, _) in parts.items():
                 stored = _stored(entries[ns], self._config, now)
                 plan = plan_rows(rows, vectors[start:start + len(rows)], stored, config=self._config,
-                                 embed=self._embed, resolver=None, dedupe=dedupe, source=source, now=now)
+                                 embed=self._embed, judge=None, dedupe=dedupe, source=source, now=now)
                 start += len(rows)
                 evicted += plan.evicted
                 writes[ns] = ([*plan.new, *plan.touch], np.concatenate([plan.vectors, plan.touch_vectors]),

@@ -19,19 +19,28 @@ order, the first match winning:
 7. an update cue, or a new detail with the old text's words kept: update;
 8. the same content words (paraphrase): duplicate; otherwise unrelated (keeping both memories is
    the safe side: a wrong duplicate loses a fact).
+
+Those verdicts are the rules' best guess, and a guess must not retire what a user said: "Has a pet
+dog named Rex" after "Has a pet cat named Tom" reads as a changed name, yet both are true.
+:func:`judge_pair` is what a write may act on without a model. It says ``duplicate`` only for a
+near-verbatim repeat (the same words, give or take articles, number words, synonyms and
+punctuation; or, at a cosine of at least ``duplicate_cosine``, the same content words, values and
+polarity), ``contradiction`` only for an explicit negation of the same statement ("Is allergic to
+peanuts" / "Is not allergic to peanuts"), and ``unrelated`` for everything else, with the rules'
+guess in ``possible`` when they suspect an update or a contradiction.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from mindcore.kernels import ENGLISH_STOP_WORDS, bm25_tokenize
 from mindcore.relations._types import PairVerdict
 
-__all__ = ["classify_pair", "classify_pairs"]
+__all__ = ["classify_pair", "classify_pairs", "judge_pair", "judge_pairs"]
 
 # Below this content-word overlap (|A∩B| / min(|A|, |B|)) a pair is unrelated unless the embeddings say
 # otherwise.
@@ -166,6 +175,11 @@ _SYNONYMS_RAW = (
     ("vegetarian", "veggie"), ("vegan", "plant"), ("think", "considering", "consider"), ("take", "takes"),
 )
 
+# Words a near-verbatim repeat may add or drop.
+_FILLER = frozenset({"a", "an", "the", "really", "very", "just", "also", "actually", "quite", "so", "too"})
+# Words that only carry a negation, or the auxiliary in front of one ("does not like" / "likes").
+_NEGATION_ONLY = _NEGATIONS | _NT | _ENDINGS | {"t", "do", "does", "did"}
+
 # Function words beyond the analyzer's stop list that carry no fact.
 _EXTRA_STOP = frozenset({
     "s", "t", "has", "have", "had", "also", "just", "really", "very", "some", "any", "bit", "lot", "about",
@@ -243,6 +257,8 @@ class _Analysis:
     update_cues: frozenset[str]
     comparisons: frozenset[tuple[str, str]]
     written: dict[str, str]  # stem (or folded synonym) -> the word as the text has it, for reasons
+    core: tuple[str, ...]  # the words in order, filler dropped, numbers and synonyms folded
+    core_positive: tuple[str, ...]  # ``core`` without the words that carry a negation
 
     def word(self, stem: str) -> str:
         return self.written.get(stem, stem)
@@ -329,12 +345,18 @@ def _analyse(text: str) -> _Analysis:
 
     written: dict[str, str] = {}
     content: set[str] = set()
+    core: list[str] = []
+    core_positive: list[str] = []
     for i, (s, w) in enumerate(zip(stems, lower, strict=True)):
+        folded_word = number_of.get(i) or _SYNONYMS.get(s, s)
         if s not in _STOP and w not in _STOP:
-            c = number_of.get(i) or _SYNONYMS.get(s, s)
-            content.add(c)
-            written.setdefault(c, w)
+            content.add(folded_word)
+            written.setdefault(folded_word, w)
         written.setdefault(s, w)
+        if w not in _FILLER:
+            core.append(folded_word)
+            if w not in _NEGATION_ONLY and not (w == "no" and i + 1 < n and lower[i + 1] == "longer"):
+                core_positive.append(folded_word)
     folded = " ".join(lower)
     comparisons = frozenset(
         (a.lower(), b.lower()) for a, b in _COMPARE.findall(rewritten)) if _COMPARE_HINT.search(folded) else frozenset()
@@ -352,6 +374,8 @@ def _analyse(text: str) -> _Analysis:
         update_cues=frozenset(cues),
         comparisons=comparisons,
         written=written,
+        core=tuple(core),
+        core_positive=tuple(core_positive),
     )
 
 
@@ -503,6 +527,13 @@ def classify_pairs(
     >>> [v.relation for v in classify_pairs([("Likes jazz", "Dislikes jazz"), ("Has a cat", "Has a cat")])]
     ['contradiction', 'duplicate']
     """
+    return _over_pairs(pairs, similarities, _decide)
+
+
+def _over_pairs(
+    pairs: Iterable[tuple[str, str]], similarities: Iterable[float | None] | None,
+    decide: Callable[[_Analysis, _Analysis, float | None], PairVerdict],
+) -> list[PairVerdict]:
     items = list(pairs)
     sims = [None] * len(items) if similarities is None else list(similarities)
     if len(sims) != len(items):
@@ -523,5 +554,59 @@ def classify_pairs(
             from mindcore.errors import InvalidTypeError
 
             raise InvalidTypeError("pairs: expected (old, new) pairs of str")
-        out.append(_decide(analysed(old), analysed(new), sim))
+        out.append(decide(analysed(old), analysed(new), sim))
     return out
+
+
+#: The default of :func:`judge_pair`'s ``duplicate_cosine``.
+JUDGE_DUPLICATE_COSINE = 0.92
+
+
+def _judge(old: _Analysis, new: _Analysis, similarity: float | None, duplicate_cosine: float) -> PairVerdict:
+    if old.core == new.core:
+        return PairVerdict("duplicate", "same text" if old.folded == new.folded else "same words")
+    if (bool(old.negations) != bool(new.negations) and old.core_positive and old.core_positive == new.core_positive):
+        side, words = ("new", new.neg_words) if new.negations else ("old", old.neg_words)
+        return PairVerdict("contradiction", f"negation of the same statement: {_quote(words)} in the {side} text only")
+    guess = _decide(old, new, similarity)
+    if (guess.relation == "duplicate" and old.content and old.content == new.content
+            and old.negations == new.negations and _slots(old) == _slots(new)
+            and similarity is not None and similarity >= duplicate_cosine):
+        return PairVerdict("duplicate", f"same content words, cosine {similarity:.2f}")
+    if guess.relation == "unrelated":
+        return guess
+    article = "an" if guess.relation[0] in "aeiou" else "a"
+    return PairVerdict("unrelated", f"both kept: may be {article} {guess.relation} ({guess.reason})",
+                       possible=guess.relation)
+
+
+def judge_pair(old: str, new: str, *, similarity: float | None = None,
+               duplicate_cosine: float = JUDGE_DUPLICATE_COSINE) -> PairVerdict:
+    """What a write may do with memory ``new`` next to the stored ``old`` without a model: only
+    what is certain (see the module docstring). ``duplicate`` for a near-verbatim repeat,
+    ``contradiction`` for an explicit negation of the same statement, else ``unrelated``, with
+    :func:`classify_pair`'s guess in ``possible`` when it is not ``unrelated``.
+
+    Examples
+    --------
+    >>> judge_pair("Is allergic to peanuts", "Is not allergic to peanuts").relation
+    'contradiction'
+    >>> verdict = judge_pair("I have a pet cat named Tom", "I have a pet dog named Rex")
+    >>> verdict.relation, verdict.possible
+    ('unrelated', 'contradiction')
+    >>> judge_pair("Has two kids", "has 2 children!").relation
+    'duplicate'
+    """
+    return judge_pairs([(old, new)], similarities=[similarity], duplicate_cosine=duplicate_cosine)[0]
+
+
+def judge_pairs(
+    pairs: Iterable[tuple[str, str]], *, similarities: Iterable[float | None] | None = None,
+    duplicate_cosine: float = JUDGE_DUPLICATE_COSINE,
+) -> list[PairVerdict]:
+    """:func:`judge_pair` over many ``(old, new)`` pairs; each text is analysed once.
+
+    >>> [v.relation for v in judge_pairs([("Likes jazz", "Does not like jazz"), ("Lives in Lyon", "Lives in Berlin")])]
+    ['contradiction', 'unrelated']
+    """
+    return _over_pairs(pairs, similarities, lambda old, new, sim: _judge(old, new, sim, duplicate_cosine))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 __all__ = ["RELATIONS", "MemoryPair", "PairVerdict", "Relation"]
@@ -27,12 +27,15 @@ class PairVerdict:
     - ``"unrelated"``: distinct facts that happen to read alike: store the new one, keep both.
 
     ``reason`` is a short sentence for history and logs; ``source`` says who decided (``"rules"``
-    or ``"llm"``).
+    or ``"llm"``). ``possible`` is set on an ``"unrelated"`` verdict of the conservative
+    judgement (:func:`~mindcore.relations.judge_pair`) when the rules suspect another relation
+    they are not certain of: both memories are kept, linked as related.
     """
 
     relation: Relation
     reason: str
     source: Literal["rules", "llm"] = "rules"
+    possible: Relation | None = field(default=None, repr=False)
 
     @property
     def supersedes(self) -> bool:
