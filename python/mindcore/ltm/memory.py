@@ -21,7 +21,14 @@ import numpy as np
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.llm.base import check_llm
-from mindcore.ltm._history import LINKING, earlier_versions, retired_versions, state_ids, valid_events
+from mindcore.ltm._history import (
+    LINKING,
+    earlier_versions,
+    last_states,
+    retired_versions,
+    state_ids,
+    valid_events,
+)
 from mindcore.ltm._repo import HistoryEvent, HistoryRepo, MemoryRepo
 from mindcore.ltm.background import ExtractionQueue, TouchWriter
 from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig, RecallWeights, resolve_enabled
@@ -489,8 +496,9 @@ class LongTermMemory:
         with self._pipeline.locked():
             events = self._pipeline.events()
             chain = earlier_versions(events, memory_id)
-            successor = next((str(e["successor_id"]) for e in events if e["memory_id"] == memory_id
-                              and e["successor_id"] and e["action"] in LINKING), None)
+            # A retired version's successor (not a restored one's: it is live on its own again).
+            last = last_states(events).get(memory_id)
+            successor = str(last["successor_id"]) if last and last["action"] in LINKING and last["successor_id"] else None
             gone = self._history.delete_memories(self._repo.ns, chain, purge=purge)
             if successor is not None:
                 self._history.append([(self._repo.ns, HistoryEvent(Memory(id=memory_id, text=""), "forgotten",
