@@ -521,9 +521,11 @@ class LongTermMemory:
 
     def history(self, memory_id: str) -> list[MemoryVersion]:
         """The versions of a memory, oldest first: each version's ``created`` entry, the times the
-        same fact was remembered again (``duplicate``), and how it left (``updated`` or
-        ``superseded`` by its successor, ``evicted``), following the chain both ways from
-        ``memory_id`` (a live memory or a retired one). ``[]`` for an unknown id.
+        same fact was remembered again (``duplicate``), how it left (``updated`` or ``superseded``
+        by its successor, ``evicted``) and came back (``restored``, see :meth:`restore`),
+        following the chain both ways from ``memory_id`` (a live memory or a retired one). ``[]``
+        for an unknown id. Events of a write that never landed (a process killed between its
+        two commits) are left out.
 
         >>> import mindcore
         >>> from mindcore.embed import HashEmbedder

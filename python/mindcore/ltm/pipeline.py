@@ -197,6 +197,14 @@ class WritePipeline:
         void = void_events(events, live)
         if not void:
             return list(events)
+        # Deleting history on a stale read (object storage lags by up to its read consistency)
+        # would lose true events: read both tables again at their latest versions first.
+        self._repo.table.refresh()
+        self._history.table.refresh()
+        live = self._repo.live_among(state_ids(events))
+        void = void_events(events, live)
+        if not void:
+            return list(events)
         batches = {batch_of(i) for i in void}
         # ``events`` may be the state events only: a void write's duplicates go with it.
         every = [str(e["id"]) for e in self._history.events(self._repo.ns) if batch_of(str(e["id"])) in batches]
@@ -224,6 +232,8 @@ class WritePipeline:
         one is kept: restoring is asked for by name).
         """
         with self._lock.hold():
+            self._repo.table.refresh()  # a read-modify-write under the lock starts at the latest version
+            self._history.table.refresh()
             events = self.events()
             live = self._repo.get([memory_id])
             if live:
