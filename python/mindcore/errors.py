@@ -26,6 +26,7 @@ __all__ = [
     "KernelTypeError",
     "LLMError",
     "LockTimeoutError",
+    "MemoryNotFoundError",
     "MergeError",
     "MindError",
     "MindcoreError",
@@ -152,6 +153,17 @@ class ReadOnlyError(WorkingMemoryError):
 
 class MergeError(MindcoreError, ValueError):
     """A working-memory update cannot be merged (too deep, or a non-string key)."""
+
+
+class MemoryNotFoundError(MindcoreError, KeyError):
+    """Long-term memory was asked for a memory its scope does not hold, live or retired (an
+    unknown id, another user's or scope's memory, or one that was forgotten). The message names
+    the id and the scope; nothing was written."""
+
+    def __str__(self) -> str:
+        # KeyError's own str() is the repr of its argument: quoted, with escapes. This error is
+        # printed to people (the command line prints it as one line), so it reads as written.
+        return str(self.args[0]) if self.args else ""
 
 
 class ExtractionParseError(MindcoreError, ValueError):

@@ -4,7 +4,9 @@
 ``demo``          every part offline on the embedded defaults
 ``serve``         context assembly over agentified's HTTP protocol
 ``mcp``           the memory tools and prompt blocks over the Model Context Protocol
-``inspect``       what a store holds: tables, namespaces, kinds, rows, sizes on disk, versions
+``inspect``       what a store holds: tables, namespaces, kinds, rows, sizes on disk, versions; a user's
+                  retired long-term memories
+``restore``       bring a retired long-term memory back by its id
 ``recall``        query a capability from the shell (long-term memory, mind, tool discovery, working memory)
 ``export``        a store as JSONL (every table's rows, with their vectors or marked for re-embedding)
 ``import``        a JSONL export into a store, one committed write per batch
@@ -54,6 +56,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("mcp", "mindcore.cli.mcp"),
     Subcommand("inspect", "mindcore.cli.inspect"),
     Subcommand("recall", "mindcore.cli.recall"),
+    Subcommand("restore", "mindcore.cli.restore"),
     Subcommand("export", "mindcore.cli.export"),
     Subcommand("import", "mindcore.cli.import_"),
     Subcommand("remember-bulk", "mindcore.cli.remember_bulk"),

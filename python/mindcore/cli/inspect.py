@@ -3,6 +3,11 @@ namespaces and their row counts, the kinds of record in it (the ``kind`` or ``ty
 goals, beliefs and reflections in ``mind_entries``, facts and preferences in ``ltm_memories``),
 versions kept, sizes on disk and the embedding model each vector table was built with.
 
+``--retired --user-id U`` lists instead the long-term memories of a user that are retired now
+(updated or superseded by a newer fact, or evicted), newest first, one line each:
+``<id>  <action>  <date>  <text>  -> <successor id>  (<reason>)``; ``mindcore restore`` brings one
+back.
+
 The store is opened read-only: inspecting a store another process is writing is safe.
 """
 
@@ -11,13 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 from collections import Counter
+from dataclasses import asdict
+from datetime import UTC, datetime
 from typing import Any
 
 from mindcore.cli._common import add_store_argument, human_bytes, open_store, table
+from mindcore.errors import MindcoreError
+from mindcore.ltm.types import MemoryVersion
 from mindcore.store import ALL_NAMESPACES, Store, TableStats
 
 HELP = "what a store holds: tables, namespaces, kinds, rows, sizes, versions"
-EXAMPLE = "mindcore inspect --store ./memory --namespaces"
+# Two examples: the epilog indents each line alike.
+EXAMPLE = "mindcore inspect --store ./memory --namespaces\n  mindcore inspect --store ./memory --retired --user-id user-7"
 
 #: Which capability writes each table, by name prefix.
 OWNERS = {"mind_": "mind", "ltm_": "long-term memory", "working_": "working memory", "context_": "context",
@@ -29,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.add_argument("--namespaces", action="store_true", help="list every namespace of every table")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of tables")
+    retired = parser.add_argument_group("retired long-term memories (--retired)")
+    retired.add_argument("--retired", action="store_true",
+                         help="list a user's retired long-term memories instead (needs --user-id)")
+    retired.add_argument("--user-id", default=None)
+    retired.add_argument("--namespace", default="default", help="the memory's namespace (default 'default')")
+    retired.add_argument("--workspace-id", default=None)
 
 
 def owner(name: str) -> str:
@@ -94,8 +110,42 @@ def render(doc: dict[str, Any], *, namespaces: bool) -> str:
     return "\n".join(lines)
 
 
+def retired(store: Store, *, user_id: str, namespace: str, workspace_id: str | None) -> list[MemoryVersion]:
+    """The retired long-term memories of one scope, newest first, read without writing (see
+    ``LongTermMemory.retired``)."""
+    from mindcore.ltm._history import retired_versions
+    from mindcore.ltm._repo import read_scope_history, scope_key
+
+    events, live = read_scope_history(store, scope_key(user_id, namespace, workspace_id))
+    return retired_versions(events, live)
+
+
+def retired_line(v: MemoryVersion) -> str:
+    """One retired memory as ``inspect --retired`` prints it."""
+    date = datetime.fromtimestamp(v.at / 1000, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
+    line = f"{v.memory_id}  {v.action}  {date}  {v.text}"
+    if v.successor_id:
+        line += f"  -> {v.successor_id}"
+    return line + (f"  ({v.reason})" if v.reason else "")
+
+
+def run_retired(store: Store, args: argparse.Namespace) -> int:
+    if args.user_id is None:
+        raise MindcoreError("--retired needs --user-id")
+    found = retired(store, user_id=args.user_id, namespace=args.namespace, workspace_id=args.workspace_id)
+    if args.json:
+        print(json.dumps([asdict(v) for v in found], indent=2, ensure_ascii=False))
+    elif not found:
+        print(f"no retired memories of user {args.user_id!r} in namespace {args.namespace!r}")
+    else:
+        print("\n".join(retired_line(v) for v in found))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     with open_store(args, read_only=True) as store:
+        if args.retired:
+            return run_retired(store, args)
         doc = describe(store)
     print(json.dumps(doc, indent=2) if args.json else render(doc, namespaces=args.namespaces))
     return 0

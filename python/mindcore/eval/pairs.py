@@ -21,7 +21,7 @@ from typing import Any
 from mindcore.errors import MindcoreError
 from mindcore.ltm.resolve import RELATIONS
 
-__all__ = ["LabelledPair", "load_pairs", "score_relations"]
+__all__ = ["LabelledPair", "load_pairs", "score_keeping", "score_relations"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +74,34 @@ def score_relations(gold: Sequence[str], predicted: Sequence[str]) -> dict[str, 
         out[rel] = {"precision": round(tp / said, 3) if said else 0.0,
                     "recall": round(tp / support, 3) if support else 0.0, "support": support}
     return out
+
+
+def score_keeping(gold: Sequence[str], predicted: Sequence[str]) -> dict[str, Any]:
+    """What a write judgement keeps and retires, on labelled pairs (both lists hold relations).
+
+    ``compatible_lost``: the share of pairs labelled ``unrelated`` (both statements true) on which
+    a fact is lost, because the new one is taken for a duplicate or retires the old one: the
+    number that must stay near 0. ``updates_caught`` / ``contradictions_caught``: the share of
+    those pairs on which the new memory retires the old one (an update and a contradiction both
+    count). ``duplicates_caught``: the share of duplicates not stored twice.
+
+    >>> score_keeping(["unrelated", "update", "contradiction", "duplicate"],
+    ...               ["unrelated", "unrelated", "contradiction", "duplicate"])["updates_caught"]
+    0.0
+    """
+    if len(gold) != len(predicted):
+        raise MindcoreError(f"gold has {len(gold)} labels, predicted {len(predicted)}")
+    retires = ("update", "contradiction")
+
+    def share(label: str, hit: Any) -> float:
+        chosen = [p for g, p in zip(gold, predicted, strict=True) if g == label]
+        return round(sum(map(hit, chosen)) / len(chosen), 4) if chosen else 0.0
+
+    return {
+        "n": len(gold),
+        "compatible_lost": share("unrelated", lambda p: p != "unrelated"),
+        "updates_caught": share("update", lambda p: p in retires),
+        "contradictions_caught": share("contradiction", lambda p: p in retires),
+        "duplicates_caught": share("duplicate", lambda p: p == "duplicate"),
+        "support": {label: sum(g == label for g in gold) for label in RELATIONS},
+    }

@@ -2,13 +2,14 @@
 
 :class:`LongTermMemory` recalls them by meaning, recency and importance, mines them from finished
 conversations with an LLM, keeps them true over time (a new fact that updates or contradicts a
-stored one retires it, and :meth:`LongTermMemory.history` keeps every version), never stores
-anything that looks like a credential, and is off unless the caller or ``MINDCORE_MEMORY_ENABLED``
-turns it on.
+stored one retires it, :meth:`LongTermMemory.history` keeps every version and
+:meth:`LongTermMemory.restore` brings a retired one back), never stores anything that looks like a
+credential, and is off unless the caller or ``MINDCORE_MEMORY_ENABLED`` turns it on.
 """
 
 from __future__ import annotations
 
+from mindcore.errors import MemoryNotFoundError
 from mindcore.ltm._repo import VECTOR_TEXTS
 from mindcore.ltm.config import LongTermMemoryConfig, resolve_enabled, resolve_max_items
 from mindcore.ltm.extract import ExtractionParseError, parse_candidates, render_conversation
@@ -26,6 +27,7 @@ __all__ = [
     "LongTermMemory",
     "LongTermMemoryConfig",
     "Memory",
+    "MemoryNotFoundError",
     "MemoryVersion",
     "RecallWeights",
     "RememberResult",

@@ -15,8 +15,10 @@ from typing import TYPE_CHECKING, Any, overload
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mindcore.kernels import BM25Index, RowShadow, looks_like_secret
+from mindcore.ltm._history import STATE_ACTIONS, Event, state_ids
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm.types import Memory, embedded_text, indexed_text
 from mindcore.store.filters import col
@@ -43,6 +45,7 @@ __all__ = [
     "entry_memories",
     "entry_retention",
     "entry_vectors",
+    "read_scope_history",
     "scope_key",
     "storable",
     "stored_terms",
@@ -322,6 +325,19 @@ class HistoryRepo:
         """Every event of a scope, oldest first."""
         return self.table.scan(namespace, order_by="created_at")
 
+    def state_events(self, namespace: str) -> list[dict[str, Any]]:
+        """The events of a scope that changed whether a memory is live (``_history.STATE_ACTIONS``),
+        oldest first, with only the columns that say so: what a check for a write that never
+        landed reads (duplicates, the bulk of a long history, are skipped)."""
+        return self.table.scan(namespace, col("action").is_in(list(STATE_ACTIONS)),
+                               columns=["id", "memory_id", "action", "created_at"], order_by="created_at")
+
+    def delete_events(self, namespace: str, event_ids: Sequence[str]) -> int:
+        """Delete events by id, in one commit; how many there were."""
+        if not event_ids:
+            return 0
+        return int(self.table.delete(namespace, ids=list(event_ids)).deleted)
+
     def delete_memories(self, namespace: str, memory_ids: Sequence[str], *, purge: bool = False) -> int:
         """Delete every event of these memories; how many there were. ``purge``: and leave none of
         their texts in any file of the store (see ``Table.purge``)."""
@@ -334,6 +350,20 @@ class HistoryRepo:
 
     def clear(self, namespace: str, *, purge: bool = False) -> int:
         return int(self.table.clear(namespace, purge=purge).deleted)
+
+
+def read_scope_history(store: Any, namespace: str) -> tuple[list[dict[str, Any]], set[str]]:
+    """A scope's history events (oldest first) and which memories they speak of are live, read
+    from the stored tables as they are (a read-only store, no embedder): what
+    ``mindcore inspect --retired`` reads. Nothing is created or repaired."""
+    names = set(store.table_names())
+    if HISTORY_TABLE not in names:
+        return [], set()
+    events: list[Event] = store.open_table(HISTORY_TABLE).scan(namespace, order_by="created_at")
+    ids = state_ids(events)
+    live = {str(r["id"]) for r in store.open_table(TABLE).get(namespace, ids, columns=["id"])} \
+        if ids and TABLE in names else set()
+    return [dict(e) for e in events], live
 
 
 class ScopesRepo:
@@ -470,6 +500,15 @@ class MemoryRepo:
 
     def get(self, ids: Sequence[str]) -> list[Memory]:
         return [_memory(r) for r in self.table.get(self.ns, list(ids), columns=_MEMORY_COLUMNS)] if ids else []
+
+    def live_among(self, ids: Sequence[str]) -> set[str]:
+        """Which of ``ids`` are memories of the scope now (read from the cached scope: one
+        vectorised membership test, no I/O while the cache is current)."""
+        if not ids:
+            return set()
+        asked = pa.array(list(ids), pa.string())
+        found = asked.filter(pc.is_in(asked, value_set=self.entry().scalars.column("id").cast(pa.string())))
+        return {str(i) for i in found.to_pylist()}
 
     def all(self) -> list[Memory]:
         return [_memory(r) for r in self.table.scan(self.ns, columns=_MEMORY_COLUMNS, order_by="created_at")]

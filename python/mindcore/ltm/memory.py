@@ -21,6 +21,14 @@ import numpy as np
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.llm.base import check_llm
+from mindcore.ltm._history import (
+    LINKING,
+    earlier_versions,
+    last_states,
+    retired_versions,
+    state_ids,
+    valid_events,
+)
 from mindcore.ltm._repo import HistoryEvent, HistoryRepo, MemoryRepo
 from mindcore.ltm.background import ExtractionQueue, TouchWriter
 from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig, RecallWeights, resolve_enabled
@@ -61,24 +69,9 @@ MAX_RECALL_K = 1_000
 MAX_QUERY_CHARS = 8_000
 
 
-# History actions that link a version to its successor.
-_RETIRING = ("updated", "superseded", "forgotten")
-_ORDER = {"created": 0, "updated": 1, "superseded": 1, "evicted": 1, "forgotten": 1, "related": 3, "duplicate": 3}
-
-
-def _earlier_versions(events: Sequence[Mapping[str, Any]], memory_id: str) -> list[str]:
-    """``memory_id`` and every version it replaced, transitively (from a scope's history events)."""
-    predecessors: dict[str, list[str]] = {}
-    for e in events:
-        if e["action"] in _RETIRING and e["successor_id"]:
-            predecessors.setdefault(str(e["successor_id"]), []).append(str(e["memory_id"]))
-    chain, todo = [], [memory_id]
-    while todo:
-        current = todo.pop()
-        if current not in chain:
-            chain.append(current)
-            todo += predecessors.get(current, [])
-    return chain
+# At equal times, history lists a version's first entry, then what happened to it, then repeats.
+_ORDER = {"created": 0, "updated": 1, "superseded": 1, "evicted": 1, "forgotten": 1, "restored": 1, "related": 3,
+          "duplicate": 3}
 
 
 def _now_ms() -> int:
@@ -515,10 +508,11 @@ class LongTermMemory:
         # A pending last-access bump is written first, so nothing writes the row after the purge.
         self._touches.flush()
         with self._pipeline.locked():
-            events = self._history.events(self._repo.ns)
-            chain = _earlier_versions(events, memory_id)
-            successor = next((str(e["successor_id"]) for e in events if e["memory_id"] == memory_id
-                              and e["successor_id"] and e["action"] in _RETIRING), None)
+            events = self._pipeline.events()
+            chain = earlier_versions(events, memory_id)
+            # A retired version's successor (not a restored one's: it is live on its own again).
+            last = last_states(events).get(memory_id)
+            successor = str(last["successor_id"]) if last and last["action"] in LINKING and last["successor_id"] else None
             gone = self._history.delete_memories(self._repo.ns, chain, purge=purge)
             if successor is not None:
                 self._history.append([(self._repo.ns, HistoryEvent(Memory(id=memory_id, text=""), "forgotten",
@@ -541,9 +535,11 @@ class LongTermMemory:
 
     def history(self, memory_id: str) -> list[MemoryVersion]:
         """The versions of a memory, oldest first: each version's ``created`` entry, the times the
-        same fact was remembered again (``duplicate``), and how it left (``updated`` or
-        ``superseded`` by its successor, ``evicted``), following the chain both ways from
-        ``memory_id`` (a live memory or a retired one). ``[]`` for an unknown id.
+        same fact was remembered again (``duplicate``), how it left (``updated`` or ``superseded``
+        by its successor, ``evicted``) and came back (``restored``, see :meth:`restore`),
+        following the chain both ways from ``memory_id`` (a live memory or a retired one). ``[]``
+        for an unknown id. Events of a write that never landed (a process killed between its
+        two commits) are left out.
 
         >>> import mindcore
         >>> from mindcore.embed import HashEmbedder
@@ -557,11 +553,11 @@ class LongTermMemory:
          ('Is not allergic to peanuts', 'created')]
         """
         _require_id("memory_id", memory_id)
-        events = self._history.events(self._repo.ns)
+        events = self._events()
         successor: dict[str, str] = {}
         predecessors: dict[str, list[str]] = {}
         for e in events:
-            if e["action"] in _RETIRING and e["successor_id"]:
+            if e["action"] in LINKING and e["successor_id"]:
                 successor[str(e["memory_id"])] = str(e["successor_id"])
                 predecessors.setdefault(str(e["successor_id"]), []).append(str(e["memory_id"]))
         chain: set[str] = set()
@@ -599,6 +595,69 @@ class LongTermMemory:
         # At equal times: a first version, what happened to versions, their successors, repeats.
         versions.sort(key=lambda v: (v.at, _ORDER[v.action] if v.action != "created" or not v.predecessor_id else 2))
         return versions
+
+    def _events(self) -> list[Any]:
+        """The scope's history events, oldest first, without those of a write that never landed
+        (a process killed between its two commits; the next write deletes them)."""
+        events = self._history.events(self._repo.ns)
+        return valid_events(events, self._repo.live_among(state_ids(events)))
+
+    def retired(self) -> list[MemoryVersion]:
+        """The memories of this scope retired now (``updated`` or ``superseded`` by a newer one, or
+        ``evicted``, and not restored since), newest retirement first: each with ``action``,
+        ``reason`` and ``successor_id`` as its retiring event recorded them. Any of them can be
+        brought back with :meth:`restore`.
+
+        >>> import mindcore
+        >>> from mindcore.embed import HashEmbedder
+        >>> ltm = LongTermMemory(mindcore.open("memory://"), user_id="u1", embedder=HashEmbedder())
+        >>> old = ltm.remember("Is allergic to peanuts")
+        >>> new = ltm.remember("Is not allergic to peanuts")
+        >>> [(v.memory_id == old.id, v.action, v.successor_id == new.id) for v in ltm.retired()]
+        [(True, 'superseded', True)]
+        """
+        events = self._history.events(self._repo.ns)
+        return retired_versions(events, self._repo.live_among(state_ids(events)))
+
+    async def aretired(self) -> list[MemoryVersion]:
+        """The async twin of :meth:`retired`."""
+        return await asyncio.to_thread(self.retired)
+
+    def restore(self, memory_id: str) -> Memory:
+        """Bring a retired memory back (see :meth:`retired`): it is live again with the same id,
+        text, kind, importance, source, context and ``created_at`` (re-embedded with this memory's
+        embedder; its last access is now), and :meth:`history` records it ``restored``. The
+        memory that retired it stays live: both are kept. A memory that is already live is
+        returned unchanged (nothing is written).
+
+        Raises :class:`~mindcore.errors.MemoryNotFoundError` (nothing written) for an id that is
+        neither live nor retired in this scope, e.g. one that was forgotten, and
+        :class:`~mindcore.errors.SecretRefusedError` if the secret policy now refuses its text.
+        The write holds the scope's lock, and first deletes the history events of any write that
+        never landed (a process killed between a write's two commits), so the history it extends
+        is true. In a full scope the lowest other memory is evicted, as a write would.
+
+        >>> import mindcore
+        >>> from mindcore.embed import HashEmbedder
+        >>> ltm = LongTermMemory(mindcore.open("memory://"), user_id="u1", embedder=HashEmbedder())
+        >>> old = ltm.remember("Is allergic to peanuts")
+        >>> _ = ltm.remember("Is not allergic to peanuts")
+        >>> ltm.restore(old.id).text
+        'Is allergic to peanuts'
+        >>> sorted(m.text for m in ltm.memories())
+        ['Is allergic to peanuts', 'Is not allergic to peanuts']
+        >>> [v.action for v in ltm.history(old.id) if v.memory_id == old.id]
+        ['created', 'superseded', 'restored']
+        """
+        _require_id("memory_id", memory_id)
+        memory, restored = self._pipeline.restore(memory_id)
+        if restored:
+            log.info("restored %s: %s", memory.id, memory.text)
+        return memory
+
+    async def arestore(self, memory_id: str) -> Memory:
+        """The async twin of :meth:`restore`."""
+        return await asyncio.to_thread(self.restore, memory_id)
 
     async def aforget(self, memory_id: str, *, purge: bool = False) -> bool:
         return await asyncio.to_thread(lambda: self.forget(memory_id, purge=purge))

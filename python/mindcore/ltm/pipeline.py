@@ -12,7 +12,14 @@ judged after the lock is released and the write tries again (up to ``_JUDGE_ROUN
 the conservative judgement decides what is left). The history events
 (retired memories in full, duplicates, evictions) are committed first, then the inserts, deletes
 and last-access bumps as one commit, so no reader sees the scope over its cap or a retired
-memory missing from history; when the second commit fails the events are deleted again.
+memory missing from history; when the second commit fails the events are deleted again. A
+process killed between the two commits leaves events of a write that never landed: the first
+write of a :class:`WritePipeline` (and every restore or forget) deletes them under the lock
+before anything else (see :mod:`mindcore.ltm._history`). Each retirement a write commits is
+logged at INFO on ``mindcore.ltm``.
+
+:meth:`WritePipeline.restore` brings a retired memory back (``LongTermMemory.restore``) by the
+same two commits: its ``restored`` event, then the memory.
 
 :class:`BulkPipeline` applies the same rules to many scopes at once (``mindcore.batch.remember``):
 it takes the locks of all of them, in sorted order so that it cannot deadlock with single-scope
@@ -30,15 +37,18 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mindcore.errors import InvalidInputError, InvalidTypeError, SecretRefusedError
+from mindcore.errors import InvalidInputError, InvalidTypeError, MemoryNotFoundError, SecretRefusedError
 from mindcore.ltm._decide import Decision, Judge, ScopePlan, Stored, decide, plan_scope
+from mindcore.ltm._history import RETIRED, Event, batch_of, restorable, state_ids, valid_events, void_events
 from mindcore.ltm._repo import (
+    HistoryEvent,
     HistoryRepo,
     MemoryRepo,
     ScopesRepo,
     entry_memories,
     entry_retention,
     entry_vectors,
+    storable,
 )
 from mindcore.ltm.config import DAY_MS, DEFAULT_DUPLICATE_THRESHOLD, LongTermMemoryConfig
 from mindcore.ltm.extract import Candidate
@@ -64,8 +74,9 @@ if TYPE_CHECKING:
 __all__ = ["DUPLICATE_THRESHOLD", "EVICT_IMPORTANCE", "EVICT_RECENCY", "BulkPipeline", "Outcome", "Row",
            "WritePipeline", "eviction_cut", "retention_weights", "scope_lock_name", "validate_item", "validate_items"]
 
-DUPLICATE_THRESHOLD = DEFAULT_DUPLICATE_THRESHOLD  # the default of LongTermMemoryConfig.duplicate_threshold
 log = logging.getLogger("mindcore.ltm")
+
+DUPLICATE_THRESHOLD = DEFAULT_DUPLICATE_THRESHOLD  # the default of LongTermMemoryConfig.duplicate_threshold
 # Eviction ranks by the seed's recency and importance weights, whatever recall's weights are.
 EVICT_RECENCY = 0.2
 EVICT_IMPORTANCE = 0.1
@@ -174,6 +185,9 @@ class WritePipeline:
         self._clock = clock
         self._resolver = resolver
         self._lock = store.lock(scope_lock_name(repo.ns))
+        # Whether this pipeline has looked for events of a write that never landed (once: a
+        # crash before this object existed is the only way to leave them).
+        self._checked = False
 
     def locked(self) -> contextlib.AbstractContextManager[None]:
         """The scope's write lock (held by every write, :meth:`LongTermMemory.forget` and ``clear``)."""
@@ -214,6 +228,8 @@ class WritePipeline:
             if known.missing and resolver is not None:
                 known.ask(resolver, self._config.resolver_timeout)
             with self._lock.hold():
+                if not self._checked:
+                    self._drop_void(self._history.state_events(self._repo.ns))
                 now = self._clock()
                 stored = _stored(self._repo.entry(), self._config, now)
                 plan = plan_rows(rows, vectors, stored, config=self._config, embed=self._embed, judge=known,
@@ -227,10 +243,106 @@ class WritePipeline:
                     self._history.undo(history)  # the memories did not change: neither does their history
                     raise
                 break
-        _log_retired(plan)
+        _log_retirements(plan.events)
         for i, result in zip(clean, plan.results(written), strict=True):
             results[i] = result
         return results, plan.evicted
+
+    def _drop_void(self, events: Sequence[Event]) -> list[Event]:
+        """Delete the events of writes that never landed (see :mod:`mindcore.ltm._history`) and
+        return the others. The caller holds the scope's lock: no writer is between its commits."""
+        self._checked = True
+        live = self._repo.live_among(state_ids(events))
+        void = void_events(events, live)
+        if not void:
+            return list(events)
+        # Deleting history on a stale read (object storage lags by up to its read consistency)
+        # would lose true events: read both tables again at their latest versions first.
+        self._repo.table.refresh()
+        self._history.table.refresh()
+        live = self._repo.live_among(state_ids(events))
+        void = void_events(events, live)
+        if not void:
+            return list(events)
+        batches = {batch_of(i) for i in void}
+        # ``events`` may be the state events only: a void write's duplicates go with it.
+        every = [str(e["id"]) for e in self._history.events(self._repo.ns) if batch_of(str(e["id"])) in batches]
+        self._history.delete_events(self._repo.ns, every)
+        log.warning("long-term memory %s: deleted %d history events of %d writes that never landed (the process "
+                    "stopped between the history commit and the memory commit)", self._repo.ns, len(every),
+                    len(batches))
+        return valid_events(events, live)
+
+    def events(self) -> list[Event]:
+        """Every history event of the scope, oldest first, after deleting those of writes that never
+        landed. Hold :meth:`locked`."""
+        return self._drop_void(self._history.events(self._repo.ns))
+
+    def restore(self, memory_id: str) -> tuple[Memory, bool]:
+        """Make the retired memory ``memory_id`` live again, with its id, text, kind, importance,
+        source, context and ``created_at`` (its last access is now); ``(memory, True)``. A live
+        memory is returned as it is: ``(memory, False)``. Raises :class:`MemoryNotFoundError` for
+        an id the scope does not hold, live or retired, and :class:`SecretRefusedError` when the
+        secret policy now refuses the text (nothing is written either way).
+
+        Under the scope's lock: the void events of an interrupted write are deleted first; then
+        a ``restored`` event is committed, then the memory (re-embedded) with, in a full scope,
+        the eviction of the lowest other memories to stay within ``max_items`` (the restored
+        one is kept: restoring is asked for by name).
+        """
+        with self._lock.hold():
+            self._repo.table.refresh()  # a read-modify-write under the lock starts at the latest version
+            self._history.table.refresh()
+            events = self.events()
+            live = self._repo.get([memory_id])
+            if live:
+                return live[0], False
+            retired = restorable(events, memory_id)
+            if retired is None:
+                raise MemoryNotFoundError(
+                    f"memory_id: no memory {memory_id!r} in long-term memory scope {self._repo.ns}, live or "
+                    "retired (an unknown id, another scope's, or forgotten); nothing was restored")
+            policy = self._config.secrets
+            text = policy.screen(str(retired["text"] or ""), "text")
+            context = policy.screen_optional(retired["context"], "context")
+            now = max(self._clock(), int(retired["created_at"] or 0))
+            created = int(retired["memory_created_at"] or 0)
+            memory = Memory(id=memory_id, text=text, kind=str(retired["kind"] or DEFAULT_KIND),
+                            importance=round(float(retired["importance"] or 0.0), 6), created_at=created,
+                            last_accessed_at=max(now, created), source=str(retired["source"] or "manual"),
+                            context=context)
+            if not storable([memory]):
+                raise SecretRefusedError("text: not restored: it looks like a credential; leave credentials out")
+            vectors = self._embed([embedded_text(text, context)])
+            entry = self._repo.entry()
+            victims = self._restore_room(entry, now)
+            evicted = entry_memories(entry, victims)
+            restored = [HistoryEvent(memory, "restored", now, f"undoes {retired['action']}",
+                                     successor_id=retired["successor_id"] or None),
+                        *(HistoryEvent(m, "evicted", now, "lowest by recency and importance over max_items")
+                          for m in evicted)]
+            appended = self._history.append([(self._repo.ns, e) for e in restored])
+            try:
+                self._repo.write([memory], vectors, delete=[m.id for m in evicted])
+            except BaseException:
+                self._history.undo(appended)
+                raise
+        _log_retirements(restored[1:])
+        return memory, True
+
+    def _restore_room(self, entry: CacheEntry, now: int) -> list[int]:
+        """Positions (in ``entry_vectors`` order) of the stored memories to evict so the scope
+        stays within ``max_items`` with one more memory, which is kept."""
+        max_items = self._config.max_items
+        assert max_items is not None  # resolved by the config
+        ids, matrix = entry_vectors(entry)
+        if max_items == 0 or len(ids) + 1 <= max_items:
+            return []
+        weights = retention_weights(self._config)
+        scores = entry_retention(entry, weights=weights, now_ms=now)
+        cut, _ = eviction_cut(scores, [], np.zeros((0, matrix.shape[1]), np.float32), now,
+                              max_items=max_items - 1, weights=weights)
+        return sorted(int(i) for i in cut)
 
     def plan_eviction(self, ids: Sequence[str], new: Sequence[Memory], new_vectors: np.ndarray,
                       now: int) -> tuple[list[str], set[int]]:
@@ -248,18 +360,21 @@ class WritePipeline:
         return [ids[int(i)] for i in cut], dropped
 
 
+def _log_retirements(events: Sequence[HistoryEvent]) -> None:
+    """Log each retirement a commit made, at INFO (quiet unless asked for)."""
+    if not log.isEnabledFor(logging.INFO):
+        return
+    for e in events:
+        if e.action in RETIRED:
+            successor = f" for {e.successor_id}" if e.successor_id else ""
+            log.info("retired %s (%s: %s)%s", e.memory.id, e.action, e.reason, successor)
+
+
 def scope_lock_name(namespace: str) -> str:
     """The store lock a write to the scope ``namespace`` (a ``scope_key``) holds while it reads the
     scope and commits: one of ``_LOCK_STRIPES`` locks shared by every thread, process and machine."""
     stripe = int.from_bytes(hashlib.blake2b(namespace.encode(), digest_size=4).digest(), "big") % _LOCK_STRIPES
     return f"ltm-scope-{stripe:03d}"
-
-
-def _log_retired(plan: ScopePlan) -> None:
-    for event in plan.events:
-        if event.action in ("updated", "superseded"):
-            log.info("retired memory %s (%s: %s) for %s; restore() brings it back", event.memory.id, event.action,
-                     event.reason, event.successor_id)
 
 
 def plan_rows(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: LongTermMemoryConfig,

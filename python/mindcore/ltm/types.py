@@ -39,9 +39,10 @@ RememberStatus = Literal["stored", "duplicate", "secret", "evicted"]
 #: ``refused`` for a text that looks like a secret.
 RememberAction = Literal["created", "duplicate", "updated", "superseded", "evicted", "refused"]
 #: What happened to a memory, as :meth:`LongTermMemory.history` lists it.
-HistoryAction = Literal["created", "duplicate", "updated", "superseded", "forgotten", "evicted", "related"]
+HistoryAction = Literal["created", "duplicate", "updated", "superseded", "forgotten", "evicted", "restored",
+                        "related"]
 HISTORY_ACTIONS: tuple[HistoryAction, ...] = ("created", "duplicate", "updated", "superseded", "forgotten", "evicted",
-                                              "related")
+                                              "restored", "related")
 _ACTION_OF_STATUS: dict[str, RememberAction] = {"stored": "created", "duplicate": "duplicate", "secret": "refused",
                                                 "evicted": "evicted"}
 
@@ -152,10 +153,12 @@ class MemoryVersion:
     ``memory_id``, ``text`` and ``kind`` are the version's; ``action`` is what happened to it at
     ``at`` (unix ms): ``created``, ``duplicate`` (the same fact was remembered again: ``text`` is
     how it was said, the memory's last access was bumped), ``updated`` or ``superseded`` (retired
-    in favour of ``successor_id``), ``evicted`` (dropped to stay within ``max_items``) or
-    ``forgotten`` (this version was forgotten: its text is gone, ``text`` is empty), or
-    ``related`` (a newer memory, ``successor_id``, was kept beside this one although it may update
-    or contradict it: both stay live, and ``reason`` says what it may be).
+    in favour of ``successor_id``), ``evicted`` (dropped to stay within ``max_items``),
+    ``restored`` (a retired version made live again by :meth:`LongTermMemory.restore`;
+    ``successor_id`` is the memory that had retired it, which stays live too), ``forgotten``
+    (this version was forgotten: its text is gone, ``text`` is empty), or ``related`` (a newer
+    memory, ``successor_id``, was kept beside this one although it may update or contradict it:
+    both stay live, and ``reason`` says what it may be).
     ``predecessor_id`` is set on the ``created`` entry of a memory that replaced another.
     ``reason`` says why (the classifier's reason for updates and contradictions).
     """
