@@ -7,7 +7,10 @@ date, each question with a resolvable evidence id is a query, recall = |evidence
 
 * ``mindcore``: the default ``RecallWeights`` (seed 0.7·cosine + 0.2·recency + 0.1·importance, plus
   1.0·BM25 lexical fusion), each turn stored with its context (the previous turn of the session and
-  the speaker, ``LongTermMemory.remember(..., context=...)``: embedded and indexed, not rendered);
+  the speaker, ``LongTermMemory.remember_many(..., context=...)``: embedded and indexed, not
+  rendered), judged as every write is (turns never retire turns; a verbatim repeat is not stored twice);
+* ``mindcore-remember``: ``"{speaker}: {text}"`` per turn through one plain ``remember()`` call, and
+  ``mindcore-remember-dedupe-false``, the same texts stored as they are (see the test's docstring);
 * ``mindcore-no-recency``: the same without the recency term (LoCoMo's questions are about any
   session, so with ``now`` = the last session recency only adds bias here; real users' memories
   need it, so the default keeps the seed's weights);
@@ -110,18 +113,22 @@ def test_locomo_mindcore(benchmark: Any, setup: dict[str, Any], impl: str, weigh
     _record(benchmark, impl, report)
 
 
-def test_locomo_mindcore_judged(benchmark: Any, setup: dict[str, Any]) -> None:
-    """``mindcore-judged``: the default settings with the write's judgement on (``remember_many``'s
-    default ``dedupe=True``): turns judged duplicates are not stored and turns a later one updates
-    or contradicts are retired, so they cannot be recalled. Conversation turns are not the facts
-    the judgement is made for; this row shows what it costs when they are stored as memories."""
+@pytest.mark.parametrize("dedupe", [True, False], ids=["remember", "dedupe-false"])
+def test_locomo_mindcore_plain_remember(benchmark: Any, setup: dict[str, Any], dedupe: bool) -> None:
+    """``mindcore-remember``: each turn stored as ``"{speaker}: {text}"`` with one plain ``remember()``
+    call (no context), judged as any user's write is; ``mindcore-remember-dedupe-false`` stores the
+    same texts as they are, the baseline the judged row must stay within 0.5 points of. Its
+    extra_info ``writes`` counts the turns stored, not stored as duplicates and retired."""
     conversations: list[Conversation] = setup["conversations"]
-    _start(benchmark, "mindcore-judged")
+    impl = "mindcore-remember" if dedupe else "mindcore-remember-dedupe-false"
+    _start(benchmark, impl)
     report = benchmark.pedantic(
-        lambda: evaluate_locomo(conversations=conversations, embedder=setup["embedder"], dedupe=True),
+        lambda: evaluate_locomo(conversations=conversations, embedder=setup["embedder"], plain=True, dedupe=dedupe),
         rounds=1, iterations=1,
     )
-    _record(benchmark, "mindcore-judged", report)
+    benchmark.extra_info["writes"] = report.writes
+    _record(benchmark, impl, report)
+    print(f"writes: {report.writes}")
 
 
 def test_locomo_bm25(benchmark: Any, setup: dict[str, Any]) -> None:

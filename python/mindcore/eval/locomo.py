@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -133,6 +133,9 @@ class LocomoReport:
     by_category: dict[int, dict[int, float]] = field(default_factory=dict)
     n: dict[str, int] = field(default_factory=dict)
     seconds: float = 0.0
+    #: What the writes did with the turns (:func:`evaluate_locomo`): how many were stored, not
+    #: stored as duplicates, and retired by a later turn.
+    writes: dict[str, int] = field(default_factory=dict)
 
     def table(self) -> str:
         """A markdown table of recall@k in percent."""
@@ -205,7 +208,8 @@ def evaluate_locomo(
     progress: Callable[[str], None] | None = None,
     context: bool = True,
     batch_recall: BatchRecall | None = None,
-    dedupe: bool = False,
+    dedupe: bool = True,
+    plain: bool = False,
 ) -> LocomoReport:
     """Store each conversation in its own long-term memory (a temporary local store) and score every
     question's recall@k. Give ``path`` to ``locomo10.json`` or already loaded ``conversations``.
@@ -213,10 +217,13 @@ def evaluate_locomo(
     Each turn is stored with ``remember_many`` as one memory: ``text`` is the turn (the memory
     shown to the model), and with ``context`` (the default) the previous turn of the session and the
     speaker are the memory's ``context`` (embedded and indexed, never rendered; see
-    :meth:`LongTermMemory.remember`). ``context=False`` stores the bare turn text. Every turn is
-    stored as it is (``remember_many(..., dedupe=False)``); ``dedupe=True`` lets the write judge
-    each turn against the ones near it as ``remember`` does (duplicates dropped, updated or
-    contradicted turns retired), so a retired evidence turn can no longer be recalled.
+    :meth:`LongTermMemory.remember`). ``context=False`` stores the bare turn text. With ``dedupe``
+    (the default, as users write) the write judges each turn against the ones near it as
+    ``remember`` does, so a turn judged a duplicate or retired can no longer be recalled;
+    ``dedupe=False`` stores every turn as it is. ``plain=True`` stores ``"{speaker}: {text}"``
+    without context, with one plain ``remember()`` call per turn (with ``dedupe``; else one
+    ``remember_many(..., dedupe=False)``): the path a user who stores a chat turn by turn takes.
+    The report's ``writes`` counts what the writes did.
 
     The questions are recalled with ``LongTermMemory.recall_many``, or, given ``batch_recall``
     (:func:`mindcore.batch.recall`), with one batch call per conversation: the same rankings.
@@ -228,14 +235,24 @@ def evaluate_locomo(
     k_max = max(ks)
     with tempfile.TemporaryDirectory(prefix="mindcore-locomo-") as tmp:
 
+        writes: Counter[str] = Counter()
+
         def rank(conv: Conversation) -> list[list[str]]:
             ltm = LongTermMemory(open_store(Path(tmp) / conv.sample_id), user_id=conv.sample_id,
                                  namespace="locomo", embedder=embedder, max_items=0, weights=weights,
                                  clock=_fixed(conv.now_ms))
-            results = ltm.remember_many(
-                [{"text": t.text, "created_at": t.timestamp_ms, "context": t.context if context else None}
-                 for t in conv.turns], dedupe=dedupe
-            )
+            if plain and dedupe:
+                results = [ltm.try_remember(f"{t.speaker}: {t.text}", created_at=t.timestamp_ms) for t in conv.turns]
+            else:
+                results = ltm.remember_many(
+                    [{"text": f"{t.speaker}: {t.text}" if plain else t.text, "created_at": t.timestamp_ms,
+                      "context": t.context if context and not plain else None} for t in conv.turns],
+                    dedupe=dedupe,
+                )
+            live = {m.id for m in ltm.memories()}
+            writes.update(str(r.status) for r in results)
+            writes["retired"] += sum(r.status == "stored" and r.memory is not None and r.memory.id not in live
+                                     for r in results)
             dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True)
                       if r.memory and r.status == "stored"}
             questions = [q.question for q in conv.questions]
@@ -251,7 +268,9 @@ def evaluate_locomo(
                 progress(f"{conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
             return [[dia_of[i] for i in ids] for ids in found]
 
-        return score_rankings(conversations, rank, ks=ks)
+        report = score_rankings(conversations, rank, ks=ks)
+        report.writes = dict(writes)
+        return report
 
 
 def _batch_ids(hits: pa.Table, n: int) -> list[list[str]]:

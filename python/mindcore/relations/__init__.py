@@ -15,7 +15,13 @@ explicit negation of the same statement is certain; every other pair is kept sid
 
 from __future__ import annotations
 
-from mindcore.relations._rules import JUDGE_DUPLICATE_COSINE, classify_pair, classify_pairs, judge_pair, judge_pairs
+from mindcore.relations._rules import (
+    JUDGE_DUPLICATE_COSINE,
+    classify_pair,
+    classify_pairs,
+    judge_pair,
+    judge_pairs,
+)
 from mindcore.relations._types import RELATIONS, MemoryPair, PairVerdict, Relation
 
 __all__ = [

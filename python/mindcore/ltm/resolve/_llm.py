@@ -14,6 +14,7 @@ unknown pair or relation is dropped, the first verdict for a pair wins, reasons 
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -218,8 +219,8 @@ def resolve_pairs(
     out: list[PairVerdict] = []
     for batch in _batches(_pairs(pairs), max_pairs_per_call):
         try:
-            messages = build_resolver_messages(batch)
-            reply: str | None = _call(lambda: llm.complete(messages, json=True), timeout)
+            reply: str | None = _call(functools.partial(llm.complete, build_resolver_messages(batch), json=True),
+                                      timeout)
             error = None
         except Exception as exc:  # whatever the client raises, the rules still decide
             reply, error = None, f"resolver LLM failed: {type(exc).__name__}: {exc}"
