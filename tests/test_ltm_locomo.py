@@ -83,3 +83,17 @@ def test_turn_context_beats_bare_turns_on_locomo(conversations: list[Conversatio
     bare = evaluate_locomo(conversations=subset, embedder=HashEmbedder(), context=False)
     for k in KS:
         assert with_context.overall[k] > bare.overall[k] + 0.05, (k, with_context.overall, bare.overall)
+
+
+def test_plain_remember_keeps_every_turn(conversations: list[Conversation]) -> None:
+    """Conversation turns stored one plain ``remember("{speaker}: {text}")`` at a time: no turn is
+    retired, only verbatim repeats are not stored twice (at most 0.5% in all), and recall equals
+    storing every turn as it is."""
+    chosen = conversations[:2]
+    judged = evaluate_locomo(conversations=chosen, embedder=HashEmbedder(), plain=True, dedupe=True)
+    kept = evaluate_locomo(conversations=chosen, embedder=HashEmbedder(), plain=True, dedupe=False)
+    turns = sum(len(c.turns) for c in chosen)
+    assert judged.writes.get("retired", 0) == 0, judged.writes
+    assert judged.writes.get("duplicate", 0) <= 0.005 * turns, judged.writes
+    for k in KS:
+        assert abs(judged.overall[k] - kept.overall[k]) <= 0.005, (k, judged.overall, kept.overall)
