@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _openai_server import FakeOpenAI
 
 import mindcore
 from mindcore.blocks import one_line
 from mindcore.eval.pairs import LabelledPair, load_pairs, score_keeping
 from mindcore.llm import OpenAICompatibleLLM, ScriptedLLM
 from mindcore.ltm import LongTermMemory
-from tests._openai_server import FakeOpenAI
 
 PAIRS_FILE = Path(__file__).parent / "data" / "ltm_pairs.jsonl"
 _LINE = re.compile(r"^\[(\d+)\] (OLD|NEW): (.*)$")
