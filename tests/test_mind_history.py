@@ -1,5 +1,7 @@
-"""A belief that contradicts or updates the one it matches supersedes it, and the replaced content
-goes into the belief's history; paraphrases still merge as the seed does, with no history.
+"""A belief that explicitly negates the one it matches, or that the agent says replaces it
+(``replaces``), supersedes it, and the replaced content goes into the belief's history; a repeat
+merges with no history; a belief that only reads alike is kept beside the held one (one judgement
+with long-term memory: nothing merges on a guess).
 
 Every path a belief can merge by: the run's draft, the committed store at ``believe`` time, and the
 re-check at flush against a belief another process stored meanwhile.
@@ -23,7 +25,8 @@ from mindcore.mind.draft import DraftBelief, DraftBuffer, merge_belief, plan_flu
 from mindcore.mind.entries import BELIEF_HISTORY_LIMIT
 
 UP = "The staging server is up"
-DOWN = "The staging server is down"
+DOWN = "The staging server is not up"
+ANTONYM = "The staging server is down"
 
 
 @pytest.fixture
@@ -41,7 +44,7 @@ def test_a_contradiction_supersedes_and_is_recorded(mind: Mind, clock: Clock, tm
     assert isinstance(belief, mindcore.Belief) and belief.content == DOWN
     [change] = mind.history(first.id)
     assert change == BeliefChange(UP, clock(), "contradiction", change.reason)
-    assert "up" in change.reason and "down" in change.reason
+    assert "negation" in change.reason
     assert belief.to_dict()["history"] == [change.to_dict()]
     assert [b.content for b in mind.beliefs()] == [DOWN]
     # Durable: another process opening the store reads the same history.
@@ -70,22 +73,47 @@ def test_paraphrases_still_merge_without_history(mind: Mind) -> None:
     assert "history" not in mind.get(first.id).to_dict()  # type: ignore[union-attr]
 
 
-def test_an_update_is_recorded_as_an_update(mind: Mind) -> None:
+def test_a_belief_that_only_reads_alike_is_kept_beside(mind: Mind) -> None:
     first = mind.believe("The API rate limit is 100 requests per minute")
     second = mind.believe("The API rate limit is now 200 requests per minute")
-    assert second.id == first.id
+    assert (second.action, second.replaced) == ("created", None) and second.id != first.id
+    assert sorted(b.content for b in mind.beliefs()) == ["The API rate limit is 100 requests per minute",
+                                                        "The API rate limit is now 200 requests per minute"]
+    prod = mind.believe("The prod server is up")
+    with mind.run() as run:  # within one run's draft too
+        again = run.believe("The prod server is down")
+    assert again.id != prod.id and mind.history(prod.id) == []
+
+
+def test_the_agent_says_what_a_belief_replaces(mind: Mind) -> None:
+    first = mind.believe("The API rate limit is 100 requests per minute")
+    second = mind.believe("The API rate limit is now 200 requests per minute", replaces=first.id)
+    assert (second.action, second.id) == ("updated_store", first.id)
     [change] = mind.history(first.id)
     assert (change.content, change.relation) == ("The API rate limit is 100 requests per minute", "update")
-    assert "100 -> 200" in change.reason
+    assert "replaced by the agent" in change.reason
+    assert [b.content for b in mind.beliefs()] == ["The API rate limit is now 200 requests per minute"]
+    with mind.run() as run:  # a belief of the same run
+        a = run.believe(UP)
+        b = run.believe(ANTONYM, replaces=a.id)
+        assert (b.action, b.id) == ("updated_draft", a.id) and b.replaced is not None
+    assert mind.get(a.id).content == ANTONYM  # type: ignore[union-attr]
+    with pytest.raises(MindError, match="replaces: no belief"):
+        mind.believe("x", replaces="no-such-id")
 
 
 def test_the_tool_tells_the_model_what_it_replaced(mind: Mind) -> None:
-    mind.believe(UP)
+    first = mind.believe(UP)
     out = mind.tools.call("mind_believe", {"content": DOWN})
     assert out["status"] == "ok" and out["replaced"]["content"] == UP
     assert out["replaced"]["relation"] == "contradiction"
     plain = mind.tools.call("mind_believe", {"content": "The build cache lives in S3"})
     assert "replaced" not in plain
+    chosen = mind.tools.call("mind_believe", {"content": "The build cache lives in GCS", "replaces": plain["id"]})
+    assert chosen["id"] == plain["id"] and chosen["replaced"]["content"] == "The build cache lives in S3"
+    bad = mind.tools.call("mind_believe", {"content": "y", "replaces": "nope"})
+    assert bad["status"] == "error" and "replaces" in bad["error"]
+    assert first.id != plain["id"]
 
 
 def test_history_keeps_the_latest_entries(mind: Mind, clock: Clock) -> None:
@@ -123,6 +151,9 @@ def test_merge_belief_appends_to_the_stored_history() -> None:
     earlier = json.dumps([{"content": "older", "replaced_at": 3, "relation": "update", "reason": "r"}])
     out = merge_belief(_row(UP, history=earlier), DraftBelief("b", DOWN, "medium", None, None, False, _vec(0), 40),
                        clean=True, now=50)
+    chosen = merge_belief(_row(UP), DraftBelief("b", ANTONYM, "medium", None, None, False, _vec(0), 40, chosen=True),
+                          clean=True, now=50)
+    assert [(h["content"], h["relation"]) for h in json.loads(chosen["history"])] == [(UP, "update")]
     stored = json.loads(out["history"])
     assert [(h["content"], h["replaced_at"], h["relation"]) for h in stored] == [
         ("older", 3, "update"), (UP, 40, "contradiction")]

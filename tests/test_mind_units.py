@@ -158,7 +158,8 @@ def test_recall_weights() -> None:
 
 SEED_PARAMS = {
     "mind_recall": ({"query"}, {"type", "status", "tags", "pinned", "includeExpired", "threshold", "limit"}),
-    "mind_believe": ({"content"}, {"confidence", "tags", "expiresIn", "allowDowngrade"}),
+    # ``replaces`` is ours: the agent names the belief a new one replaces (nothing merges on a guess).
+    "mind_believe": ({"content"}, {"confidence", "tags", "expiresIn", "allowDowngrade", "replaces"}),
     "mind_reflect": ({"content"}, {"pin", "tags", "relatedTo"}),
     "mind_unpin_reflection": ({"id"}, set()),
     "mind_set_goal": ({"description"}, {"priority", "tags", "dueBy"}),
@@ -449,12 +450,16 @@ def test_crashed_flush_keeps_beliefs_and_reflections_flagged_and_drops_the_rest(
 
 
 def test_flush_merges_into_a_belief_stored_meanwhile() -> None:
-    view = FakeView([_stored_belief("other", "low")])
+    view = FakeView([_stored_belief("other", "low", content="Same idea")])
     view.similar[3] = "other"
     draft = DraftBuffer()
     draft.beliefs["mine"] = _belief("mine", "same idea", "high", v=3)
     rows = _plan(draft, view).rows
     assert [r["id"] for r in rows] == ["other"] and rows[0]["confidence"] == "high"
+    # A belief that only reads alike (the view's nearest) is kept beside it.
+    draft.beliefs["mine"] = _belief("mine", "another idea", "high", v=3)
+    assert [r["id"] for r in _plan(draft, view).rows] == ["mine"]
+    draft.beliefs["mine"] = _belief("mine", "same idea", "high", v=3)
     # checked against this very version at call time: nothing new to compare with
     draft.beliefs["mine"].seen_version = view.version
     assert [r["id"] for r in _plan(draft, view).rows] == ["mine"]

@@ -8,9 +8,11 @@ Flush rules (clean run / crashed run):
 
 * beliefs: each draft belief merges into the stored row with its id, else into a stored belief
   that became similar meanwhile (another process), else is created; a crashed run writes them
-  with ``error=True``, a clean one clears that flag. When the merged content contradicts or
-  updates the content it replaces (:func:`mindcore.relations.classify_pair`), the replaced
-  content goes into the belief's history, in the same commit; a paraphrase leaves no entry;
+  with ``error=True``, a clean one clears that flag. A belief merges only into one that says the
+  same (near-verbatim), that it explicitly negates, or that the agent named with ``replaces``
+  (:func:`same_belief`, the judgement long-term memory writes use): two beliefs that only read
+  alike are both kept. The replaced content goes into the belief's history, in the same commit;
+  a repeat leaves no entry;
 * reflections: appended (``error=True`` after a crash); a pin beyond the cap is stored unpinned;
 * goals: created (while under the cap) and updated (while still active) after a clean run only;
 * unpins: applied after a clean run only (a crash keeps the rule pinned, the safe default).
@@ -34,7 +36,7 @@ from mindcore.mind.entries import (
     history_to_json,
     recall_weight,
 )
-from mindcore.relations import classify_pair
+from mindcore.relations import judge_pair
 
 __all__ = [
     "Claims",
@@ -49,6 +51,7 @@ __all__ = [
     "merge_belief",
     "plan_flush",
     "replaced",
+    "same_belief",
 ]
 
 Row = dict[str, Any]
@@ -68,23 +71,44 @@ def _cosine(a: Any, b: Any) -> float | None:
     return float(np.dot(x, y) / norm) if norm > 0 and x.shape == y.shape else None
 
 
-def replaced(old: str, new: str, *, at: int, old_vector: Any = None, new_vector: Any = None) -> BeliefChange | None:
+def replaced(old: str, new: str, *, at: int, old_vector: Any = None, new_vector: Any = None,
+             chosen: bool = False) -> BeliefChange | None:
     """The history entry for belief content ``old`` when ``new`` replaces it: ``None`` when ``new``
-    says the same thing (or is judged unrelated: the merge is then the seed's plain dedupe), else
-    the contradiction or update the rules find, with their reason.
+    says the same thing, a ``contradiction`` when it explicitly negates it, and, when the agent
+    ``chosen`` to replace it (``mind_believe``'s ``replaces``), an ``update`` for anything else.
 
-    >>> replaced("The staging server is up", "The staging server is down", at=7).relation
+    >>> replaced("The staging server is up", "The staging server is not up", at=7).relation
     'contradiction'
     >>> replaced("The staging server is up", "the staging server is up", at=7) is None
     True
+    >>> replaced("The staging server is up", "The staging server is down", at=7, chosen=True).reason
+    'replaced by the agent; may be a contradiction (antonym: up / down)'
     """
     if belief_key(old) == belief_key(new):
         return None
-    verdict = classify_pair(old, new, similarity=_cosine(old_vector, new_vector))
-    if not verdict.supersedes:
+    verdict = judge_pair(old, new, similarity=_cosine(old_vector, new_vector))
+    if verdict.supersedes:
+        return BeliefChange(old, at, cast("Any", verdict.relation), verdict.reason)
+    if not chosen or verdict.relation == "duplicate":
         return None
-    relation = cast("Any", verdict.relation)
-    return BeliefChange(old, at, relation, verdict.reason)
+    why = "replaced by the agent" + (f"; {verdict.reason.removeprefix('both kept: ')}" if verdict.possible else "")
+    return BeliefChange(old, at, "update", why)
+
+
+def same_belief(old: str, new: str, *, old_vector: Any = None, new_vector: Any = None) -> bool:
+    """Whether a new belief ``new`` is a new version of the held ``old`` without the agent saying so:
+    the same statement (near-verbatim) or its explicit negation. Two beliefs that only read alike
+    ("The staging server is up" / "The prod server is up") are both kept.
+
+    >>> same_belief("The staging server is up", "the staging server is up!")
+    True
+    >>> same_belief("The staging server is up", "The prod server is up")
+    False
+    """
+    if belief_key(old) == belief_key(new):
+        return True
+    verdict = judge_pair(old, new, similarity=_cosine(old_vector, new_vector))
+    return verdict.relation in ("duplicate", "contradiction")
 
 
 @dataclass
@@ -104,6 +128,8 @@ class DraftBelief:
     #: The content (and vector) it started with: what replaces the stored content at flush.
     first_content: str = ""
     first_vector: np.ndarray | None = None
+    #: The agent named the belief this one replaces (``mind_believe``'s ``replaces``).
+    chosen: bool = False
 
     def __post_init__(self) -> None:
         if not self.first_content:
@@ -114,7 +140,7 @@ class DraftBelief:
     def absorb(self, other: DraftBelief) -> None:
         """A later ``mind_believe`` that matched this draft entry."""
         change = replaced(self.content, other.content, at=other.created_at, old_vector=self.vector,
-                          new_vector=other.vector)
+                          new_vector=other.vector, chosen=other.chosen)
         if change is not None:
             self.history.append(change)
         self.seen_version = min(self.seen_version, other.seen_version)
@@ -314,7 +340,7 @@ def merge_belief(row: Row, d: DraftBelief, *, clean: bool, now: int) -> Row:
     conf = _merge_confidence(str(row.get("confidence") or "low"), d.confidence, d.allow_downgrade)
     history = history_from_json(row.get("history"))
     change = replaced(str(row.get("content") or ""), d.first_content, at=d.created_at,
-                      old_vector=row.get("vector"), new_vector=d.first_vector)
+                      old_vector=row.get("vector"), new_vector=d.first_vector, chosen=d.chosen)
     if change is not None:
         history.append(change)
     history.extend(d.history)
@@ -438,6 +464,10 @@ def plan_flush(
             target = view.similar_belief(d.vector, dedup_threshold, now)
             if target is not None and target not in out and target not in fresh:
                 fresh.update(view.rows([target]))
+            held = None if target is None else out.get(target) or fresh.get(target)
+            if held is not None and not same_belief(str(held.get("content") or ""), d.first_content,
+                                                    old_vector=held.get("vector"), new_vector=d.first_vector):
+                target = None  # it only reads alike: both beliefs are kept
         if target is not None and (target in out or target in fresh):
             base = out.get(target) or fresh[target]
             out[target] = merge_belief(base, d, clean=clean, now=now)

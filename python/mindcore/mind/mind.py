@@ -32,6 +32,7 @@ from mindcore.mind.draft import (
     goal_row,
     plan_flush,
     replaced,
+    same_belief,
 )
 from mindcore.mind.entries import (
     CONFIDENCES,
@@ -272,9 +273,12 @@ class Mind:
         >>> from mindcore.embed import HashEmbedder
         >>> mind = mindcore.Mind("memory://", agent="ops", embedder=HashEmbedder())
         >>> b = mind.believe("The staging server is up")
-        >>> _ = mind.believe("The staging server is down")
+        >>> _ = mind.believe("The staging server is not up")
         >>> [(c.content, c.relation) for c in mind.history(b.id)], mind.get(b.id).content
-        ([('The staging server is up', 'contradiction')], 'The staging server is down')
+        ([('The staging server is up', 'contradiction')], 'The staging server is not up')
+        >>> _ = mind.believe("The staging server is down", replaces=b.id)  # the agent says what it replaces
+        >>> [c.relation for c in mind.history(b.id)], mind.get(b.id).content
+        (['contradiction', 'update'], 'The staging server is down')
         """
         entry = self.get(belief_id)
         if not isinstance(entry, Belief):
@@ -470,18 +474,22 @@ class MindRun:
         tags: Sequence[str] | None = None,
         expires_in: str | None = None,
         allow_downgrade: bool = False,
+        replaces: str | None = None,
     ) -> Believed:
-        """Record a belief, or update the similar one already in this run's draft, in another
-        live run of this mind (same text) or in the store (cosine >= the dedup threshold).
-        ``expires_in`` (``'7d'``) overrides ``ttl_defaults.belief``."""
+        """Record a belief. It updates the belief already held (in this run's draft, in another live
+        run of this mind with the same text, or in the store at cosine >= the dedup threshold) only
+        when it says the same thing or explicitly negates it; a belief that only reads alike is kept
+        beside it. ``replaces``: the id of a held belief this one replaces (its content goes into
+        that belief's history). ``expires_in`` (``'7d'``) overrides ``ttl_defaults.belief``."""
         check_text(content, "content")
         check_choice(confidence, "confidence", CONFIDENCES)
         check_bool(allow_downgrade, "allow_downgrade")
+        check_text(replaces, "replaces", optional=True)
         ttl = None if expires_in is None else check_duration(expires_in, "expires_in")
-        return self._believe(content, confidence, tags, ttl, allow_downgrade)
+        return self._believe(content, confidence, tags, ttl, allow_downgrade, replaces)
 
     def _believe(self, content: str, confidence: Confidence, tags: Sequence[str] | None, ttl_ms: int | None,
-                 allow_downgrade: bool) -> Believed:
+                 allow_downgrade: bool, replaces: str | None = None) -> Believed:
         from mindcore.store import new_id
 
         tag_list = None if tags is None else check_tags(tags)
@@ -499,8 +507,12 @@ class MindRun:
         thr = cfg.deduplication_threshold
         with self._lock:
             self._live()
+            if replaces is not None:
+                return self._replace(replaces, d, key)
             # 1. this run's draft
             hit = self._draft.similar_belief(vec, thr)
+            if hit is not None and not same_belief(hit.content, content, old_vector=hit.vector, new_vector=vec):
+                hit = None  # it only reads alike: both are kept
             if hit is not None:
                 known = len(hit.history)
                 self._draft.absorb_into(hit.id, d)
@@ -516,6 +528,9 @@ class MindRun:
             snap = mind._repo.snapshot()
             d.seen_version = snap.version
             sid = snap.similar_belief(vec, thr, now)
+            if sid is not None and not same_belief(getattr(snap.entries.get(sid), "content", ""), content,
+                                                   old_vector=snap.vectors.get(sid), new_vector=vec):
+                sid = None  # it only reads alike: both are kept
             if sid is not None:
                 d.id = sid
                 held = self._draft.put_belief(d)
@@ -530,6 +545,29 @@ class MindRun:
             self._draft.put_belief(d)
             mind._claims.claim(key, self, d.id)
             return Believed("created", d.id)
+
+    def _replace(self, target: str, d: DraftBelief, key: str) -> Believed:
+        """``d`` replaces the held belief ``target`` (the agent said so). The caller holds the lock."""
+        mind = self.mind
+        d.chosen = True
+        held = self._draft.beliefs.get(target)
+        if held is not None:
+            known = len(held.history)
+            self._draft.absorb_into(target, d)
+            mind._claims.claim(key, self, target)
+            return Believed("updated_draft", target, held.history[-1] if len(held.history) > known else None)
+        snap = mind._repo.snapshot()
+        stored = snap.entries.get(target)
+        if not isinstance(stored, Belief) or (stored.expires_at is not None and stored.expires_at <= d.created_at):
+            raise MindError(f"replaces: no belief with id {target!r} is held; mind_recall lists the beliefs and "
+                            "their ids")
+        d.id = target
+        d.seen_version = snap.version
+        self._draft.put_belief(d)
+        mind._claims.claim(key, self, target)
+        change = replaced(stored.content, d.content, at=d.created_at, old_vector=snap.vectors.get(target),
+                          new_vector=d.vector, chosen=True)
+        return Believed("updated_store", target, change)
 
     def reflect(
         self,

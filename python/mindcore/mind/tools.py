@@ -85,9 +85,10 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     _spec(
         "mind_believe",
-        "Record a new belief or update an existing similar one. A belief semantically similar to one "
-        "already held (in this run or in memory) updates it instead of creating a duplicate. Written "
-        "when the run finishes.",
+        "Record a new belief. The same statement, or its explicit negation, updates the belief already "
+        "held instead of creating a duplicate; when this belief makes another one untrue, pass that "
+        "belief's id (from mind_recall) as replaces. A belief that only reads like a held one is kept "
+        "beside it. Written when the run finishes.",
         {
             "content": _text("The belief statement."),
             "confidence": _enum(("low", "medium", "high"), "Certainty level at write time. Default 'medium'."),
@@ -97,6 +98,8 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
             "allowDowngrade": {"type": "boolean",
                                "description": "If true, allows confidence to be lowered when updating an "
                                               "existing belief. By default only upgrades are applied."},
+            "replaces": {"type": "string", "minLength": 1, "maxLength": 128,
+                         "description": "The id of a held belief (from mind_recall) that this one replaces."},
         },
         ["content"],
     ),
@@ -182,7 +185,7 @@ def build_toolset(run: MindRun) -> Toolset:
         expires = a.get("expiresIn")
         ttl = None if expires is None else check_duration(expires, "expiresIn")
         r = run._believe(a["content"], a.get("confidence", "medium"), a.get("tags"), ttl,
-                         a.get("allowDowngrade", False))
+                         a.get("allowDowngrade", False), a.get("replaces"))
         out: dict[str, Any] = {"status": "ok", "action": r.action, "id": r.id}
         if r.replaced is not None:
             # Tell the model it changed its mind, and from what.
