@@ -126,6 +126,12 @@ def test_a_pair_that_may_be_an_update_is_linked_as_related(tmp_path: Path, model
     related = [v for v in ltm.history(lyon.id) if v.action == "related"]
     assert [(v.memory_id, v.successor_id, v.at) for v in related] == [(lyon.id, berlin.id, NOW + DAY)]
     assert related[0].reason and "update" in related[0].reason
+    assert berlin.related == (lyon.id,) and ltm.get(berlin.id).related == (lyon.id,)  # type: ignore[union-attr]
+    # Both recalled: ranked by score, shown to the model newer first.
+    hits = ltm.recall("Lives in Lyon", k=2, touch=False)
+    assert texts(hits) == ["Lives in Lyon", "Moved to Berlin"]
+    block = ltm.render(hits)
+    assert block.index("Moved to Berlin") < block.index("Lives in Lyon")
     # The prompt shows when each was said, so the model can tell which is newer.
     block = ltm.render(ltm.recall("where does the user live?", k=2), dates=True)
     assert "- [fact] Lives in Lyon (2025-06-15)" in block and "- [fact] Moved to Berlin (2025-06-16)" in block
@@ -147,6 +153,15 @@ def test_with_a_resolver_the_newest_fact_wins(tmp_path: Path, model: Any, old: s
     assert second.replaced is not None and second.replaced.id == first.memory.id  # type: ignore[union-attr]
     assert texts(ltm.memories()) == [new]
     assert old not in texts(ltm.recall(old, k=5))
+
+
+def test_newer_first_orders_only_what_is_related() -> None:
+    from mindcore.ltm._order import newer_first
+
+    assert newer_first(["a", "b", "c", "d"], [(), (), ("a",), ("b", "c")]) == [3, 1, 2, 0]
+    assert newer_first(["a", "b"], [(), ("zz",)]) == [0, 1]  # a link to a memory not recalled
+    assert newer_first(["a", "b"], [("b",), ()]) == [0, 1]  # already before it
+    assert newer_first([], []) == []
 
 
 def test_thirty_numbered_facts_stay_thirty(tmp_path: Path, model: Any) -> None:

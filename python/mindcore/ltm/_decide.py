@@ -236,6 +236,11 @@ def plan_scope(rows: Sequence[Row], vectors: np.ndarray, decisions: Sequence[Dec
     def memory(ref: Ref) -> Memory:
         return known[ref[1]] if ref[0] else memory_of[ref[1]]
 
+    for j, d in enumerate(decisions):
+        if d.related and j in memory_of:
+            ids = tuple(dict.fromkeys(memory(ref).id for ref, _ in d.related))
+            memory_of[j] = dataclasses.replace(memory_of[j], related=ids)
+
     events: list[HistoryEvent] = []
     gone: set[int] = set()  # stored positions retired
     retired_rows: set[int] = set()

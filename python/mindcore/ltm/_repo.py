@@ -66,6 +66,9 @@ COLUMNS: dict[str, pa.DataType] = {
     "terms": pa.string(),
     # Optional text that situates the fact (Memory.context): embedded and indexed, never rendered.
     "context": pa.string(),
+    # The older memories this one was kept beside though it may update or contradict them
+    # (Memory.related), as a JSON list of ids; null when none.
+    "related": pa.string(),
 }
 # What happened to the memories of a scope (same namespaces as TABLE): one row per event, its
 # ``created_at`` being when it happened. A retired memory lives on here only, in full.
@@ -153,6 +156,7 @@ class NewMemory:
     created_at: int
     source: str
     context: str | None = None
+    related: tuple[str, ...] = ()
 
 
 def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
@@ -170,6 +174,7 @@ def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
         "recency_at": pa.array([max(m.created_at, m.last_accessed_at) for m in memories], pa.int64()),
         "terms": pa.array([lexical_terms(indexed_text(m.text, m.context)) for m in memories], pa.string()),
         "context": pa.array([m.context for m in memories], pa.string()),
+        "related": pa.array([json.dumps(list(m.related)) if m.related else None for m in memories], pa.string()),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1]),
     })
 
@@ -188,7 +193,21 @@ def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: f
         score=score,
         similarity=similarity,
         context=None if row.get("context") is None else str(row["context"]),
+        related=_related(row.get("related")),
     )
+
+
+def _related(raw: Any) -> tuple[str, ...]:
+    """The ``related`` column's ids (a JSON list; null, or a row written before the column, is none)."""
+    if not raw:
+        return ()
+    ids = json.loads(raw)
+    return tuple(str(i) for i in ids) if isinstance(ids, list) else ()
+
+
+def related_ids(raw: Any) -> tuple[str, ...]:
+    """The ids a stored ``related`` value names (see :attr:`Memory.related`)."""
+    return _related(raw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -538,7 +557,7 @@ class MemoryRepo:
         collision-free id (bulk writes make theirs with ``store.new_ids``)."""
         return Memory(id=new_id() if memory_id is None else memory_id, text=row.text, kind=row.kind, importance=row.importance,
                       created_at=row.created_at, last_accessed_at=row.created_at, source=row.source,
-                      context=row.context)
+                      context=row.context, related=row.related)
 
     def insert(self, rows: Sequence[NewMemory], vectors: np.ndarray) -> list[Memory | None]:
         """Insert ``rows`` in one commit: the stored memory for each, ``None`` where refused."""

@@ -245,7 +245,8 @@ class LongTermMemory:
     # -- recall ---------------------------------------------------------------------------------
 
     def recall(self, query: str, k: int = 5, *, touch: bool = True) -> list[Memory]:
-        """The ``k`` best memories for ``query``, best first, each with ``.score`` and ``.similarity``.
+        """The ``k`` best memories for ``query``, best first, each with ``.score`` and ``.similarity``
+        (:meth:`render` shows the newer of two related memories first, see :attr:`Memory.related`).
 
         A blank query recalls nothing. With ``touch`` (the default) the returned memories' last access
         is bumped in the background (see :meth:`flush`), so memories in use age slower.
@@ -290,9 +291,10 @@ class LongTermMemory:
 
     @staticmethod
     def render(memories: Iterable[Memory], *, dates: bool = False) -> str:
-        """The ``<recalled-memories>`` block for the prompt (``""`` when there is nothing to show);
-        ``dates=True`` adds the day each memory was stored (``- [fact] Moved to Berlin (2026-05-05)``),
-        so the model can tell the newer of two memories that may disagree."""
+        """The ``<recalled-memories>`` block for the prompt (``""`` when there is nothing to show).
+        Of two related memories both shown (a newer one kept beside an older one it may update,
+        :attr:`Memory.related`), the newer comes first; ``dates=True`` adds the day each memory was
+        stored (``- [fact] Moved to Berlin (2026-05-05)``), so the model sees which is newer."""
         return render_memories(memories, dates=dates)
 
     # -- writes ---------------------------------------------------------------------------------

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from mindcore.blocks import one_line, render_block
+from mindcore.ltm._order import newer_first
 from mindcore.ltm.types import Memory
 
 __all__ = ["PREAMBLE", "render_memories"]
@@ -32,6 +33,8 @@ PREAMBLE = (
 
 def render_memories(memories: Iterable[Memory], *, dates: bool = False) -> str:
     """One ``- [kind] text`` line per memory inside the delimited block, or ``""`` for no memories.
+    The memories keep their order, except that of two related ones (a newer memory kept beside an
+    older one it may update, :attr:`~mindcore.ltm.Memory.related`) the newer comes first.
 
     ``dates=True`` adds the day each memory was stored after its text (UTC), so a model reading
     two memories that may disagree ("Lives in Lyon", "Moved to Berlin") sees which is newer:
@@ -42,5 +45,7 @@ def render_memories(memories: Iterable[Memory], *, dates: bool = False) -> str:
     - [fact] Moved to Berlin (2026-05-05)
     </recalled-memories>
     """
+    shown = list(memories)
+    shown = [shown[i] for i in newer_first([m.id for m in shown], [m.related for m in shown])]
     return render_block(TAG, [f"- [{one_line(m.kind) or 'fact'}] {one_line(m.text)}"
-                              + (f" ({m.created:%Y-%m-%d})" if dates else "") for m in memories], preamble=PREAMBLE)
+                              + (f" ({m.created:%Y-%m-%d})" if dates else "") for m in shown], preamble=PREAMBLE)

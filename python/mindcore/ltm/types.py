@@ -72,6 +72,9 @@ class Memory:
     score: float | None = None
     similarity: float | None = None
     context: str | None = None
+    #: Ids of older memories this one was kept beside although it may update or contradict them
+    #: (both stay; recall puts this one first when both match, and ``history`` links them).
+    related: tuple[str, ...] = ()
 
     @property
     def created(self) -> datetime:
@@ -83,7 +86,9 @@ class Memory:
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready dict (what the ``ltm_recall`` tool returns per memory)."""
-        return asdict(self)
+        out = asdict(self)
+        out["related"] = list(self.related)
+        return out
 
 
 def indexed_text(text: str, context: str | None) -> str:
