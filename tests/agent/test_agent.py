@@ -117,6 +117,24 @@ def test_long_term_memory_extracts_from_an_answered_turn_in_the_background(store
     assert [m.text for m in agent.long_term_memory.memories()] == ["User's dog is called Rex"]
 
 
+def test_the_agents_model_judges_whether_a_new_memory_updates_a_stored_one(store: Store) -> None:
+    def model(messages: list[dict[str, Any]]) -> str:
+        if "<memory-pairs>" in str(messages[-1]["content"]):
+            return json.dumps({"verdicts": [{"pair": 1, "relation": "update", "reason": "moved"}]})
+        if messages[-1]["content"].startswith("Conversation:") or "extract" in messages[0]["content"].lower():
+            return json.dumps({"memories": [{"text": "Lives in Berlin", "kind": "identity"}]})
+        return "Noted."
+
+    llm = ScriptedLLM(model)
+    agent = mindcore.Agent(store, llm, name="support", user_id="user-7", thread_id="t-1", embedder=HashEmbedder())
+    assert agent.long_term_memory.resolver is llm and agent.long_term_memory.extractor is llm
+    agent.long_term_memory.remember("Lives in Lyon")
+    agent.run("I moved to Berlin")
+    agent.long_term_memory.flush()
+    assert [m.text for m in agent.long_term_memory.memories()] == ["Lives in Berlin"]
+    assert [m.text for m in agent.long_term_memory.retired()] == ["Lives in Lyon"]
+
+
 def test_the_loop_against_a_local_openai_compatible_server(store: Store) -> None:
     def server_model(messages: list[dict[str, Any]], json_mode: bool) -> str | dict[str, Any]:
         if messages[-1]["role"] == "tool":
