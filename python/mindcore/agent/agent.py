@@ -29,8 +29,9 @@ from mindcore.agent.events import (
 from mindcore.agent.prompt import Prompt, PromptParts, build_prompt
 from mindcore.context.tools import tools_toolset
 from mindcore.context.types import Tool
-from mindcore.errors import InvalidInputError, InvalidTypeError, LLMError
+from mindcore.errors import InvalidInputError, InvalidTypeError, LLMError, SecretRefusedError
 from mindcore.llm.reply import ChatLLM, Reply, ToolCall, Usage
+from mindcore.policy import SecretPolicy
 from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset, ToolSpec, function_tool
 from mindcore.validation import check_int, check_text, describe
@@ -89,6 +90,13 @@ class Agent:
         ``stop_reason="max_steps"``.
     prompt_budget
         Tokens (o200k) for the system prompt, the history and the message; tool specs not counted.
+    secrets
+        The :class:`~mindcore.policy.SecretPolicy` every input of a turn passes before the model is
+        called (default: refuse). A message that looks like a secret ends the turn with
+        ``stop_reason="refused"`` and the reason in ``error``: no model call, no tool run, no write
+        (``action="redact"`` sends it on with the secret replaced). Instructions are screened when
+        the agent is made. A tool result reaches the model, and the history, with any secret in
+        it redacted, whatever the action.
 
     Examples
     --------
@@ -125,6 +133,7 @@ class Agent:
         max_steps: int = 8,
         prompt_budget: int = 8000,
         embedder: Any = None,
+        secrets: SecretPolicy | None = None,
     ) -> None:
         if not callable(getattr(llm, "chat", None)):
             raise InvalidTypeError(f"llm: expected a chat model with chat(messages, tools=...), got {describe(llm)}")
@@ -133,6 +142,13 @@ class Agent:
             if value is not None:
                 check_text(value, label, max_chars=1000)
         check_text(instructions, "instructions", max_chars=MAX_MESSAGE_CHARS, allow_blank=True)
+        if secrets is not None and not isinstance(secrets, SecretPolicy):
+            raise InvalidTypeError(f"secrets: expected a SecretPolicy, got {describe(secrets)}")
+        self.secrets = secrets or SecretPolicy()
+        # Tool results are redacted whatever the policy's action: the turn goes on without the secret.
+        self._tool_results = SecretPolicy(action="redact", scanner=self.secrets.scanner,
+                                          placeholder=self.secrets.placeholder)
+        instructions = self.secrets.screen(instructions, "instructions")
         self.max_steps = check_int(max_steps, "max_steps", minimum=1)
         self.prompt_budget = check_int(prompt_budget, "prompt_budget", minimum=1)
         self.llm = llm
@@ -201,7 +217,22 @@ class Agent:
         check_text(message, "message", max_chars=MAX_MESSAGE_CHARS)
         return self._steps(message, message)
 
+    def _screened(self, message: str | None) -> tuple[str | None, AgentResult | None]:
+        """The message as the secret policy lets it through, or the refused turn's result."""
+        if message is None:
+            return None, None
+        try:
+            return self.secrets.screen(message, "message"), None
+        except SecretRefusedError as exc:
+            return None, AgentResult("", [], [], Usage(), 0, "refused", str(exc))
+
     def _steps(self, message: str | None, query: str | None) -> Iterator[AgentEvent]:
+        screened, refused = self._screened(message)
+        if refused is not None:  # before anything runs: no model call, no tool, no write
+            yield Final(refused)
+            return
+        if message is not None and screened != message:
+            message = query = screened
         with self._lock:  # one turn of a thread at a time: its history is a sequence
             turn = _Turn(self, message, query)
             try:
@@ -236,6 +267,11 @@ class Agent:
     async def astream(self, message: str) -> AsyncIterator[AgentEvent]:
         """Async twin of :meth:`stream`: the model through ``achat``, tools off the event loop."""
         check_text(message, "message", max_chars=MAX_MESSAGE_CHARS)
+        screened, refused = await asyncio.to_thread(self._screened, message)
+        if refused is not None:  # before anything runs: no model call, no tool, no write
+            yield Final(refused)
+            return
+        message = str(screened)
         await asyncio.to_thread(self._lock.acquire)
         try:
             turn = await asyncio.to_thread(_Turn, self, message, message)
@@ -405,6 +441,7 @@ class _Turn:
         return list(reply.tool_calls)
 
     def on_result(self, call: ToolCall, result: dict[str, Any]) -> ToolRun:
+        result = self.agent._tool_results.screen_value(result, f"{call.name} result")  # secrets redacted
         ran = ToolRun(call.id, call.name, call.arguments, result)
         self.tool_runs.append(ran)
         message = {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result, ensure_ascii=False,

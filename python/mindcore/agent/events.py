@@ -12,7 +12,9 @@ __all__ = ["AgentEvent", "AgentResult", "Final", "ModelCall", "StopReason", "Too
 
 #: Why a turn ended: the model answered (``"final"``), it was still calling tools after
 #: ``max_steps`` model calls (``"max_steps"``), or the model call failed (``"llm_error"``).
-StopReason = Literal["final", "max_steps", "llm_error"]
+#: Why a turn ended: the model answered (``final``), ran out of ``max_steps``, its call failed
+#: (``llm_error``), or the message looked like a secret and nothing ran (``refused``).
+StopReason = Literal["final", "max_steps", "llm_error", "refused"]
 
 
 @dataclass(frozen=True)
