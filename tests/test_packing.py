@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mindcore.kernels.packing
+from mindcore.errors import KernelTypeError
 from mindcore.kernels import pack_budget
 
 
@@ -196,3 +197,9 @@ def test_bad_input_raises_clear_errors(kwargs: dict[str, Any], exc: type[Excepti
 
 def test_docstring_examples() -> None:
     assert doctest.testmod(mindcore.kernels.packing).failed == 0
+
+
+@pytest.mark.parametrize("costs", [None, "12", b"12"])
+def test_costs_that_are_not_a_sequence_of_ints_raise(costs: Any) -> None:
+    with pytest.raises(KernelTypeError, match="costs"):
+        pack_budget(costs, budget=10)
