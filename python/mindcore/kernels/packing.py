@@ -80,7 +80,7 @@ def pack_budget(
     if isinstance(budget, bool) or not isinstance(budget, int | np.integer):
         raise KernelTypeError(f"budget: expected int, got {type(budget).__name__}")
     if costs is None or isinstance(costs, str | bytes):
-        raise KernelTypeError(f"costs: expected a sequence of ints, got {type(costs).__name__}")
+        raise KernelTypeError(f"costs: expected a sequence of int, got {type(costs).__name__}")
     if mode not in ("first_fit_stop", "best_fit"):
         raise KernelError(f'mode: must be "first_fit_stop" or "best_fit", got {mode!r}')
     if budget < 0:
