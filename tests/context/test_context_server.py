@@ -176,6 +176,10 @@ def test_status_codes_and_error_bodies(tmp_path: Path) -> None:
                 return response.status_code, response.json()["error"]
 
             assert error(http.post("/api/v1/datasets/d/tools", content=b"{not json")) [0] == 400
+            deep = b"[" * 1000 + b"]" * 1000  # deeper than the JSON parser goes: a 400, not a 500
+            for path in ("/api/v1/datasets/d/tools", "/api/v1/datasets/d/discover", "/api/v1/context"):
+                assert error(http.post(path, content=deep)) == (400, "invalid JSON body: nested too deeply")
+            assert error(http.post("/api/v1/turns", content=b'{"a":' * 1000 + b"1" + b"}" * 1000))[0] == 400
             assert error(http.post("/api/v1/datasets/d/tools", json={"tools": [
                 {"name": "m", "description": "d", "type": "mcp"}]})) == (400, "tool 'm': mcp tools require server_uri")
             assert error(http.post("/api/v1/datasets/d/discover", json={"query": "q", "turn_id": "nope"})) == (

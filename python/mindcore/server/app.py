@@ -278,7 +278,7 @@ def _quick(request: Request) -> bool:
         return False
     try:
         body = json.loads(request.body)
-    except (UnicodeDecodeError, json.JSONDecodeError):
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
         return True  # answered with a 400 at once
     if not isinstance(body, dict):
         return True

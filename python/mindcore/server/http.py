@@ -45,6 +45,8 @@ class Request:
             value = json.loads(self.body)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise HttpError(400, f"invalid JSON body: {exc}") from None
+        except RecursionError:  # nesting deeper than the parser goes (about 1,000 levels)
+            raise HttpError(400, "invalid JSON body: nested too deeply") from None
         if not isinstance(value, dict):
             raise HttpError(400, f"the body must be a JSON object, got {type(value).__name__}")
         return value
