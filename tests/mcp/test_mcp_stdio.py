@@ -251,6 +251,20 @@ def test_raw_json_rpc_arguments_missing_or_not_an_object(tmp_path: Path) -> None
         listed = ask({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                       "params": {"name": "mind_believe", "arguments": ["not", "an", "object"]}})
         assert listed["error"]["code"] == -32602
+        # A request the protocol's strict parser refuses (an escaped lone surrogate) is answered
+        # with a parse error under its id; the server goes on serving.
+        proc.stdin.write('{"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"name": "mind_believe", '
+                         '"arguments": {"content": "\\ud800"}}}\n')
+        proc.stdin.flush()
+        broken = json.loads(proc.stdout.readline())
+        assert (broken["id"], broken["error"]["code"]) == (4, -32700)
+        proc.stdin.write("{not json\n")
+        proc.stdin.flush()
+        garbled = json.loads(proc.stdout.readline())
+        assert (garbled["id"], garbled["error"]["code"]) == (None, -32700)
+        after = ask({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {"name": "mind_believe",
+                                                                                "arguments": {"content": "ok"}}})
+        assert after["result"]["isError"] is False
     finally:
         proc.stdin.close()
         assert proc.wait(timeout=60) == 0

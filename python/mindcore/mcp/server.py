@@ -107,11 +107,51 @@ def create_server(service: MemoryService, *, name: str = "mindcore") -> Server[A
 
 
 async def serve_stdio(server: Server[Any]) -> None:
-    """Serve one client on this process's stdin and stdout until the client closes stdin."""
+    """Serve one client on this process's stdin and stdout until the client closes stdin.
+
+    A line that is not a JSON-RPC message the protocol accepts (not JSON, or JSON the strict
+    parser refuses, such as an escaped lone surrogate) is answered with a JSON-RPC parse error
+    (-32700) carrying the request's id when one can be read, so the client is not left waiting.
+    """
+    import anyio
     from mcp.server.stdio import stdio_server
 
     async with stdio_server() as (read, write):
-        await server.run(read, write, server.create_initialization_options())
+        send, receive = anyio.create_memory_object_stream[Any](0)
+
+        async def forward() -> None:
+            async with send:
+                async for item in read:
+                    if isinstance(item, Exception):
+                        await write.send(_parse_error(item))
+                    else:
+                        await send.send(item)
+
+        async with anyio.create_task_group() as tasks:
+            tasks.start_soon(forward)
+            await server.run(receive, write, server.create_initialization_options())
+
+
+def _parse_error(exc: Exception) -> Any:
+    """The JSON-RPC parse error answering the line ``exc`` was raised for (its id when readable)."""
+    import json
+
+    from mcp import types
+    from mcp.shared.message import SessionMessage
+
+    request_id: int | str | None = None
+    errors = getattr(exc, "errors", None)
+    line = errors()[0].get("input") if callable(errors) and errors() else None
+    if isinstance(line, str):
+        try:
+            value = json.loads(line)  # lenient: lone surrogates are accepted here
+        except (ValueError, RecursionError):
+            value = None
+        found = value.get("id") if isinstance(value, dict) else None
+        if isinstance(found, str) or (isinstance(found, int) and not isinstance(found, bool)):
+            request_id = found
+    error = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {str(exc).splitlines()[0][:200]}")
+    return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
 def serve_http(server: Server[Any], *, host: str, port: int, log_level: str = "warning") -> None:
