@@ -51,7 +51,7 @@ def _build(path: Path) -> None:
         ltm = LongTermMemory.create(store, user_id=user, workspace_id=ws, embedder=EMB, enabled=True, max_items=0)
         assert ltm is not None
         texts = [_sentence(rng) for _ in range(n)]
-        if n > 3:  # duplicate texts with equal stamps: equal scores, ties broken by row order
+        if n > 3:  # duplicate texts with equal stamps: equal scores, ties in memory-id order
             texts[-1] = texts[-2] = texts[0]
         items = [{"text": t, "kind": str(rng.choice(["fact", "preference", "event"])),
                   "importance": float(rng.choice([0.2, 0.5, 0.9])),
@@ -164,6 +164,29 @@ def test_ties_go_to_the_row_ltm_picks(store_path: Path, store: Store) -> None:
     got = _got(hits, 2)
     assert got == _expected(store_path, queries, 5)
     assert got[0][0][1] == got[0][1][1]  # a real tie
+
+
+def test_a_long_run_of_ties_is_ordered_by_id_whatever_the_row_order(tmp_path: Path) -> None:
+    """Twenty copies of one memory tie on every term; stored in the reverse of their ids' order
+    (rows come back in storage order), single and batch recall still give the same hits: equal
+    scores in memory-id order, at any k."""
+    from mindcore.ltm import Memory
+
+    path = tmp_path / "ties"
+    store = mindcore.open(path)
+    ltm = LongTermMemory(store, user_id="tie", embedder=EMB, max_items=0)
+    text = "Keeps bees on the roof"
+    memories = [Memory(id=f"m{i:02d}", text=text, created_at=NOW - DAY, last_accessed_at=NOW - DAY)
+                for i in reversed(range(20))]
+    ltm._repo.write(memories, np.repeat(EMB.embed([text]), 20, axis=0))
+    stored = ltm._repo.table.scan_arrow(ltm._repo.ns, columns=["id"]).column("id").to_pylist()
+    assert stored[:3] == ["m19", "m18", "m17"]  # rows against id order
+    for k in (1, 5, 19):
+        single = [m.id for m in ltm.recall("bees on the roof", k=k, touch=False)]
+        assert single == [f"m{i:02d}" for i in range(k)]
+        queries = pa.table({"user_id": ["tie"], "query": ["bees on the roof"]})
+        hits = recall(mindcore.open(path), queries, k=k, embedder=EMB, now_ms=NOW)
+        assert hits.column("memory_id").to_pylist() == single
 
 
 def test_chunking_and_memory_bound_do_not_change_the_result(store: Store) -> None:

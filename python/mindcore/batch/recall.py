@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from mindcore.batch._input import MAX_ID_CHARS, QueryRows, QuerySource, open_queries, parse_rows
@@ -29,6 +30,7 @@ from mindcore.embed import Embedder
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.kernels import grouped_recall
+from mindcore.ltm._order import TIE_MARGIN
 from mindcore.ltm._repo import LEXICAL_FLOOR, TABLE, scope_key, touch_rows
 from mindcore.ltm.config import DAY_MS, RecallWeights
 from mindcore.ltm.memory import MAX_QUERY_CHARS, MAX_RECALL_K
@@ -90,7 +92,7 @@ def recall(
 
     Each query gets what ``LongTermMemory.create(store, user_id=..., namespace=namespace,
     workspace_id=..., embedder=embedder, enabled=True).recall(query, k, touch=touch)`` returns for
-    it (same scores, same order, ties to the same memory), without a Python loop over users: the
+    it (same scores, same order, equal scores in memory-id order), without a Python loop over users: the
     queries are grouped by user, embedded in large batches, each user's memories are read once
     per chunk (many users per LanceDB scan) and scored together.
 
@@ -414,15 +416,21 @@ def _score_run(chunk: _Chunk, scopes: Scopes, opts: _Options, touched: dict[str,
     picked = [(i, g) for g, key in enumerate(scopes.keys) for i in chunk.by_scope[key]]
     qsel = np.array([i for i, _ in picked], dtype=np.int64)
     group = np.array([g for _, g in picked], dtype=np.int64)
-    top = grouped_recall(
-        np.ascontiguousarray(vectors[qsel]), group, scopes.matrix, scopes.offsets,
-        timestamps=scopes.recency, importance=scopes.importance,
-        query_texts=[rows.texts[i] for i in qsel.tolist()], terms=scopes.terms,
-        has_vector=None if scopes.has_vector.all() else scopes.has_vector,
-        k=opts.k, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
-        half_life_ms=w.half_life_days * DAY_MS, now_ms=opts.now_ms, lexical_floor=LEXICAL_FLOOR,
-    )
-    idx, scores, sims = top.indices, top.scores, top.similarities
+    fetch = opts.k + TIE_MARGIN
+    while True:  # equal scores are ordered by id, as LongTermMemory.recall orders them
+        top = grouped_recall(
+            np.ascontiguousarray(vectors[qsel]), group, scopes.matrix, scopes.offsets,
+            timestamps=scopes.recency, importance=scopes.importance,
+            query_texts=[rows.texts[i] for i in qsel.tolist()], terms=scopes.terms,
+            has_vector=None if scopes.has_vector.all() else scopes.has_vector,
+            k=fetch, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
+            half_life_ms=w.half_life_days * DAY_MS, now_ms=opts.now_ms, lexical_floor=LEXICAL_FLOOR,
+        )
+        ordered = _by_score_then_id(top.indices, top.scores, top.similarities, scopes, opts.k, fetch)
+        if ordered is not None:
+            break
+        fetch *= 2
+    idx, scores, sims = ordered
     hit_q, hit_rank = np.nonzero(idx >= 0)
     if not len(hit_q):
         return
@@ -441,6 +449,28 @@ def _score_run(chunk: _Chunk, scopes: Scopes, opts: _Options, touched: dict[str,
         "score": pa.array(scores[hit_q, hit_rank], pa.float32()),
         "similarity": pa.array(sims[hit_q, hit_rank], pa.float32()),
     }, schema=RESULT_SCHEMA)
+
+
+def _by_score_then_id(idx: NDArray[np.int64], scores: Any, sims: Any, scopes: Scopes, k: int,
+                      fetch: int) -> tuple[Any, Any, Any] | None:
+    """Each query's best ``k`` of the kernel's top ``fetch``, equal scores in memory-id order (see
+    :func:`mindcore.ltm._order.by_score_then_id`); ``None`` when a query's hits fill ``fetch`` and
+    end inside a run of scores equal to its ``k``-th (fetch more)."""
+    valid = idx >= 0
+    width = idx.shape[1]
+    if width > k:
+        full = valid[:, width - 1]
+        if np.any(full & (scores[:, width - 1] == scores[:, k - 1])):
+            return None
+    if width <= 1 or not np.any(valid[:, 1:] & (scores[:, 1:] == scores[:, :-1])):
+        return idx[:, :k], scores[:, :k], sims[:, :k]  # no equal scores anywhere: the kernel's order stands
+    rank = np.empty(len(scopes.ids), dtype=np.int64)
+    rank[np.asarray(pc.sort_indices(scopes.ids), dtype=np.int64)] = np.arange(len(scopes.ids), dtype=np.int64)
+    primary = np.where(valid, -scores.astype(np.float64), np.inf)
+    secondary = np.where(valid, rank[np.where(valid, idx, 0)], np.iinfo(np.int64).max)
+    perm = np.lexsort((secondary, primary), axis=-1)[:, :k]
+    return (np.take_along_axis(idx, perm, 1), np.take_along_axis(scores, perm, 1),
+            np.take_along_axis(sims, perm, 1))
 
 
 def _collect_touches(scopes: Scopes, groups: NDArray[np.int64], hit_rows: NDArray[np.int64],

@@ -10,7 +10,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["newer_first"]
+__all__ = ["TIE_MARGIN", "by_score_then_id", "newer_first"]
+
+#: Hits fetched past ``k`` so that equal scores at the cut can be ordered by id (more are fetched
+#: when the run of equal scores is longer).
+TIE_MARGIN = 8
+
+
+def by_score_then_id(ids: Sequence[str], scores: Sequence[float], k: int, *, complete: bool) -> list[int] | None:
+    """Positions of the best ``k`` hits, best first, equal scores in id order: the one order single
+    and batch recall share, whatever order the rows are stored in. ``complete``: the hits are every
+    row there is (the kernel returned fewer than asked). ``None`` when they are not and end inside
+    a run of scores equal to the ``k``-th: ask the kernel for more.
+
+    >>> by_score_then_id(["b", "a", "c"], [0.5, 0.5, 0.1], 2, complete=False)
+    [1, 0]
+    >>> by_score_then_id(["b", "a"], [0.5, 0.5], 1, complete=False) is None  # a third hit may tie too
+    True
+    >>> by_score_then_id(["b", "a"], [0.5, 0.5], 1, complete=True)
+    [1]
+    """
+    if not complete and len(ids) > k and scores[-1] == scores[k - 1]:
+        return None
+    return sorted(range(len(ids)), key=lambda i: (-scores[i], ids[i]))[:k]
 
 
 def newer_first(ids: Sequence[str], related: Sequence[Sequence[str]]) -> list[int]:

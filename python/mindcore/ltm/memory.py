@@ -29,6 +29,7 @@ from mindcore.ltm._history import (
     state_ids,
     valid_events,
 )
+from mindcore.ltm._order import TIE_MARGIN, by_score_then_id
 from mindcore.ltm._repo import HistoryEvent, HistoryRepo, MemoryRepo
 from mindcore.ltm.background import ExtractionQueue, TouchWriter
 from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig, RecallWeights, resolve_enabled
@@ -275,13 +276,22 @@ class LongTermMemory:
         w = self.weights
         hybrid = w.hybrid
         for i, vector in zip(asked, vectors, strict=True):
-            if w.lexical > 0:
-                out[i] = self._repo.search_lexical(
-                    vector, queries[i], k=k, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance,
-                    w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS, now_ms=now,
-                )
-            else:
-                out[i] = self._repo.search(vector, k=k, weights=hybrid, now_ms=now)
+            fetch = k + TIE_MARGIN
+            while True:  # equal scores are ordered by id: fetch until the run of ties at the cut ends
+                if w.lexical > 0:
+                    hits = self._repo.search_lexical(
+                        vector, queries[i], k=fetch, w_sim=w.similarity, w_rec=w.recency,
+                        w_importance=w.importance, w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS,
+                        now_ms=now,
+                    )
+                else:
+                    hits = self._repo.search(vector, k=fetch, weights=hybrid, now_ms=now)
+                order = by_score_then_id([m.id for m in hits], [float(m.score or 0.0) for m in hits], k,
+                                         complete=len(hits) < fetch)
+                if order is not None:
+                    break
+                fetch *= 2
+            out[i] = [hits[n] for n in order]
         if touch:
             self._touches.schedule([m for hits in out for m in hits], now)
         return out
