@@ -378,7 +378,7 @@ class MessageLog:
                 if rows:
                     self.table.append(log, rows)
                 return done
-            at = now_ms()
+            now = now_ms()
             replaced: list[dict[str, Any]] = []
             for seq, message in sorted(got.edits.items()):
                 rank = int(np.searchsorted(view.seq, seq))
@@ -386,6 +386,7 @@ class MessageLog:
                     raise InvalidInputError(f"edits: the log has no message with seq {seq}")
                 new = _row(message, f"edits[{seq}]")
                 old = self._stored(view, rank)
+                at = max(now, (old["updated_at"] or 0) + 1)  # two edits in one ms still order
                 replaced.append({**new, "id": old["id"], "seq": seq, "created_at": old["created_at"], "updated_at": at})
                 replaced.append({
                     **{k: old[k] for k in ("role", "content", "tool_call_id", "tool_calls")},
