@@ -1,5 +1,5 @@
 """Sessions: seq per (dataset, namespace, session), contiguous also with two writer processes;
-update_conversation's dedupe rule; paging; messages converted, checked and screened on the way in."""
+update_conversation's basic dedupe rule (the rest: test_session_updates.py); paging; messages converted, checked and screened on the way in."""
 
 from __future__ import annotations
 
@@ -59,11 +59,11 @@ def test_update_conversation_appends_only_what_is_new(ctx: Context) -> None:
     assert [c for _, c in contents(chat)] == ["u1", "a1", "u2", "u3"]
     # The longest run of stored messages that ends the session and begins the input.
     assert chat.update_conversation([u3, assistant("a3")]) == 1
-    # Role and content decide; other fields do not.
-    assert chat.update_conversation([{**assistant("a3"), "tool_call_id": "x"}, user("u4")]) == 1
+    # Every stored field decides: a tool_call_id makes another message.
+    assert chat.update_conversation([{**assistant("a3"), "tool_call_id": "x"}, user("u4")]) == 2
     # No overlap: everything is new (the same text under another role is another message).
     assert chat.update_conversation([assistant("u4")]) == 1
-    assert [c for _, c in contents(chat)] == ["u1", "a1", "u2", "u3", "a3", "u4", "u4"]
+    assert [c for _, c in contents(chat)] == ["u1", "a1", "u2", "u3", "a3", "a3", "u4", "u4"]
 
 
 def test_get_messages_pages(ctx: Context) -> None:

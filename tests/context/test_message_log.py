@@ -1,5 +1,5 @@
 """The store's append-only message log: contiguous seq per log, paging, appends decided under the
-write lock, logs that never see each other."""
+log's lock, edits kept as versions, message keys, logs that never see each other."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 
 import mindcore
 from mindcore.errors import InvalidInputError
-from mindcore.store.messages import LogView, MessageLog
+from mindcore.store.messages import LogChange, LogView, LogWrite, MessageLog, message_key
 
 
 def msgs(*texts: str, role: str = "user") -> list[dict]:
@@ -112,3 +112,49 @@ def test_a_view_after_an_append_reuses_the_rows_it_shares(log: MessageLog) -> No
     log.clear("a")
     log.append("a", msgs("five!"))
     assert lengths(log.view("a")) == [5] and computed[-1] == (0, 1)
+
+
+def test_an_edit_is_a_new_version_of_the_same_message(log: MessageLog) -> None:
+    log.append("a", msgs("1", "2", "3"))
+    before = log.page("a").messages
+    done = log.write("a", LogChange(append=msgs("4"), edits={2: {"role": "user", "content": "two"}}))
+    assert done == LogWrite(4, 4, (2,)) and done.appended == 1
+    after = log.page("a").messages
+    assert [m["content"] for m in after] == ["1", "two", "3", "4"]
+    assert [(m["id"], m["seq"], m["created_at"]) for m in after[:3]] == [
+        (m["id"], m["seq"], m["created_at"]) for m in before]
+    log.write("a", LogChange(edits={2: {"role": "user", "content": "deux"}}))
+    versions = log.versions("a", 2)
+    assert [(v["content"], v["replaced_at"] is None) for v in versions] == [("2", False), ("two", False), ("deux", True)]
+    assert versions[0]["replaced_at"] <= versions[1]["written_at"] <= versions[1]["replaced_at"] <= versions[2]["written_at"]
+    assert log.view("a").seq.tolist() == [1, 2, 3, 4] and log.max_seq("a") == 4
+    assert log.append("a", msgs("5")) == (5, 5)
+    assert log.versions("a", 9) == [] and log.versions("never", 1) == []
+
+
+def test_a_bad_edit_writes_nothing(log: MessageLog) -> None:
+    log.append("a", msgs("1"))
+    with pytest.raises(InvalidInputError, match="no message with seq 7"):
+        log.write("a", LogChange(append=msgs("2"), edits={7: {"role": "user", "content": "x"}}))
+    with pytest.raises(InvalidInputError, match=r"edits\[1\]"):
+        log.write("a", LogChange(edits={1: {"role": "user", "content": 5}}))
+    assert [m["content"] for m in log.page("a").messages] == ["1"] and len(log.versions("a", 1)) == 1
+
+
+def test_prune_drops_replaced_versions_too(log: MessageLog) -> None:
+    log.append("a", msgs("1", "2", "3"))
+    log.write("a", LogChange(edits={1: {"role": "user", "content": "one"}, 3: {"role": "user", "content": "three"}}))
+    assert log.prune("a", 2) == 2  # message 1 and the version it replaced
+    assert [m["content"] for m in log.page("a").messages] == ["2", "three"]
+    assert [v["content"] for v in log.versions("a", 3)] == ["3", "three"]
+
+
+def test_keys_compare_what_is_stored(log: MessageLog) -> None:
+    call = [{"id": "c1", "function": {"name": "f", "arguments": "{}"}}]
+    log.append("a", [{"role": "assistant", "content": "", "tool_calls": call}, *msgs("hi")])
+    keys = log.view("a").keys()
+    assert keys[0] == message_key({"role": "assistant", "content": "", "name": "bot",
+                                   "tool_calls": [{"function": {"arguments": "{}", "name": "f"}, "id": "c1"}]})
+    assert keys[1] == message_key({"role": "user", "content": "hi"}) != message_key({"role": "user", "content": "hi",
+                                                                                     "tool_call_id": "c1"})
+    assert keys[0].shape == ("assistant", None, keys[0].tool_calls)

@@ -18,6 +18,7 @@ from mindcore.context.session import Session
 from mindcore.context.types import (
     EmbeddingWeights,
     MessagePage,
+    MessageVersion,
     RankedTool,
     Recalled,
     StoredMessage,
@@ -36,6 +37,7 @@ __all__ = [
     "ContextError",
     "EmbeddingWeights",
     "MessagePage",
+    "MessageVersion",
     "NotFoundError",
     "RankedTool",
     "RecallEvent",

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from mindcore.context._merge import plan_update
 from mindcore.context.assembly import ContextBuilder
 from mindcore.context.messages import normalize
 from mindcore.context.tools import build_toolset
-from mindcore.context.types import MessagePage, RankedTool, SearchStrategy, StoredMessage
+from mindcore.context.types import MessagePage, MessageVersion, RankedTool, SearchStrategy, StoredMessage
 from mindcore.errors import ContextError
+from mindcore.store.messages import LogChange, message_key
 from mindcore.validation import check_int
 
 if TYPE_CHECKING:
@@ -76,28 +78,61 @@ class Session:
         return self.ctx._repo.log.append(self._log, rows)
 
     def update_conversation(self, messages: Sequence[Mapping[str, Any]]) -> int:
-        """Store what is new in ``messages``, the whole conversation so far as the caller sees it;
-        return how many messages were stored.
+        """Store what is new in ``messages``, the whole conversation as the caller sees it (an
+        older, retried or trimmed view included), in one commit under the session's lock, and
+        return how many messages were appended or edited: the view is matched against the stored
+        history in order, run by run (its longest prefix found as a run, then the longest run of
+        the rest found after that, ...; messages are equal when ``role``, ``content``,
+        ``tool_calls`` and ``tool_call_id`` are, after the normalisation :meth:`append` does, which
+        keeps no ``name``), and what follows the last match is appended, so a view that is a run
+        of the history stores nothing. A view not matched whole that lines up with the history
+        from its first message, same roles and tool calls, with only the content of some messages
+        changed (at least one unchanged and, unless the view goes beyond the history, its last
+        one, or it is a new turn) gives those messages a new version (:meth:`history`) and
+        appends what follows the history.
 
-        The longest run of stored messages that ends the session and begins ``messages`` (same
-        role and content) is already there; only what follows it is appended. The check and the
-        append happen under one lock, so two writers cannot both append the same turn.
+        >>> import mindcore
+        >>> chat = mindcore.Context("memory://update-doc").session("chat")
+        >>> sys, hi = {"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}
+        >>> chat.update_conversation([sys, hi, {"role": "assistant", "content": "Hello!"}])
+        3
+        >>> chat.update_conversation([sys, hi])  # a late retry of an older view
+        0
+        >>> chat.update_conversation([sys, {"role": "user", "content": "Hi there"},  # an edit, then a new turn
+        ...                           {"role": "assistant", "content": "Hello!"}, {"role": "user", "content": "Bye"}])
+        2
+        >>> [m.content for m in chat.get_messages().messages], [v.content for v in chat.history(2)]
+        (['Be brief.', 'Hi there', 'Hello!', 'Bye'], ['Hi', 'Hi there'])
         """
-        rows = self._normalize(messages)
-        if not rows:
+        given = self._normalize(messages)
+        if not given:
             return 0
-        fresh: list[list[dict[str, Any]]] = []
+        keys = [message_key(m) for m in given]
 
-        def new_part(view: LogView) -> list[dict[str, Any]]:
-            start = max(0, len(view) - len(rows))
-            tail = list(zip(view.column("role")[start:], view.column("content")[start:], strict=True))
-            given = [(m["role"], m["content"]) for m in rows]
-            k = next((k for k in range(min(len(tail), len(given)), 0, -1) if tail[len(tail) - k:] == given[:k]), 0)
-            fresh.append(rows[k:])
-            return rows[k:]
+        def change(view: LogView) -> LogChange:
+            stored = view.keys()
+            plan = plan_update(stored, keys, shape=lambda k: k.shape)
+            return LogChange(append=given[plan.append_from:],
+                             edits={int(view.seq[i]): given[i] for i in plan.edits})
 
-        self.ctx._repo.log.append(self._log, new_part)
-        return len(fresh[0])
+        done = self.ctx._repo.log.write(self._log, change)
+        return done.appended + len(done.edited)
+
+    def history(self, seq: int) -> list[MessageVersion]:
+        """The versions of message ``seq``, oldest first: each edit by :meth:`update_conversation`
+        adds one, and the last is the message as :meth:`get_messages` shows it (``[]`` when the
+        session has no message ``seq``).
+
+        >>> import mindcore
+        >>> chat = mindcore.Context("memory://history-doc").session("chat")
+        >>> chat.append([{"role": "user", "content": "Hi"}])
+        (1, 1)
+        >>> [(v.content, v.replaced_at is None) for v in chat.history(1)]
+        [('Hi', True)]
+        """
+        seq = check_int(seq, "seq", error=ContextError)
+        return [MessageVersion(StoredMessage.from_row(r), int(r["written_at"] or 0), r["replaced_at"])
+                for r in self.ctx._repo.log.versions(self._log, seq)]
 
     def get_messages(
         self, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None
@@ -189,6 +224,9 @@ class Session:
 
     async def aupdate_conversation(self, messages: Sequence[Mapping[str, Any]]) -> int:
         return await asyncio.to_thread(self.update_conversation, messages)
+
+    async def ahistory(self, seq: int) -> list[MessageVersion]:
+        return await asyncio.to_thread(self.history, seq)
 
     async def aget_messages(
         self, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None

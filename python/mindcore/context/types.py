@@ -20,6 +20,7 @@ from mindcore.validation import check_number, check_text, describe
 __all__ = [
     "EmbeddingWeights",
     "MessagePage",
+    "MessageVersion",
     "RankedTool",
     "Recalled",
     "SearchStrategy",
@@ -386,6 +387,25 @@ class MessagePage:
 
     def to_wire(self) -> dict[str, Any]:
         return {"messages": [m.to_wire() for m in self.messages], "has_more": self.has_more, "max_seq": self.max_seq}
+
+
+@dataclass(frozen=True)
+class MessageVersion:
+    """One version of a session's message (:meth:`Session.history`): the ``message`` as it read
+    then (a :class:`StoredMessage`), ``written_at`` (unix ms it was stored) and ``replaced_at``
+    (unix ms an edit replaced it; ``None`` for the current version)."""
+
+    message: StoredMessage
+    written_at: int
+    replaced_at: int | None
+
+    @property
+    def seq(self) -> int:
+        return self.message.seq
+
+    @property
+    def content(self) -> str:
+        return self.message.content
 
 
 @dataclass(frozen=True)

@@ -6,11 +6,17 @@ table of the store (the capability names it); each log is one namespace of that 
 rows are found through the namespace index and held in memory by the store's namespace cache
 (patched, not reloaded, after this process appends).
 
-``seq`` starts at 1 and has no gaps within a log, also when several processes append at once: an
-append reads the log's last ``seq`` and writes its successors under the table's write lock
-(``flock`` locally, a lease on object storage). :meth:`MessageLog.append` also takes a function
-that decides *what* to append from the log as it stands under that lock (a deduplicating append
-cannot then race another writer).
+``seq`` starts at 1 and has no gaps within a log, also when several processes append at once:
+every write to a log reads it and commits under the log's own lock (``Store.lock``: ``flock``
+locally, a lease on object storage; one lock file per log, so logs never wait on each other).
+:meth:`MessageLog.append` and :meth:`MessageLog.write` also take a function that decides *what*
+to write from the log as it stands under that lock (a deduplicating append cannot then race
+another writer).
+
+A stored message can get a new version (:attr:`LogChange.edits`): the row keeps its ``id``,
+``seq`` and ``created_at`` and shows the new version; the version it replaced stays as a row of
+the same ``seq`` with ``replaced_at`` set, which only :meth:`MessageLog.versions` reads. Message
+equality is :func:`message_key`.
 
 >>> import mindcore
 >>> log = MessageLog(mindcore.open("memory://messages-doc"), "chat_messages")
@@ -25,34 +31,93 @@ cannot then race another writer).
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from mindcore.errors import InvalidInputError
 from mindcore.store.filters import col
+from mindcore.store.ids import new_id
+from mindcore.store.schema import now_ms
 from mindcore.validation import check_int
 
 if TYPE_CHECKING:
     from mindcore.store.cache import CacheEntry
+    from mindcore.store.locks import Lock
     from mindcore.store.store import Store
     from mindcore.store.table import Table
 
-__all__ = ["COLUMNS", "LogPage", "LogView", "MessageLog"]
+__all__ = ["COLUMNS", "LogChange", "LogPage", "LogView", "LogWrite", "MessageKey", "MessageLog", "message_key"]
 
-#: The columns a message log adds to the standard ones (``created_at`` is the append time).
+#: The columns a message log adds to the standard ones (``created_at`` is the append time,
+#: ``updated_at`` the time of the latest edit).
 COLUMNS: dict[str, pa.DataType] = {
     "seq": pa.int64(),
     "role": pa.string(),
     "content": pa.string(),
     "tool_call_id": pa.string(),
     "tool_calls": pa.string(),  # JSON text
+    "replaced_at": pa.int64(),  # unix ms an edit replaced this version; null for current messages
 }
 _READ = ["id", "seq", "role", "content", "tool_call_id", "tool_calls", "created_at"]
+_VERSION_READ = [*_READ, "updated_at", "replaced_at"]
+
+
+class MessageKey(NamedTuple):
+    """What makes two messages the same message: ``role``, ``tool_call_id``, ``tool_calls`` (as
+    JSON text with sorted keys, so key order does not count) and ``content``. The first three are
+    the message's *shape*: an edit changes the content of a message of the same shape."""
+
+    role: str
+    tool_call_id: str | None
+    tool_calls: str | None
+    content: str
+
+    @property
+    def shape(self) -> tuple[str, str | None, str | None]:
+        return self.role, self.tool_call_id, self.tool_calls
+
+
+def message_key(message: Mapping[str, Any]) -> MessageKey:
+    """The :class:`MessageKey` of a message as the log stores it (``tool_calls`` any JSON value or
+    JSON text); keys the log does not store (``name``, ...) do not count.
+
+    >>> message_key({"role": "user", "content": "hi", "name": "ann"}) == message_key({"role": "user", "content": "hi"})
+    True
+    """
+    calls = message.get("tool_calls")
+    if isinstance(calls, str):
+        calls = json.loads(calls)
+    text = None if calls is None else json.dumps(calls, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return MessageKey(message["role"], message.get("tool_call_id"), text, message["content"])
+
+
+@dataclass(frozen=True)
+class LogChange:
+    """What one write does to a log: ``edits`` gives stored messages a new version (``seq`` ->
+    the message as it now reads), ``append`` adds messages after the last one."""
+
+    append: Sequence[Mapping[str, Any]] = ()
+    edits: Mapping[int, Mapping[str, Any]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class LogWrite:
+    """What a write did: appended ``first_seq`` to ``last_seq`` (``(n + 1, n)`` when nothing was
+    appended to a log of ``n``) and gave the messages ``edited`` (their ``seq``) a new version."""
+
+    first_seq: int
+    last_seq: int
+    edited: tuple[int, ...] = ()
+
+    @property
+    def appended(self) -> int:
+        return self.last_seq - self.first_seq + 1
 
 
 @dataclass(frozen=True)
@@ -71,9 +136,10 @@ class LogView:
     """A log at one table version: its rows in ascending ``seq`` (read-only; shared).
 
     ``seq`` is the int64 array of sequence numbers; :meth:`column` gives a column in ``seq``
-    order, :meth:`messages` materialises rows by rank (0 is the oldest), :meth:`per_row` keeps
-    what a capability computes per message. After this process appends, the new view reuses the
-    old one's columns and per-row values for the rows they share.
+    order, :meth:`keys` the messages' :class:`MessageKey`, :meth:`messages` materialises rows by
+    rank (0 is the oldest), :meth:`per_row` keeps what a capability computes per message. Only
+    current versions are in a view. After this process appends, the new view reuses the old one's
+    columns and per-row values for the rows they share.
     """
 
     entry: CacheEntry
@@ -109,6 +175,19 @@ class LogView:
             tail = values.slice(start).to_pylist()
             got = tail if shared is None else shared + tail
             self._columns[name] = got
+        return got
+
+    def keys(self) -> list[MessageKey]:
+        """Every message's :class:`MessageKey`, in ``seq`` order (cached; never mutate it)."""
+        got: list[Any] | None = self._columns.get(_KEYS)
+        if got is None:
+            prev = self.previous
+            shared = prev._columns.get(_KEYS) if prev is not None else None
+            start = len(shared) if shared is not None else 0
+            columns = [self.column(name)[start:] for name in ("role", "tool_call_id", "tool_calls", "content")]
+            tail = [_key(*values) for values in zip(*columns, strict=True)]
+            got = tail if shared is None else shared + tail
+            self._columns[_KEYS] = got
         return got
 
     def per_row(self, key: str, compute: Callable[[int, int], np.ndarray]) -> np.ndarray:
@@ -170,7 +249,12 @@ class MessageLog:
             return seen
         seq = entry.int64("seq") if entry.n else np.empty(0, dtype=np.int64)
         order = None
-        if seq.shape[0] > 1 and not bool(np.all(seq[1:] > seq[:-1])):
+        current = entry.int64("replaced_at") == 0 if entry.n else None  # nulls read as 0
+        if current is not None and not bool(current.all()):  # an edited log: leave replaced versions out
+            kept = np.flatnonzero(current).astype(np.int64)
+            order = kept[np.argsort(seq[kept], kind="stable")]
+            seq = seq[order]
+        elif seq.shape[0] > 1 and not bool(np.all(seq[1:] > seq[:-1])):
             order = np.argsort(seq, kind="stable").astype(np.int64)
             seq = seq[order]
         view = LogView(entry, order, seq, previous=_extended(seen, entry, order))
@@ -212,7 +296,36 @@ class MessageLog:
             has_more = stop < n
         return LogPage(view.messages(np.arange(start, stop)), has_more, view.max_seq)
 
+    def versions(self, log: str, seq: int) -> list[dict[str, Any]]:
+        """Every version of message ``seq``, oldest first (``[]`` if there is no such message):
+        :meth:`LogView.messages` rows, plus ``written_at`` (unix ms the version was written) and
+        ``replaced_at`` (unix ms an edit replaced it; ``None`` for the current version)."""
+        seq = check_int(seq, "seq")
+        entry = self.view(log).entry
+        if not entry.n:
+            return []
+        ranks = np.flatnonzero(entry.int64("seq") == seq)
+        rows: list[dict[str, Any]] = (
+            entry.scalars.select(_VERSION_READ).take(pa.array(ranks, type=pa.int64())).to_pylist()
+        )
+        out = []
+        for row in rows:
+            raw, replaced = row["tool_calls"], row["replaced_at"]
+            row["tool_calls"] = None if raw is None else json.loads(raw)
+            # The current version's row is the message's first row: it keeps the append time as
+            # created_at and notes when its content was written as updated_at.
+            row["written_at"] = row["created_at"] if replaced is not None else row["updated_at"] or row["created_at"]
+            del row["updated_at"]
+            out.append(row)
+        out.sort(key=lambda r: (r["replaced_at"] is None, r["replaced_at"] or 0, r["written_at"] or 0))
+        return out
+
     # -- writing --------------------------------------------------------------------------------
+
+    def lock(self, log: str) -> Lock:
+        """The lock every write to ``log`` holds (``Store.lock``; not reentrant)."""
+        digest = hashlib.sha256(json.dumps([self._table_name, log]).encode("utf-8", "surrogatepass")).hexdigest()
+        return self._store.lock(f"msglog.{digest[:40]}")
 
     def append(
         self,
@@ -223,34 +336,88 @@ class MessageLog:
         ``(first_seq, last_seq)`` (``(n + 1, n)`` when nothing was appended to a log of ``n``).
 
         ``messages`` may be a function of the log's current :class:`LogView`, called under the
-        table's write lock: what it returns is appended with no other append in between.
+        log's lock: what it returns is appended with no other write to the log in between.
         """
-        out: list[tuple[int, int]] = []
+        if callable(messages):
+            decide = messages
+            done = self.write(log, lambda view: LogChange(append=decide(view)))
+        else:
+            done = self.write(log, LogChange(append=messages))
+        return done.first_seq, done.last_seq
 
-        def successors() -> list[dict[str, Any]]:
+    def write(self, log: str, change: LogChange | Callable[[LogView], LogChange]) -> LogWrite:
+        """Make ``change`` (new versions of stored messages and messages to append) in one commit,
+        all or none; ``change`` may be a function of the log's current :class:`LogView`, called
+        under the log's lock, so nothing else writes the log between what it read and the commit.
+
+        An edit replaces the stored message of that ``seq`` (its ``id``, ``seq`` and
+        ``created_at`` stay); the version it replaced is kept for :meth:`versions`.
+
+        >>> import mindcore
+        >>> log = MessageLog(mindcore.open("memory://messages-write-doc"), "chat_messages")
+        >>> log.append("chat-1", [{"role": "user", "content": "helo"}])
+        (1, 1)
+        >>> log.write("chat-1", LogChange(append=[{"role": "assistant", "content": "hi"}],
+        ...                               edits={1: {"role": "user", "content": "hello"}}))
+        LogWrite(first_seq=2, last_seq=2, edited=(1,))
+        >>> [v["content"] for v in log.versions("chat-1", 1)], log.view("chat-1").column("content")
+        (['helo', 'hello'], ['hello', 'hi'])
+        """
+        with self.lock(log).hold():
+            self.table.refresh()  # see every write committed before the lock was taken
             view = self.view(log)
-            given = messages(view) if callable(messages) else messages
-            rows = [_row(m, i) for i, m in enumerate(given)]
+            got = change(view) if callable(change) else change
+            if not isinstance(got, LogChange):
+                raise TypeError(f"write: expected a LogChange, got {type(got).__name__}")
+            rows = [_row(m, f"messages[{i}]") for i, m in enumerate(got.append)]
             first = view.max_seq + 1
             for offset, row in enumerate(rows):
                 row["seq"] = first + offset
-            out.append((first, first + len(rows) - 1))
-            return rows
+            done = LogWrite(first, first + len(rows) - 1, tuple(sorted(got.edits)))
+            if not got.edits:
+                if rows:
+                    self.table.append(log, rows)
+                return done
+            now = now_ms()
+            replaced: list[dict[str, Any]] = []
+            for seq, message in sorted(got.edits.items()):
+                rank = int(np.searchsorted(view.seq, seq))
+                if rank >= len(view) or int(view.seq[rank]) != seq:
+                    raise InvalidInputError(f"edits: the log has no message with seq {seq}")
+                new = _row(message, f"edits[{seq}]")
+                old = self._stored(view, rank)
+                at = max(now, (old["updated_at"] or 0) + 1)  # two edits in one ms still order
+                replaced.append({**new, "id": old["id"], "seq": seq, "created_at": old["created_at"], "updated_at": at})
+                replaced.append({
+                    **{k: old[k] for k in ("role", "content", "tool_call_id", "tool_calls")},
+                    "id": new_id(), "seq": seq, "created_at": old["updated_at"] or old["created_at"],
+                    "updated_at": at, "replaced_at": at,
+                })
+            with self.table.unit_of_work(log) as uow:
+                uow.upsert(replaced + [{**row, "id": new_id()} for row in rows])
+            return done
 
-        self.table.append(log, successors)
-        return out[0]
+    def _stored(self, view: LogView, rank: int) -> dict[str, Any]:
+        """The stored row at ``rank`` as written (``tool_calls`` as JSON text), with ``updated_at``."""
+        idx = rank if view.order is None else int(view.order[rank])
+        fields = ["id", "role", "content", "tool_call_id", "tool_calls", "created_at", "updated_at"]
+        row: dict[str, Any] = view.entry.scalars.select(fields).slice(idx, 1).to_pylist()[0]
+        return row
 
     def prune(self, log: str, before_seq: int) -> int:
         """Delete the messages of ``log`` with ``seq < before_seq`` (a log that keeps snapshots
-        drops what the latest one replaced); the others keep their ``seq``. Returns how many went."""
+        drops what the latest one replaced), with their earlier versions; the others keep their
+        ``seq``. Returns how many rows went."""
         before_seq = check_int(before_seq, "before_seq")
-        result = self.table.delete(log, where=col("seq").lt(before_seq))
+        with self.lock(log).hold():
+            result = self.table.delete(log, where=col("seq").lt(before_seq))
         self._views.pop(log, None)
         return result.deleted
 
     def clear(self, log: str) -> None:
         """Delete every message of ``log``."""
-        self.table.clear(log)
+        with self.lock(log).hold():
+            self.table.clear(log)
         self._views.pop(log, None)
 
 
@@ -266,15 +433,24 @@ def _extended(seen: LogView | None, entry: CacheEntry, order: np.ndarray | None)
     return seen
 
 
-def _row(message: Mapping[str, Any], i: int) -> dict[str, Any]:
+_KEYS = "\0keys"  # where LogView keeps its keys (no column has this name)
+
+
+def _key(role: str, call_id: str | None, calls: str | None, content: str) -> MessageKey:
+    if calls is not None:
+        calls = json.dumps(json.loads(calls), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    return MessageKey(role, call_id, calls, content)
+
+
+def _row(message: Mapping[str, Any], where: str) -> dict[str, Any]:
     if not isinstance(message, Mapping):
-        raise InvalidInputError(f"messages[{i}]: expected a dict, got {type(message).__name__}")
+        raise InvalidInputError(f"{where}: expected a dict, got {type(message).__name__}")
     role, content = message.get("role"), message.get("content")
     if not isinstance(role, str) or not isinstance(content, str):
-        raise InvalidInputError(f"messages[{i}]: 'role' and 'content' must be strings")
+        raise InvalidInputError(f"{where}: 'role' and 'content' must be strings")
     call_id = message.get("tool_call_id")
     if call_id is not None and not isinstance(call_id, str):
-        raise InvalidInputError(f"messages[{i}]: 'tool_call_id' must be a string")
+        raise InvalidInputError(f"{where}: 'tool_call_id' must be a string")
     calls = message.get("tool_calls")
     return {
         "role": role,
