@@ -16,7 +16,14 @@ def main(store: str, name: str, count: int, folder: str, mode: str) -> None:
     Path(folder, f"{name}.ready").touch()
     while not Path(folder, "go").exists():
         time.sleep(0.01)
+    other = "w2" if name == "w1" else "w1"
     for i in range(count):
+        if i in (count // 3, 2 * count // 3):
+            # Meet the other writer: each third of the run holds messages of both, so the writes
+            # interleave however the machine schedules the two processes.
+            Path(folder, f"{name}.at{i}").touch()
+            while not Path(folder, f"{other}.at{i}").exists():
+                time.sleep(0.01)
         time.sleep(random.uniform(0, 0.02))  # let the other writer in: a lock holder can re-take it at once
         message = {"role": "user", "content": f"{name}-{i}"}
         if mode == "append":

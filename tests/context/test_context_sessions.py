@@ -195,4 +195,4 @@ def test_two_writer_processes_keep_seq_contiguous(tmp_path: Path, mode: str) -> 
     if mode == "append":
         assert len(stored) == 1 + 2 * count
         switches = sum(a[:2] != b[:2] for a, b in itertools.pairwise(texts))
-        assert switches > 2, "the writers did not run at the same time"
+        assert switches >= 3, "the writers did not run at the same time"  # they meet twice (the writer)
