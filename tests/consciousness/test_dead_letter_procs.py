@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
-from _dead_letter_procs import AGENT, HOOK, open_inbox
+from _dead_letter_procs import HOOK, open_inbox
 
 from mindcore.consciousness import BaseInbox
 
