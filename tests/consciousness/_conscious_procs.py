@@ -26,6 +26,7 @@ VISIBILITY = 0.4  # seconds: a killed child's leased events come back within a t
 # summary lines of every cycle a test runs still fit (the oldest would give way otherwise).
 MAX_TOKENS = 60_000
 PAD = 2_000
+MAX_ATTEMPTS = 1_000_000
 
 
 def fork_context() -> Iterator[Any]:
@@ -42,14 +43,15 @@ def open_store(path: str) -> mindcore.Store:
 
 def open_agent(store: mindcore.Store, kind: str = "store", where: str = "") -> tuple[Consciousness, BaseInbox]:
     """The agent's consciousness on ``store``, and its inbox: on the same store, or at the Redis
-    URL ``where``."""
+    URL ``where``. Every kill costs the events leased at that moment an attempt; no event here is
+    poisoned, so none may die however often the kills land on it (``MAX_ATTEMPTS``)."""
     inbox: BaseInbox
     if kind == "store":
-        inbox = Inbox(store, agent=AGENT, visibility_timeout=VISIBILITY)
+        inbox = Inbox(store, agent=AGENT, visibility_timeout=VISIBILITY, max_attempts=MAX_ATTEMPTS)
     else:
         from mindcore.consciousness import RedisInbox
 
-        inbox = RedisInbox(where, agent=AGENT, visibility_timeout=VISIBILITY)
+        inbox = RedisInbox(where, agent=AGENT, visibility_timeout=VISIBILITY, max_attempts=MAX_ATTEMPTS)
     return Consciousness(store, agent=AGENT, max_tokens=MAX_TOKENS, min_recent_cycles=2), inbox
 
 

@@ -132,6 +132,22 @@ def test_a_single_cycle_over_budget_is_kept() -> None:
 
 
 @pytest.mark.parametrize("strategy", ["self_summary", "semantic", "layered"])
+def test_an_over_budget_newest_cycle_keeps_the_older_summaries_beside_it(strategy: str) -> None:
+    h = history(4, pad=40) + cycle(5, pad=4000)
+    out = compact(h, max_tokens=500, strategy=strategy, embedder=HashEmbedder(dim=64), layers=(1, 10))  # type: ignore[arg-type]
+    assert out[0] == SYSTEM and cycles_of(out) == [cycles_of(h)[-1]]
+    assert [line.rsplit(" ", 1)[1] for line in summary_lines(out)] == ["1.", "2.", "3.", "4."]
+    # Carried over by the next compaction, and the summaries alone stay within the budget.
+    grown = out + cycle(6, pad=4000)
+    again = compact(grown, max_tokens=500, strategy=strategy, embedder=HashEmbedder(dim=64), layers=(1, 10))  # type: ignore[arg-type]
+    assert [line.rsplit(" ", 1)[1] for line in summary_lines(again)] == ["1.", "2.", "3.", "4.", "5."]
+    many = history(80, pad=40) + cycle(81, pad=4000)
+    lines = summary_lines(compact(many, max_tokens=500, strategy=strategy, embedder=HashEmbedder(dim=64), layers=(1, 100)))  # type: ignore[arg-type]
+    assert lines and lines[-1].endswith("Handled message 80.") and not lines[0].endswith("Handled message 1.")
+    assert estimate_tokens([SYSTEM, {"role": "user", "content": "\n".join([SUMMARY_HEADER, *lines])}]) <= 500
+
+
+@pytest.mark.parametrize("strategy", ["self_summary", "semantic", "layered"])
 def test_invariants_on_random_histories(strategy: str) -> None:
     rng = random.Random(7)
     emb = HashEmbedder(dim=64)

@@ -17,6 +17,7 @@ import mindcore
 from mindcore.consciousness import BaseInbox, Event, Inbox, InboxConfig
 from mindcore.errors import InboxError, InvalidInputError, MindcoreError, SecretRefusedError
 from mindcore.policy import SecretPolicy
+from mindcore.store import new_id
 
 MakeInbox = Callable[..., BaseInbox]
 SHORT = 0.4  # a lease short enough to wait out in a test
@@ -48,6 +49,11 @@ def make(inbox_at: tuple[str, str]) -> Iterator[MakeInbox]:
 def msg(text: str, **extra: Any) -> dict[str, Any]:
     return {"kind": "space_message", "space": "Family", "sender": "Husam", "sender_type": "human",
             "text": text, **extra}
+
+
+def unknown_id(inbox: BaseInbox) -> str:
+    """An id shaped like this inbox's ids that no event has."""
+    return new_id() if isinstance(inbox, Inbox) else "1-1"
 
 
 def texts(events: list[Event]) -> list[str]:
@@ -142,7 +148,7 @@ def test_ack_is_idempotent_and_ignores_unknown_ids(make: MakeInbox) -> None:
     inbox.receive()
     inbox.ack([ids[0]])
     inbox.ack([ids[0]])
-    inbox.ack([ids[0], ids[0], "no-such-event", "1-1", "x' OR 1=1 --"])
+    inbox.ack([ids[0], ids[0], unknown_id(inbox)])
     inbox.ack([])
     assert len(inbox) == 1
     inbox.ack(ids)
@@ -176,7 +182,7 @@ def test_nack_ignores_acked_unknown_and_other_consumers_events(make: MakeInbox) 
     ids = one.push_many([msg("a"), msg("b")])
     assert texts(one.receive(1)) == ["a"]
     assert texts(two.receive(1)) == ["b"]
-    one.nack([ids[1], "no-such-event", "2-2"])  # "b" is leased to `two`, not to `one`
+    one.nack([ids[1], unknown_id(one)])  # "b" is leased to `two`, not to `one`
     assert one.receive() == []
     two.ack([ids[1]])
     two.nack([ids[1]])  # acked: stays gone

@@ -7,6 +7,7 @@
 ``inspect``       what a store holds: tables, namespaces, kinds, rows, sizes on disk, versions; a user's
                   retired long-term memories
 ``restore``       bring a retired long-term memory back by its id
+``inbox``         an agent's inbox dead letters: list, requeue or discard them
 ``recall``        query a capability from the shell (long-term memory, mind, tool discovery, working memory)
 ``export``        a store as JSONL (every table's rows, with their vectors or marked for re-embedding)
 ``import``        a JSONL export into a store, one committed write per batch
@@ -57,6 +58,7 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
     Subcommand("inspect", "mindcore.cli.inspect"),
     Subcommand("recall", "mindcore.cli.recall"),
     Subcommand("restore", "mindcore.cli.restore"),
+    Subcommand("inbox", "mindcore.cli.inbox"),
     Subcommand("export", "mindcore.cli.export"),
     Subcommand("import", "mindcore.cli.import_"),
     Subcommand("remember-bulk", "mindcore.cli.remember_bulk"),

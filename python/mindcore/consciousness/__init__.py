@@ -7,7 +7,9 @@ token budget, whole cycles at a time; :func:`estimate_tokens` is the seed's esti
 history costs.
 
 :class:`Inbox` keeps an agent's events on the store until they are acknowledged;
-:class:`RedisInbox` does the same over Redis Streams (``pip install 'mindcore[redis]'``).
+:class:`RedisInbox` does the same over Redis Streams (``pip install 'mindcore[redis]'``). An event
+that fails ``max_attempts`` times moves to the inbox's dead letters (:class:`DeadLetter`), which an
+operator requeues or discards.
 """
 
 from __future__ import annotations
@@ -16,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from mindcore.consciousness.compact import compact
 from mindcore.consciousness.config import ConsciousnessConfig
-from mindcore.consciousness.consciousness import Consciousness, Cycle
-from mindcore.consciousness.inbox import BaseInbox, Event, Inbox, InboxConfig
+from mindcore.consciousness.consciousness import Consciousness, Cycle, OnError
+from mindcore.consciousness.inbox import BaseInbox, DeadLetter, Event, Inbox, InboxConfig
 from mindcore.consciousness.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -28,9 +30,11 @@ __all__ = [
     "Consciousness",
     "ConsciousnessConfig",
     "Cycle",
+    "DeadLetter",
     "Event",
     "Inbox",
     "InboxConfig",
+    "OnError",
     "RedisInbox",
     "compact",
     "estimate_tokens",

@@ -17,9 +17,10 @@ Three strategies, and any callable ``(messages, max_tokens) -> messages``:
   up to ``medium`` back as one summary line each, older ones as grouped lines
   (``Cycles 50-80: ...``, with an en dash) of ``group`` cycles each (default ``recent``).
 
-Every strategy's output fits ``max_tokens`` unless the newest cycle alone does not (it is then
-kept, alone, rather than dropped). Summaries from an earlier compaction are carried over, oldest
-dropped first when the budget is short.
+Every strategy's output fits ``max_tokens`` unless the newest cycle alone does not: it is then
+kept in full rather than dropped, beside the older cycles' summaries (as the seed keeps them), which
+then get the whole budget to themselves. Summaries from an earlier compaction are carried over,
+oldest dropped first when the budget is short.
 
 >>> history = [{"role": "system", "content": "You are an agent."}]
 >>> for n in range(1, 4):
@@ -120,7 +121,8 @@ def compact(
 
     ``min_recent_cycles`` is the rule the seed documents and its code lacks: at least that many of
     the newest cycles stay in full whenever they fit ``max_tokens`` (never beyond it). The seed's
-    quirk of dropping a newest cycle that alone is over budget is fixed: it is kept.
+    quirk of dropping a newest cycle that alone is over budget is fixed: it is kept, and the older
+    cycles' summaries are kept beside it (within ``max_tokens`` of their own, oldest dropped first).
 
     ``embedder`` (semantic only; default the bundled model) turns texts into unit vectors.
     ``first_cycle`` is the number of the first cycle in ``messages`` (for the grouped lines of
@@ -272,6 +274,10 @@ class _Plan:
                 lines.append(line)
         head = [split.system] if split.system else []
         room = self.max_tokens - self.system_cost - sum(self.costs[i] for i in full)
+        if room <= 0 and len(full) == 1:
+            # The newest cycle alone is over budget: the output cannot fit whatever is dropped, so
+            # the summaries stay beside it (as the seed keeps them), within a budget of their own.
+            room = self.max_tokens - self.system_cost
         summary = _fit_summary(lines, room)
         return head + ([summary] if summary else []) + body
 

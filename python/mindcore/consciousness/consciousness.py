@@ -7,7 +7,7 @@ import contextlib
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -24,7 +24,12 @@ from mindcore.kernels import estimate_message_tokens
 from mindcore.store import Store, StoreLike, resolve_store
 from mindcore.validation import check_callable, check_int, check_text, describe
 
-__all__ = ["Consciousness", "Cycle"]
+__all__ = ["Consciousness", "Cycle", "OnError"]
+
+#: What ``Consciousness.cycle(on_error=...)`` takes: called with the exception a cycle raised and the
+#: cycle's events, it returns the ids of the events to give back (nack: an attempt counted); the
+#: cycle's other events are acknowledged.
+OnError = Callable[[BaseException, Sequence[Event]], Iterable[str]]
 
 log = logging.getLogger("mindcore.consciousness")
 
@@ -51,7 +56,10 @@ class Consciousness:
     ``cycle.messages`` is the history with the system prompt refreshed and the INBOX message
     added; the model's replies go in with ``cycle.append``. Leaving the block saves the cycle (one
     commit of only the new messages, or one snapshot when the history had to be compacted) and then
-    acknowledges the events; leaving it with an exception saves nothing and gives the events back.
+    acknowledges the events; leaving it with an exception saves nothing and gives the events back
+    (a nack: each counts as an attempt, and an event that failed the inbox's ``max_attempts``
+    times moves to its dead letters, so one poisoned event never stalls the agent;
+    ``on_error=`` gives back only the events that failed).
     An event delivered again after a crash between the save and the acknowledgement is
     recognised (the save records the event ids) and acknowledged without a second processing.
 
@@ -163,27 +171,61 @@ class Consciousness:
 
     @contextlib.contextmanager
     def cycle(self, system_prompt: str | None = None, inbox: BaseInbox | None = None,
-              max_events: int = 20) -> Iterator[Cycle]:
+              max_events: int = 20, *, on_error: OnError | None = None) -> Iterator[Cycle]:
         """One think cycle (see the class docstring). ``system_prompt`` replaces message 0 (or
         becomes it); ``None`` keeps the saved one. ``inbox`` gives up to ``max_events`` events;
-        without one, or with none pending, the cycle is a timer wake (``INBOX (0 events, ...)``)."""
+        without one, or with none pending, the cycle is a timer wake (``INBOX (0 events, ...)``).
+
+        When the block raises, nothing is saved and the exception propagates; by default every
+        event of the cycle is nacked with the error (each counts as an attempt). ``on_error(exc,
+        events)`` decides instead: it returns the ids of the events to nack (those that failed);
+        the cycle's other events are acknowledged, as handled (their side effects are done; the
+        cycle's messages are not saved). If ``on_error`` raises or returns an id that is not one
+        of ``events``, every event is nacked and a note saying why is added to the exception.
+
+        >>> import mindcore
+        >>> store = mindcore.open("memory://cycle-on-error-doc")
+        >>> inbox = mindcore.Inbox(store, agent="assistant", max_attempts=3)
+        >>> _ = inbox.push_many([{"kind": "plan", "text": "fine"}, {"kind": "plan", "text": "poison"}])
+        >>> c = Consciousness(store, agent="assistant")
+        >>> class EventFailed(Exception):
+        ...     def __init__(self, event_id: str) -> None:
+        ...         super().__init__(f"event {event_id} failed")
+        ...         self.event_id = event_id
+        >>> def only_the_failed(exc, events):
+        ...     return [exc.event_id] if isinstance(exc, EventFailed) else [e.id for e in events]
+        >>> try:
+        ...     with c.cycle(inbox=inbox, on_error=only_the_failed) as cycle:
+        ...         for event in cycle.events:
+        ...             if event.payload["text"] == "poison":
+        ...                 raise EventFailed(event.id)
+        ... except EventFailed:
+        ...     pass
+        >>> [e.payload["text"] for e in inbox.receive()]     # "fine" was acked
+        ['poison']
+        """
+        if on_error is not None:
+            check_callable(on_error, "on_error")
         cycle = Cycle._begin(self, system_prompt, inbox, max_events)
         try:
             yield cycle
-        except BaseException:
-            cycle._abort()
+        except BaseException as exc:
+            cycle._abort(exc, on_error)
             raise
         cycle._finish()
 
     @contextlib.asynccontextmanager
     async def acycle(self, system_prompt: str | None = None, inbox: BaseInbox | None = None,
-                     max_events: int = 20) -> AsyncIterator[Cycle]:
-        """The async twin of :meth:`cycle` (the store and inbox calls run in a worker thread)."""
+                     max_events: int = 20, *, on_error: OnError | None = None) -> AsyncIterator[Cycle]:
+        """The async twin of :meth:`cycle` (the store and inbox calls run in a worker thread;
+        ``on_error`` is called there too)."""
+        if on_error is not None:
+            check_callable(on_error, "on_error")
         cycle = await asyncio.to_thread(Cycle._begin, self, system_prompt, inbox, max_events)
         try:
             yield cycle
-        except BaseException:
-            await asyncio.to_thread(cycle._abort)
+        except BaseException as exc:
+            await asyncio.to_thread(cycle._abort, exc, on_error)
             raise
         await asyncio.to_thread(cycle._finish)
 
@@ -309,8 +351,8 @@ class Cycle:
         try:
             check_sequence(self._new, where=f"cycle {self.number} message")
             snapshot = self._owner._save(self._base, self._system, self._all(), self._new, self.number, ids)
-        except BaseException:
-            self._release(ids)
+        except BaseException as exc:
+            self._release(ids, _describe_error(exc))
             raise
         if self._inbox is not None and ids:
             self._inbox.ack(ids)
@@ -320,16 +362,48 @@ class Cycle:
             except Exception as exc:  # housekeeping: the snapshot is saved; the next one prunes
                 log.warning("%s: pruning the rows before the snapshot failed: %s", self._owner.agent, exc)
 
-    def _abort(self) -> None:
+    def _abort(self, exc: BaseException, on_error: OnError | None) -> None:
+        """The cycle raised ``exc``: give its events back (the ones ``on_error`` names, acking
+        the others)."""
         self._done = True
-        self._release([e.id for e in self.events])
+        ids = [e.id for e in self.events]
+        if not ids or self._inbox is None:
+            return
+        failed = ids
+        if on_error is not None:
+            try:
+                named = on_error(exc, list(self.events))
+                if isinstance(named, str | bytes | Mapping) or not isinstance(named, Iterable):
+                    raise ConsciousnessError(f"on_error must return a list of event ids, got {describe(named)}")
+                chosen = list(named)
+                strangers = [i for i in chosen if i not in ids]
+                if strangers:
+                    raise ConsciousnessError(f"on_error returned {strangers[0]!r}, which is not an event of this cycle")
+                failed = [i for i in ids if i in chosen]
+            except Exception as problem:
+                exc.add_note(f"on_error failed ({type(problem).__name__}: {problem}): every event of the cycle "
+                             "was given back")
+                failed = ids
+        handled = [i for i in ids if i not in failed]
+        if handled:
+            try:
+                self._inbox.ack(handled)
+            except Exception as problem:  # they come back when their lease runs out
+                log.warning("%s: acknowledging %d handled event(s) failed: %s", self._owner.agent, len(handled), problem)
+        self._release(failed, _describe_error(exc))
 
-    def _release(self, ids: list[str]) -> None:
+    def _release(self, ids: list[str], error: str | None = None) -> None:
         if self._inbox is not None and ids:
             try:
-                self._inbox.nack(ids)
+                self._inbox.nack(ids, error=error)
             except Exception as exc:  # their lease runs out instead
                 log.warning("%s: giving %d event(s) back failed: %s", self._owner.agent, len(ids), exc)
+
+
+def _describe_error(exc: BaseException) -> str:
+    """``ValueError: bad date``: what a dead letter shows of the error that killed it."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _copies(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
