@@ -644,7 +644,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
         id: "connection-string",
         description: "Database or broker URL with an embedded password (postgres, mysql, mongodb+srv, redis, amqp, …)",
         pattern: r#"(?-u:\b)(?i-u:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|cockroachdb|clickhouse|couchdb|neo4j(?:\+s)?|bolt|nats|kafka|memcached|cassandra|influxdb|elasticsearch)://(?P<user>[^:@/ \t\r\n"'<>]{0,128}):(?P<secret>[^ \t\r\n"'/<>]{1,256})@[^ \t\r\n"'<>@/]"#,
-        check: c(Kind::Credentials, 1, 4),
+        check: c(Kind::Credentials, 1, 3),
         ..SECRET
     },
     BuiltinRule {
