@@ -73,6 +73,8 @@ const POSITIVES: &[(&str, &str, &str)] = &[
     ("generic-secret-assignment", "{\"client_secret\": \"abcdefghijklmnopqrstuvwxyz\"}", "abcdefghijklmnopqrstuvwxyz"),
     ("high-entropy-assignment", "STRIPE_KEY=AAAABBBBCCCCDDDD1234", "AAAABBBBCCCCDDDD1234"),
     ("bearer-token", "curl -H 'X: bearer abcdefghijklmnop1234'", "abcdefghijklmnop1234"),
+    // The seeds' own example shape, for databases too.
+    ("connection-string", "jdbc:mysql://admin:pass@localhost:3306/app", "pass"),
 ];
 
 const NEGATIVES: &[&str] = &[
@@ -90,7 +92,6 @@ const NEGATIVES: &[&str] = &[
     "https://username:password@example.com",
     "hf_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx",
     "AIzaSyA8vmApnrHNFE0bApF4hoZ11srVL_n0nvY",
-    "jdbc:mysql://admin:pass@localhost:3306/app",
     "-----BEGIN PRIVATE KEY-----\nanything\n-----END PRIVATE KEY-----",
     "-----BEGIN OPENSSH PRIVATE KEY----------END OPENSSH PRIVATE KEY-----",
     "Authorization: Bearer <token>",
