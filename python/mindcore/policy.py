@@ -15,12 +15,31 @@ Traceback (most recent call last):
 mindcore.errors.SecretRefusedError: content: not stored: it looks like a secret (rule github-token); leave credentials out
 >>> SecretPolicy(action="redact").screen("token ghp_abcdefghijklmnopqrstuvwxyz0123456789", "content")
 'token [REDACTED:github-token]'
+
+Encoded secrets are decoded before they are judged: JSON string escapes (a ``\\u``-escaped key
+inside a tool call's ``arguments``), percent-encoded runs and base64 runs that decode to text.
+
+>>> policy.screen("args: {\\"k\\": \\"\\\\u0067hp_abcdefghijklmnopqrstuvwxyz0123456789\\"}", "arguments")
+Traceback (most recent call last):
+...
+mindcore.errors.SecretRefusedError: arguments: not stored: it looks like a secret (rule github-token in JSON-escaped text); leave credentials out
+
+Identifiers (user ids, namespaces, thread ids, tool and agent names) are screened with
+:meth:`SecretPolicy.screen_identifier`, which always refuses: an id cannot be redacted.
+
+>>> policy.screen_identifier("thread-2024-06-01", "thread_id")
+'thread-2024-06-01'
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import functools
-from collections.abc import Mapping, Sequence
+import json
+import re
+import urllib.parse
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,6 +49,86 @@ from mindcore.kernels.secrets import DEFAULT_PLACEHOLDER, SecretScanner
 __all__ = ["SecretAction", "SecretPolicy"]
 
 SecretAction = Literal["refuse", "redact"]
+
+#: Decoding is capped so a huge input costs a bounded amount beyond the scan itself: only the
+#: first this many characters are decoded (the raw text is always scanned whole) ...
+DECODE_MAX_CHARS = 1 << 20
+#: ... and at most this many percent or base64 runs are decoded.
+DECODE_MAX_RUNS = 256
+
+# Every pattern below is a single character class repeated, or alternatives that start with
+# different characters: Python's `re` matches them in linear time (no nested ambiguity).
+_JSON_ESCAPE = re.compile(r'\\(?:u[0-9A-Fa-f]{4}|["\\/bfnrt])')
+_PERCENT_RUN = re.compile(r"[^\s%]*(?:%[0-9A-Fa-f]{2}[^\s%]*)+")
+_BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+# A secret this short cannot hide in a base64 run shorter than this.
+_BASE64_MIN = 16
+
+
+def _unescape_json(text: str) -> str:
+    """``text`` with JSON string escapes decoded (``\\u0067`` -> ``g``, surrogate pairs joined)."""
+
+    def one(m: re.Match[str]) -> str:
+        esc = m.group(0)
+        if esc[1] == "u":
+            return chr(int(esc[2:], 16))
+        return str(json.loads(f'"{esc}"'))
+
+    out = _JSON_ESCAPE.sub(one, text)
+    # Rejoin escaped surrogate pairs (\\ud83d\\ude00) into one character.
+    return out.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+def _b64_text(run: str) -> str | None:
+    """The text a base64 (or base64url) run decodes to, when it is printable UTF-8."""
+    body = run.rstrip("=")
+    body += "=" * (-len(body) % 4)
+    try:
+        raw = base64.b64decode(body, altchars=b"-_" if ("-" in body or "_" in body) else None, validate=True)
+        decoded = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return None
+    printable = sum(ch.isprintable() or ch in "\t\r\n" for ch in decoded)
+    return decoded if decoded and printable == len(decoded) else None
+
+
+def decoded_views(text: str) -> Iterator[tuple[str, str, tuple[int, int] | None]]:
+    """The decoded forms of ``text`` a secret may hide in: ``(how, decoded text, span)``, where
+    ``span`` is the encoded run in ``text`` (``None`` when the whole text was decoded).
+
+    JSON string escapes are decoded over the whole text; percent-encoded and base64 runs one by
+    one (base64 only when it decodes to printable text). Work is capped by
+    :data:`DECODE_MAX_CHARS` and :data:`DECODE_MAX_RUNS`.
+
+    >>> [(how, view) for how, view, _ in decoded_views("id=%67hp%5Fabc")]
+    [('percent-encoded', 'id=ghp_abc')]
+    """
+    head = text[:DECODE_MAX_CHARS]
+    bases = [head]
+    if "\\" in head:
+        unescaped = _unescape_json(head)
+        if unescaped != head:
+            yield "JSON-escaped", unescaped, None
+            bases.append(unescaped)
+    runs = 0
+    for base in bases:
+        if "%" in base:
+            for m in _PERCENT_RUN.finditer(base):
+                if runs >= DECODE_MAX_RUNS:
+                    return
+                runs += 1
+                decoded = urllib.parse.unquote(m.group(0))
+                if decoded != m.group(0):
+                    yield "percent-encoded", decoded, (m.start(), m.end()) if base is head else None
+        for m in _BASE64_RUN.finditer(base):
+            if len(m.group(0)) < _BASE64_MIN:
+                continue
+            if runs >= DECODE_MAX_RUNS:
+                return
+            runs += 1
+            decoded_text = _b64_text(m.group(0))
+            if decoded_text is not None:
+                yield "base64", decoded_text, (m.start(), m.end()) if base is head else None
 
 
 @dataclass(frozen=True)
@@ -53,17 +152,77 @@ class SecretPolicy:
     def _scanner(self) -> SecretScanner:
         return self.scanner if self.scanner is not None else _builtin_scanner()
 
+    def detect(self, text: str) -> list[str]:
+        """The rules ``text`` breaks, as the policy judges it: the text as written, and else its
+        decoded forms (each rule id then says how it was hidden). Empty when it may be stored.
+
+        >>> SecretPolicy().detect("note Z2hwX2FiY2RlZmdoaWprbG1ub3BxcnN0dXZ3eHl6MDEyMzQ1Njc4OQ== ok")
+        ['github-token in base64 text']
+        """
+        findings = self._scanner.scan(text)
+        if findings:
+            return sorted({f.rule_id for f in findings})
+        hidden: set[str] = set()
+        for how, view, _span in decoded_views(text):
+            hidden.update(f"{f.rule_id} in {how} text" for f in self._scanner.scan(view))
+        return sorted(hidden)
+
+    def contains(self, text: str) -> bool:
+        """Whether the policy would refuse ``text`` (the raw text, then its decoded forms)."""
+        return self._scanner.contains(text) or any(
+            self._scanner.contains(view) for _how, view, _span in decoded_views(text)
+        )
+
     def screen(self, text: str, field: str) -> str:
         """``text`` as it may be stored; raises :class:`SecretRefusedError` when refusing."""
-        findings = self._scanner.scan(text)
-        if not findings:
-            return text
         if self.action == "redact":
-            return self._scanner.redact(text, self.placeholder)
-        rules = ", ".join(sorted({f.rule_id for f in findings}))
+            return self._redact(text)
+        rules = self.detect(text)
+        if not rules:
+            return text
         raise SecretRefusedError(
-            f"{field}: not stored: it looks like a secret (rule {rules}); leave credentials out"
+            f"{field}: not stored: it looks like a secret (rule {', '.join(rules)}); leave credentials out"
         )
+
+    def screen_identifier(self, value: str, field: str) -> str:
+        """``value`` (an id or a name: a user id, a namespace, a thread id, a tool or agent name)
+        when it holds no secret; raises :class:`SecretRefusedError` otherwise, whatever the
+        action (an identifier cannot be redacted and stay the same identifier).
+
+        >>> SecretPolicy(action="redact").screen_identifier("sk-proj-abcdefghijklmnopqrstuvwx", "user_id")
+        Traceback (most recent call last):
+        ...
+        mindcore.errors.SecretRefusedError: user_id: not stored: it looks like a secret (rule openai-api-key); leave credentials out
+        """
+        rules = self.detect(value)
+        if not rules:
+            return value
+        raise SecretRefusedError(
+            f"{field}: not stored: it looks like a secret (rule {', '.join(rules)}); leave credentials out"
+        )
+
+    def _redact(self, text: str) -> str:
+        """Secrets as written replaced; then each encoded run that hides one replaced whole (a
+        text whose JSON escapes hide one is stored decoded, with the secret replaced)."""
+        out = self._scanner.redact(text, self.placeholder)
+        for _ in range(2):  # JSON escapes first, then the runs inside what they decoded to
+            replaced: list[tuple[int, int, str]] = []
+            for _how, view, span in decoded_views(out):
+                found = self._scanner.scan(view)
+                if not found:
+                    continue
+                if span is None:
+                    out = self._scanner.redact(view, self.placeholder)
+                    break
+                rule = found[0].rule_id
+                replaced.append((span[0], span[1], self.placeholder.replace("{rule_id}", rule)))
+            else:
+                if not replaced:
+                    return out
+                for start, end, label in sorted(replaced, reverse=True):
+                    out = out[:start] + label + out[end:]
+                return out
+        return out
 
     def screen_optional(self, text: str | None, field: str) -> str | None:
         return None if text is None else self.screen(text, field)
@@ -77,11 +236,11 @@ class SecretPolicy:
         """
         items = list(texts)
         out: list[str | None] = list(items)
-        flagged = [i for i, hit in enumerate(self._scanner.contains_batch(items)) if hit]
+        hits = self._scanner.contains_batch(items)
+        flagged = [i for i, hit in enumerate(hits) if hit or self.contains(items[i])]
         if flagged and self.action == "redact":
-            redacted = self._scanner.redact_batch([items[i] for i in flagged], self.placeholder)
-            for i, text in zip(flagged, redacted, strict=True):
-                out[i] = text
+            for i in flagged:
+                out[i] = self._redact(items[i])
         else:
             for i in flagged:
                 out[i] = None

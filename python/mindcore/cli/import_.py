@@ -8,6 +8,10 @@ batch in progress and reports how many rows are in; running the same import agai
 (rows already there are replaced by the same rows, never duplicated). Rows of the target store
 that the export does not have are kept.
 
+Every row goes through the secret policy first (:class:`~mindcore.policy.SecretPolicy`, the one
+every write path uses: its text, metadata and ids, and each namespace as an identifier): a file
+with a credential in it is refused before anything is written, naming the line and the rule.
+
 An export made with ``--no-vectors`` is embedded again here with ``--embedder`` (the model the
 target store records, else the bundled one; ``hash`` for the hashing embedder), which is how a
 store moves to another model. An export with vectors keeps its model: the target store must be
@@ -41,6 +45,8 @@ from mindcore.cli._transfer import (
     read,
 )
 from mindcore.embed import Embedder
+from mindcore.errors import SecretRefusedError
+from mindcore.policy import SecretPolicy
 from mindcore.store import Row, Store, Table
 
 HELP = "read a JSONL export into a store, one committed write per batch"
@@ -125,6 +131,20 @@ def batches(records: Iterator[RowRecord], size: int) -> Iterator[tuple[str, str,
         yield batch[0].table, batch[0].namespace, batch
 
 
+def screen_file(path: Path, policy: SecretPolicy) -> None:
+    """Every row of the export at ``path`` through ``policy`` (refusing), before anything is
+    written: raises :class:`TransferError` naming the first refused row."""
+    with path.open(encoding="utf-8") as f:
+        _header, records = read(iter(f))
+        for number, r in enumerate(records, start=2):
+            where = f"line {number} (table {r.table!r})"
+            try:
+                policy.screen_identifier(r.namespace, f"{where}: namespace")
+                policy.screen_value({k: v for k, v in r.row.items() if k != "vector"}, f"{where}: row")
+            except SecretRefusedError as e:
+                raise TransferError(f"{e}: nothing imported") from None
+
+
 def run(args: argparse.Namespace) -> int:
     if args.batch_size < 1:
         raise SystemExit("mindcore import: --batch-size must be at least 1")
@@ -132,6 +152,7 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         raise TransferError(f"no export at {path}")
     check_complete(path)
+    screen_file(path, SecretPolicy())
     imported = 0
     with path.open(encoding="utf-8") as f:
         header, records = read(iter(f))

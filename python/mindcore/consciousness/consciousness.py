@@ -102,6 +102,7 @@ class Consciousness:
         given: dict[str, Any] = {k: v for k, v in (("max_tokens", max_tokens), ("min_recent_cycles", min_recent_cycles),
                                    ("compaction", compaction)) if v is not None}
         self.config = dataclasses.replace(config or ConsciousnessConfig(), **given)
+        self.config.secrets.screen_identifier(self.agent, "agent")
         if embedder is not None:
             check_embedder(embedder)
         if clock is not None:

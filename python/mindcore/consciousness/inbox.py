@@ -256,6 +256,7 @@ class BaseInbox(ABC):
         if config is not None and not isinstance(config, InboxConfig):
             raise InvalidTypeError(f"config: expected an InboxConfig, got {describe(config)}")
         self.config = config or InboxConfig()
+        self.config.secrets.screen_identifier(self.agent, "agent")
 
     def _live(self) -> None:
         if self._closed:

@@ -93,6 +93,7 @@ class Context:
         cfg = config or ContextConfig()
         if default_strategy is not None:
             cfg = dataclasses.replace(cfg, default_strategy=default_strategy)
+        cfg.secrets.screen_identifier(self.dataset, "dataset")
         self.config = cfg
         self._embedder = None if embedder is None else check_embedder(embedder)
         self.llm: LLM | None = None if llm is None else check_llm(llm, "llm")
@@ -148,7 +149,7 @@ class Context:
         name = f"tool {tool.name!r}"
         screened = Tool._trusted(**{
             **vars(tool),
-            "name": policy.screen(tool.name, "tool name"),
+            "name": policy.screen_identifier(tool.name, "tool name"),
             "description": policy.screen(tool.description, f"{name}: description"),
             "parameters": policy.screen_value(dict(tool.parameters), f"{name}: parameters"),
             "metadata": policy.screen_value(None if tool.metadata is None else dict(tool.metadata), f"{name}: metadata"),
@@ -263,7 +264,9 @@ class Context:
 
     def session(self, id: str, namespace: str = "default") -> Session:
         """The session ``id`` of ``namespace`` (created by its first message)."""
-        return Session(self, check_key(id, "session"), check_key(namespace, "namespace"))
+        policy = self.config.secrets
+        return Session(self, policy.screen_identifier(check_key(id, "session"), "session"),
+                       policy.screen_identifier(check_key(namespace, "namespace"), "namespace"))
 
     # -- events ---------------------------------------------------------------------------------
 

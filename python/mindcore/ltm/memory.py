@@ -151,6 +151,10 @@ class LongTermMemory:
         base = config or LongTermMemoryConfig()
         # The keyword options override the config (both spellings keep working).
         self.config = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+        # Identifiers are stored too (in every row and in the scope's name): screened first.
+        for field_name, ident in (("user_id", user_id), ("namespace", namespace), ("workspace_id", workspace_id)):
+            if ident is not None:
+                self.config.secrets.screen_identifier(ident, field_name)
         self.user_id = user_id
         self.namespace = namespace
         self.workspace_id = workspace_id

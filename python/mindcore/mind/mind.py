@@ -164,6 +164,7 @@ class Mind:
             check_embedder(embedder)
         if clock is not None:
             validation.check_callable(clock, "clock")
+        (config or MindConfig()).secrets.screen_identifier(agent, "agent")
         from mindcore.store import resolve_store
 
         self.store: Store = resolve_store(store)

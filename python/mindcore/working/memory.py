@@ -89,6 +89,9 @@ class WorkingMemory:
         if not isinstance(key, str) or not key:
             needed = "thread_id" if cfg.scope == "thread" else "resource_id"
             raise InvalidInputError(f"{needed}: a non-empty string is required for scope={cfg.scope!r}")
+        for field_name, ident in (("thread_id", thread_id), ("resource_id", resource_id)):
+            if isinstance(ident, str):
+                cfg.secrets.screen_identifier(ident, field_name)
         self.config = cfg
         self.thread_id = thread_id
         self.resource_id = resource_id

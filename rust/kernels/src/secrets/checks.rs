@@ -212,6 +212,57 @@ fn x_filled(part: &str) -> bool {
         .all(|ch| ch.eq_ignore_ascii_case(&'x'))
 }
 
+/// A value bound to a credential keyword (`api_key=`, `--token`, `Bearer`) is a credential,
+/// whatever it looks like, when it has at least this many characters of a token's alphabet:
+/// 16 is the shortest length vendors issue for API keys and tokens (Stripe's publishable suffix,
+/// AWS key ids after `AKIA`), well above the words people put after `key:` in prose (English
+/// words of 16+ letters are rare, and a single word is not bound by `=`/`:` in a sentence).
+pub const CREDENTIAL_VALUE_MIN_CHARS: usize = 16;
+
+/// Marks that say a value was masked or left as a slot to fill: `****`, `xxxx`, `…`, `<token>`,
+/// `${VAR}`, `{{var}}`, `$(cmd)`, `[REDACTED]`. The only exemption of a credential-shaped value
+/// besides the published examples.
+pub const MASK_MARKS: &[&str] = &[
+    "***", "###", "...", "\u{2026}", "\u{2022}", "<", ">", "${", "{{", "$(", "redacted", "masked",
+];
+
+/// The characters of a token (base64, base64url, hex, separators used inside keys).
+fn token_char(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'/' | b'=' | b'~' | b'.' | b'-')
+}
+
+/// Long enough, and made of a token's characters only, to be a credential when a credential
+/// keyword names it.
+fn credential_length(value: &str) -> bool {
+    value.len() >= CREDENTIAL_VALUE_MIN_CHARS && value.bytes().all(token_char)
+}
+
+/// Masked or a slot, not a value: a mask mark, `xxxx` (in a value of up to
+/// [`PLACEHOLDER_MAX_CHARS`]), letters and digits all or three quarters `x`, a `$VAR`, or a slot
+/// name in brackets (`{PASSWORD}`, `%TOKEN%`).
+fn masked(value: &str) -> bool {
+    let lower = value.to_lowercase();
+    if MASK_MARKS.iter().any(|m| lower.contains(m))
+        || (value.chars().count() <= PLACEHOLDER_MAX_CHARS && lower.contains("xxxx"))
+        || is_variable(value)
+        || wrapped_slot(value)
+        || x_filled(value)
+    {
+        return true;
+    }
+    let alnum = value.bytes().filter(u8::is_ascii_alphanumeric).count();
+    let xs = value.bytes().filter(|b| matches!(b, b'x' | b'X')).count();
+    alnum > 0 && xs * 4 >= alnum * 3
+}
+
+/// `{name}`, `[PASSWORD]`, `%TOKEN%`: a slot name in brackets (no digits).
+fn wrapped_slot(part: &str) -> bool {
+    let (Some(first), Some(last)) = (part.chars().next(), part.chars().next_back()) else {
+        return false;
+    };
+    part.chars().count() >= 2 && WRAPPERS.contains(&(first, last)) && !part.chars().any(|ch| ch.is_ascii_digit())
+}
+
 /// A near miss of a vendor format made by hand: a run of one character, an ascending sequence
 /// of [`NEAR_MISS_SEQUENCE`] (`abcdefgh`) or a placeholder ending. Shorter sequences (`12345`)
 /// occur in real tokens' ids, so they do not count here.
@@ -256,8 +307,11 @@ fn accept_match(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usiz
         // The vendor's own format (prefix, length, alphabet) is evidence enough, whatever the
         // body's entropy, when the token ends there; a longer token is judged as a look-alike.
         let span = m.secret.unwrap_or(m.whole);
+        if check.kind == Kind::NotAnthropic && slice(text, exact).starts_with("ant-") {
+            return None;
+        }
         if token_ends_at(text, exact.1) {
-            let ok = !is_template_slot(slice(text, span)) && !x_filled(slice(text, exact));
+            let ok = !is_template_slot(slice(text, span)) && !masked(slice(text, exact));
             return ok.then_some(span);
         }
     }
@@ -343,6 +397,10 @@ fn accept_match(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usiz
                 {
                     return None;
                 }
+                // Bound to a credential keyword and of credential length: a secret unless masked.
+                if credential_length(value) && names_a_secret(key_name(text, key)) {
+                    return (!masked(value)).then_some(span);
+                }
                 if !human_key(slice(text, key)) && token_placeholder(value) {
                     return None;
                 }
@@ -372,6 +430,12 @@ fn accept_match(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usiz
                 {
                     return None;
                 }
+                // Named as a credential: a secret whatever it looks like, unless masked, a path
+                // in code (`settings.api.token`) or an identifier made of words (`sort-key-desc`,
+                // `createdAtTimestamp` under `sortKey`: the name only hints at a credential).
+                if check.kind == Kind::Entropy && !is_dotted_path(value) && !is_slug(value) && !wordy(value) {
+                    return (!masked(value)).then_some(span);
+                }
             }
             if is_slug(value) || decodes_to_text(value.trim_end_matches('=')) {
                 return None;
@@ -390,9 +454,15 @@ fn accept_match(check: Check, text: &str, m: &MatchParts) -> Option<(usize, usiz
             }
             return machine_made(value, check).then_some(span);
         }
+        Kind::Bound => {
+            let value = slice(text, span);
+            if credential_length(value) {
+                return (!masked(value)).then_some(span);
+            }
+        }
         Kind::Token => {}
     }
-    if matches!(check.kind, Kind::Token | Kind::NotAnthropic | Kind::Guarded) {
+    if matches!(check.kind, Kind::Token | Kind::NotAnthropic | Kind::Guarded | Kind::Bound) {
         // Masked (`xoxp-…-####`) or spelled in words (`…AccessTokenHere`): not a real token.
         let part = slice(text, part_span);
         let masked = |i: usize| matches!(text.as_bytes().get(i), Some(b'#' | b'*'));
@@ -448,7 +518,7 @@ pub fn looks_like_placeholder(part: &str) -> bool {
     let (Some(first), Some(last)) = (part.chars().next(), part.chars().next_back()) else {
         return true;
     };
-    n >= 2 && WRAPPERS.contains(&(first, last)) && !part.chars().any(|ch| ch.is_ascii_digit())
+    n >= 2 && wrapped_slot(part)
 }
 
 /// Enough kinds of characters, enough distinct characters, and no character over 60%.

@@ -20,6 +20,9 @@
 /// What runs on a match after the regex (see `checks.rs`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
+    /// A value bound to a credential keyword (`Bearer …`, `Authorization: …`): of credential
+    /// length it is reported unless masked; shorter, it is judged as a `Token`.
+    Bound,
     /// A prefixed token: placeholder words, character classes, diversity, no runs or sequences.
     Token,
     /// Like `Token`, but `sk-ant-…` belongs to the Anthropic rule.
@@ -63,6 +66,7 @@ pub enum Kind {
 impl Kind {
     pub fn name(self) -> &'static str {
         match self {
+            Kind::Bound => "bound",
             Kind::Token => "token",
             Kind::NotAnthropic => "not_anthropic",
             Kind::PrivateKey => "private_key",
@@ -156,57 +160,57 @@ pub const BUILTIN: &[BuiltinRule] = &[
     },
     BuiltinRule {
         id: "anthropic-api-key",
-        description: "Anthropic API key (sk-ant-…)",
-        pattern: r#"(?-u:\b)sk-ant-(?:(?P<exact>(?:api03|admin01)-[A-Za-z0-9_-]{93}AA)(?-u:\b)|(?P<body>[A-Za-z0-9_-]{20,}))"#,
+        description: "Anthropic API key (sk-ant-… with 20+ characters)",
+        pattern: r#"(?-u:\b)sk-ant-(?P<exact>[A-Za-z0-9_-]{20,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "openai-api-key",
-        description: "OpenAI-style secret key (sk-…, sk-proj-…, sk-svcacct-…, sk-admin-…; OpenAI's own carry T3BlbkFJ)",
-        pattern: r#"(?-u:\b)sk-(?:proj-|svcacct-|admin-)?(?:(?P<exact>[A-Za-z0-9_-]*T3BlbkFJ[A-Za-z0-9_-]+)|(?P<body>[A-Za-z0-9_-]{20,}))"#,
+        description: "OpenAI-style secret key (sk-… with 20+ characters: sk-proj-…, sk-svcacct-…, sk-admin-…, legacy sk-…)",
+        pattern: r#"(?-u:\b)sk-(?P<exact>[A-Za-z0-9_-]{20,})"#,
         check: c(Kind::NotAnthropic, 2, 5),
         ..SECRET
     },
     BuiltinRule {
         id: "github-token",
         description: "GitHub token (ghp_, gho_, ghu_, ghs_, ghr_)",
-        pattern: r#"(?-u:\b)gh[pousr]_(?:(?P<exact>[A-Za-z0-9]{36})(?-u:\b)|(?P<body>[A-Za-z0-9_]{30,}))(?:\.[A-Za-z0-9_-]{8,}){0,2}"#,
+        pattern: r#"(?-u:\b)gh[pousr]_(?:(?P<exact>[A-Za-z0-9]{36,251})(?-u:\b)|(?P<body>[A-Za-z0-9_]{30,}))(?:\.[A-Za-z0-9_-]{8,}){0,2}"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "github-fine-grained-pat",
         description: "GitHub fine-grained personal access token (github_pat_…)",
-        pattern: r#"(?-u:\b)github_pat_(?P<body>[A-Za-z0-9_]{40,})"#,
+        pattern: r#"(?-u:\b)github_pat_(?P<exact>[A-Za-z0-9_]{40,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "gitlab-token",
         description: "GitLab token (glpat-, gldt-, glptt-, glrt-, … and GR1348941 runner registration)",
-        pattern: r#"(?-u:\b)(?:gl(?:pat|dt|ptt|rt|rtr|cbt|oas|soat|ft|imt|agent|ffct)-|GR1348941)(?P<body>[A-Za-z0-9_.-]{20,})"#,
+        pattern: r#"(?-u:\b)(?:gl(?:pat|dt|ptt|rt|rtr|cbt|oas|soat|ft|imt|agent|ffct)-|GR1348941)(?P<exact>[A-Za-z0-9_.-]{20,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "stripe-key",
         description: "Stripe secret, restricted or live publishable key (sk_live_, rk_live_, sk_test_, rk_test_, sk_prod_, pk_live_)",
-        pattern: r#"(?-u:\b)(?:(?:sk|rk)_(?:live|test|prod)_(?P<exact>[A-Za-z0-9]{24,99})(?-u:\b)|(?:(?:sk|rk)_(?:live|test)|pk_live)_(?P<body>[A-Za-z0-9]{16,}))"#,
+        pattern: r#"(?-u:\b)(?:(?:(?:sk|rk)_(?:live|test|prod)|pk_live)_(?P<exact>[A-Za-z0-9]{16,247})(?-u:\b)|(?:(?:sk|rk)_(?:live|test)|pk_live)_(?P<body>[A-Za-z0-9]{16,}))"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "stripe-webhook-secret",
         description: "Stripe webhook signing secret (whsec_…)",
-        pattern: r#"(?-u:\b)whsec_(?P<body>[A-Za-z0-9+/=]{24,})"#,
+        pattern: r#"(?-u:\b)whsec_(?P<exact>[A-Za-z0-9+/=]{24,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "aws-access-key-id",
         description: "AWS access key id (AKIA…, ASIA…, ABIA…, ACCA…)",
-        pattern: r#"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?P<body>[A-Z0-9]{16})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])(?P<exact>[A-Z0-9]{16})(?-u:\b)"#,
         check: c(Kind::Token, 1, 5),
         ..SECRET
     },
@@ -221,27 +225,27 @@ pub const BUILTIN: &[BuiltinRule] = &[
         id: "authorization-header",
         description: "Authorization header value (Bearer, Basic, Token, … or a bare credential)",
         pattern: r#"(?i-u:proxy-authorization|authorization)["']?[ \t]{0,4}[:=][ \t]{0,4}["']?(?:(?i-u:bearer|basic|token|digest|bot|api-key|apikey|api-token|sso-key|negotiate|ntlm)[ \t]{1,4})?(?P<secret>[A-Za-z0-9._~+/=@-]{8,})"#,
-        check: TOKEN,
+        check: c(Kind::Bound, 2, 5),
         ..SECRET
     },
     BuiltinRule {
         id: "bearer-token",
         description: "Bearer token outside an Authorization header",
         pattern: r#"(?-u:\b)(?i-u:bearer)[ \t]{1,4}(?P<secret>[A-Za-z0-9._~+/=-]{16,})"#,
-        check: TOKEN,
+        check: c(Kind::Bound, 2, 5),
         ..SECRET
     },
     BuiltinRule {
         id: "jwt",
         description: "JSON Web Token (three base64url segments, header and payload JSON)",
-        pattern: r#"(?-u:\b)(?:eyJ|eyAi|ewo[gi])[A-Za-z0-9_-]{8,}\.(?:eyJ|eyAi|ewo[gi])[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"#,
+        pattern: r#"(?-u:\b)(?P<exact>(?:eyJ|eyAi|ewo[gi])[A-Za-z0-9_-]{8,}\.(?:eyJ|eyAi|ewo[gi])[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "slack-token",
         description: "Slack token (xoxb-, xoxp-, xoxa-, xoxo-, xoxs-, xoxr-: a numeric id first; xoxe-, xapp-)",
-        pattern: r#"(?-u:\b)(?:xox[abposr]-(?P<body>(?:[0-9]{1,3}-)?[0-9]{8,20}-[A-Za-z0-9-]{8,})|(?:xoxe\.xox[bp]|xoxe|xapp)-[0-9]{1,3}-[A-Za-z0-9-]{8,})"#,
+        pattern: r#"(?-u:\b)(?:xox[abposr]-(?P<exact>(?:[0-9]{1,3}-)?[0-9]{8,20}-[A-Za-z0-9-]{8,})|(?:xoxe\.xox[bp]|xoxe|xapp)-[0-9]{1,3}-[A-Za-z0-9-]{8,})"#,
         check: c(Kind::Token, 1, 5),
         ..SECRET
     },
@@ -262,14 +266,14 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "google-api-key",
         description: "Google API key (AIza…)",
-        pattern: r#"(?-u:\b)AIza(?P<body>[A-Za-z0-9_-]{35})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)AIza(?P<exact>[A-Za-z0-9_-]{35})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "google-oauth-client-secret",
         description: "Google OAuth client secret (GOCSPX-…)",
-        pattern: r#"(?-u:\b)GOCSPX-(?P<body>[A-Za-z0-9_-]{28})"#,
+        pattern: r#"(?-u:\b)GOCSPX-(?P<exact>[A-Za-z0-9_-]{28})"#,
         check: TOKEN,
         ..SECRET
     },
@@ -283,7 +287,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "pypi-token",
         description: "PyPI upload token (pypi-AgE…)",
-        pattern: r#"(?-u:\b)pypi-(?P<body>AgE[A-Za-z0-9_-]{50,})"#,
+        pattern: r#"(?-u:\b)pypi-(?P<exact>AgE[A-Za-z0-9_-]{50,})"#,
         check: TOKEN,
         ..SECRET
     },
@@ -297,7 +301,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "sendgrid-api-key",
         description: "SendGrid API key (SG.x.y)",
-        pattern: r#"(?-u:\b)SG\.(?P<body>[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)SG\.(?P<exact>[A-Za-z0-9_-]{22}\.[A-Za-z0-9_-]{43})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
@@ -325,7 +329,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "1password-service-account-token",
         description: "1Password service account token (ops_eyJ…)",
-        pattern: r#"(?-u:\b)ops_(?P<body>eyJ[A-Za-z0-9+/_=-]{100,})"#,
+        pattern: r#"(?-u:\b)ops_(?P<exact>eyJ[A-Za-z0-9+/_=-]{100,})"#,
         check: TOKEN,
         ..SECRET
     },
@@ -339,28 +343,28 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "atlassian-api-token",
         description: "Atlassian API token (ATATT3…)",
-        pattern: r#"(?-u:\b)ATATT3(?P<body>[A-Za-z0-9_=-]{150,})"#,
+        pattern: r#"(?-u:\b)ATATT3(?P<exact>[A-Za-z0-9_=-]{150,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "cloudflare-api-token",
         description: "Cloudflare API token or key (cfat_, cfut_, cfk_)",
-        pattern: r#"(?-u:\b)(?:cfat|cfut|cfk)_(?P<body>[A-Za-z0-9]{40}[a-f0-9]{8})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)(?:cfat|cfut|cfk)_(?P<exact>[A-Za-z0-9]{40}[a-f0-9]{8})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "databricks-token",
         description: "Databricks personal access token (dapi…)",
-        pattern: r#"(?-u:\b)dapi(?P<body>[a-fA-F0-9]{32}(?:-[0-9]{1,3})?)(?-u:\b)"#,
+        pattern: r#"(?-u:\b)dapi(?P<exact>[a-fA-F0-9]{32}(?:-[0-9]{1,3})?)(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "digitalocean-token",
         description: "DigitalOcean token (dop_v1_, doo_v1_, dor_v1_)",
-        pattern: r#"(?-u:\b)do[por]_v1_(?P<body>[a-f0-9]{64})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)do[por]_v1_(?P<exact>[a-f0-9]{64})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
@@ -374,7 +378,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "doppler-token",
         description: "Doppler token (dp.st., dp.ct., dp.sa., …)",
-        pattern: r#"(?-u:\b)dp\.(?:st|ct|sa|scim|audit)\.(?P<body>[A-Za-z0-9_-]{40,})"#,
+        pattern: r#"(?-u:\b)dp\.(?:st|ct|sa|scim|audit)\.(?P<exact>[A-Za-z0-9_-]{40,})"#,
         check: TOKEN,
         ..SECRET
     },
@@ -388,35 +392,35 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "figma-token",
         description: "Figma personal access token (figd_…)",
-        pattern: r#"(?-u:\b)figd_(?P<body>[A-Za-z0-9_-]{40,})"#,
+        pattern: r#"(?-u:\b)figd_(?P<exact>[A-Za-z0-9_-]{40,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "flyio-token",
         description: "Fly.io access token (fo1_…)",
-        pattern: r#"(?-u:\b)fo1_(?P<body>[A-Za-z0-9_-]{39,})"#,
+        pattern: r#"(?-u:\b)fo1_(?P<exact>[A-Za-z0-9_-]{39,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "grafana-token",
         description: "Grafana Cloud or service account token (glc_, glsa_)",
-        pattern: r#"(?-u:\b)(?:glc|glsa)_(?P<body>[A-Za-z0-9_+/=-]{32,})"#,
+        pattern: r#"(?-u:\b)(?:glc|glsa)_(?P<exact>[A-Za-z0-9_+/=-]{32,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "groq-api-key",
         description: "Groq API key (gsk_…)",
-        pattern: r#"(?-u:\b)gsk_(?P<body>[A-Za-z0-9]{52})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)gsk_(?P<exact>[A-Za-z0-9]{52})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "hashicorp-vault-token",
         description: "HashiCorp Vault token (hvs., hvb., hvr.)",
-        pattern: r#"(?-u:\b)hv[sbr]\.(?P<body>[A-Za-z0-9_-]{24,})"#,
+        pattern: r#"(?-u:\b)hv[sbr]\.(?P<exact>[A-Za-z0-9_-]{24,})"#,
         check: TOKEN,
         ..SECRET
     },
@@ -451,77 +455,77 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "mailgun-api-key",
         description: "Mailgun API key (key-…)",
-        pattern: r#"(?-u:\b)key-(?P<body>[0-9a-f]{32})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)key-(?P<exact>[0-9a-f]{32})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "newrelic-key",
         description: "New Relic user API key (NRAK-…)",
-        pattern: r#"(?-u:\b)NRAK-(?P<body>[A-Z0-9]{27})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)NRAK-(?P<exact>[A-Z0-9]{27})(?-u:\b)"#,
         check: c(Kind::Token, 1, 5),
         ..SECRET
     },
     BuiltinRule {
         id: "notion-token",
         description: "Notion integration token (ntn_…)",
-        pattern: r#"(?-u:\b)ntn_(?P<body>[0-9]{11}[A-Za-z0-9]{35})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)ntn_(?P<exact>[0-9]{11}[A-Za-z0-9]{35})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "openshift-token",
         description: "OpenShift user token (sha256~…)",
-        pattern: r#"(?-u:\b)sha256~(?P<body>[A-Za-z0-9_-]{43})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)sha256~(?P<exact>[A-Za-z0-9_-]{43})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "perplexity-api-key",
         description: "Perplexity API key (pplx-…)",
-        pattern: r#"(?-u:\b)pplx-(?P<body>[A-Za-z0-9]{48})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)pplx-(?P<exact>[A-Za-z0-9]{48})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "postman-api-key",
         description: "Postman API key (PMAK-…)",
-        pattern: r#"(?-u:\b)PMAK-(?P<body>[a-f0-9]{24}-[a-f0-9]{34})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)PMAK-(?P<exact>[a-f0-9]{24}-[a-f0-9]{34})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "pulumi-token",
         description: "Pulumi access token (pul-…)",
-        pattern: r#"(?-u:\b)pul-(?P<body>[a-f0-9]{40})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)pul-(?P<exact>[a-f0-9]{40})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "replicate-token",
         description: "Replicate API token (r8_…)",
-        pattern: r#"(?-u:\b)r8_(?P<body>[A-Za-z0-9]{37})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)r8_(?P<exact>[A-Za-z0-9]{37})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "sentry-token",
         description: "Sentry organisation or user auth token (sntrys_, sntryu_)",
-        pattern: r#"(?-u:\b)sntry[su]_(?P<body>[A-Za-z0-9_+/=-]{40,})"#,
+        pattern: r#"(?-u:\b)sntry[su]_(?P<exact>[A-Za-z0-9_+/=-]{40,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "shopify-token",
         description: "Shopify app secret or access token (shpss_, shpat_, shpca_, shppa_)",
-        pattern: r#"(?-u:\b)shp(?:ss|at|ca|pa)_(?P<body>[A-Za-z0-9]{32,})"#,
+        pattern: r#"(?-u:\b)shp(?:ss|at|ca|pa)_(?P<exact>[A-Za-z0-9]{32,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "sourcegraph-token",
         description: "Sourcegraph access token (sgp_…)",
-        pattern: r#"(?-u:\b)sgp_(?:[A-Fa-f0-9]{16}_|local_)?(?P<body>[A-Fa-f0-9]{40})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)sgp_(?:[A-Fa-f0-9]{16}_|local_)?(?P<exact>[A-Fa-f0-9]{40})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
@@ -548,28 +552,28 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "telegram-bot-token",
         description: "Telegram bot token (id:AA…)",
-        pattern: r#"(?-u:\b)[0-9]{8,10}:AA(?P<body>[A-Za-z0-9_-]{33})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)[0-9]{8,10}:AA(?P<exact>[A-Za-z0-9_-]{33})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "vercel-token",
         description: "Vercel token (vcp_, vci_, vca_, vcr_, vck_)",
-        pattern: r#"(?-u:\b)vc[pikar]_(?P<body>[A-Za-z0-9]{24,})"#,
+        pattern: r#"(?-u:\b)vc[pikar]_(?P<exact>[A-Za-z0-9]{24,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "xai-api-key",
         description: "xAI API key (xai-…)",
-        pattern: r#"(?-u:\b)xai-(?P<body>[A-Za-z0-9]{70,})"#,
+        pattern: r#"(?-u:\b)xai-(?P<exact>[A-Za-z0-9]{70,})"#,
         check: TOKEN,
         ..SECRET
     },
     BuiltinRule {
         id: "clojars-token",
         description: "Clojars deploy token (CLOJARS_…)",
-        pattern: r#"(?-u:\b)CLOJARS_(?P<body>[a-z0-9]{60})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)CLOJARS_(?P<exact>[a-z0-9]{60})(?-u:\b)"#,
         check: TOKEN,
         ..SECRET
     },
@@ -582,7 +586,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "artifactory-token",
         description: "JFrog Artifactory API key (AKCp…) or reference token (cmVmdGtu…)",
-        pattern: r#"(?-u:\b)(?:AKCp(?P<body>[A-Za-z0-9]{69})|cmVmdGtu[A-Za-z0-9]{56})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)(?:AKCp(?P<exact>[A-Za-z0-9]{69})|cmVmdGtu[A-Za-z0-9]{56})(?-u:\b)"#,
         ..SECRET
     },
     BuiltinRule {
@@ -601,13 +605,13 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "cloudflare-origin-ca-key",
         description: "Cloudflare Origin CA key (v1.0-…)",
-        pattern: r#"(?-u:\b)v1\.0-[a-f0-9]{24}-(?P<body>[a-f0-9]{146})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)v1\.0-[a-f0-9]{24}-(?P<exact>[a-f0-9]{146})(?-u:\b)"#,
         ..SECRET
     },
     BuiltinRule {
         id: "intra42-client-secret",
         description: "42 Intra OAuth client secret (s-s4t2ud-…, s-s4t2af-…)",
-        pattern: r#"(?-u:\b)s-s4t2(?:ud|af)-(?P<body>[a-f0-9]{64})(?-u:\b)"#,
+        pattern: r#"(?-u:\b)s-s4t2(?:ud|af)-(?P<exact>[a-f0-9]{64})(?-u:\b)"#,
         ..SECRET
     },
     BuiltinRule {
@@ -640,7 +644,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
         id: "connection-string",
         description: "Database or broker URL with an embedded password (postgres, mysql, mongodb+srv, redis, amqp, …)",
         pattern: r#"(?-u:\b)(?i-u:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql|sqlserver|oracle|cockroachdb|clickhouse|couchdb|neo4j(?:\+s)?|bolt|nats|kafka|memcached|cassandra|influxdb|elasticsearch)://(?P<user>[^:@/ \t\r\n"'<>]{0,128}):(?P<secret>[^ \t\r\n"'/<>]{1,256})@[^ \t\r\n"'<>@/]"#,
-        check: c(Kind::Credentials, 1, 4),
+        check: c(Kind::Credentials, 1, 3),
         ..SECRET
     },
     BuiltinRule {
@@ -674,7 +678,7 @@ pub const BUILTIN: &[BuiltinRule] = &[
     BuiltinRule {
         id: "cli-secret-flag",
         description: "A command-line flag that takes a credential: --password VALUE, --api-key VALUE, --token VALUE",
-        pattern: r#"(?:[ \t]|(?m:^))--(?:[A-Za-z0-9]{1,20}-){0,3}(?P<key>(?i-u:passw(?:or)?d|pass|pwd|secret|token|api-?key|access-?key|secret-?key|private-?key|credentials?))[ \t]{1,4}["']?(?P<secret>[^ \t\r\n"'\x60]{6,})"#,
+        pattern: r#"(?:[ \t]|(?m:^))--(?:[A-Za-z0-9]{1,20}-){0,3}(?P<key>(?i-u:passw(?:or)?d|pass|pwd|secret|token|api-?key|access-?key|secret-?key|private-?key|credentials?|auth|bearer))(?:[ \t]{1,4}|=)["']?(?P<secret>[^ \t\r\n"'\x60]{6,})"#,
         check: c(Kind::Assignment, 2, 5),
         ..SECRET
     },
