@@ -9,8 +9,12 @@ when the module defines one.
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _openai_server import FakeOpenAI
@@ -43,6 +47,25 @@ def cpu_flags() -> set[str]:
         return set()
 
 
+def kill_at(argv: list[str], env: dict[str, str], *markers: str) -> None:
+    """Run ``argv`` as a child process, wait until it has printed each of ``markers`` (one a line,
+    in order: its progress, never a wall-clock guess), then SIGKILL it; its stderr explains a
+    marker that never came."""
+    child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert child.stdout is not None
+        for marker in markers:
+            line = child.stdout.readline().strip()
+            assert line == marker, child.stderr.read() if child.stderr else line
+        os.kill(child.pid, signal.SIGKILL)
+        child.wait(timeout=60)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == -signal.SIGKILL
+
+
 class Clock:
     """A clock a test moves by hand: ``clock()`` is the time in unix ms."""
 
@@ -68,6 +91,17 @@ def store(tmp_path: Path) -> Iterator[Store]:
     s = mindcore.open(tmp_path / "store")
     yield s
     s.close()
+
+
+@pytest.fixture(scope="session")
+def minilm() -> Any:
+    """The bundled default embedder (all-MiniLM-L6-v2, one thread), loaded once per run."""
+    try:
+        from mindcore.embed import default_embedder
+
+        return default_embedder(threads=1)
+    except Exception as exc:  # the bundled model is an optional extra
+        pytest.skip(f"default embedder unavailable: {exc}")
 
 
 @pytest.fixture

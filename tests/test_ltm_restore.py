@@ -8,12 +8,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from conftest import kill_at
 
 import mindcore
 from mindcore.embed import HashEmbedder
@@ -177,26 +177,21 @@ def test_retirements_are_logged_at_info_and_nothing_at_warning(tmp_path: Path,
     assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
-def test_a_write_killed_between_its_two_commits_leaves_no_false_retirement(tmp_path: Path) -> None:
-    path = tmp_path / "s"
+def killed_write(path: Path) -> Memory:
+    """OLD remembered on ``path``, then a child remembering NEW, killed once its history commit has
+    landed and its memory commit waits; returns OLD's memory."""
     ltm = make(path)
     old = ltm.remember(OLD)
     assert old is not None
     ltm.store.close()
-    child = subprocess.Popen([sys.executable, str(PROCS), "remember", str(path), NEW], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True,
-                             env={**os.environ, "MINDCORE_TEST_BLOCK_MEMORY_WRITE": "1"})
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline()  # the history commit has landed; the memory commit waits
-        assert line.strip() == "blocked", child.stderr.read() if child.stderr else line
-        os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
-    assert child.returncode == -signal.SIGKILL
+    kill_at([sys.executable, str(PROCS), "remember", str(path), NEW],
+            {**os.environ, "MINDCORE_TEST_BLOCK_MEMORY_WRITE": "1"}, "blocked")
+    return old
+
+
+def test_a_write_killed_between_its_two_commits_leaves_no_false_retirement(tmp_path: Path) -> None:
+    path = tmp_path / "s"
+    old = killed_write(path)
     # The crash left history claiming a retirement that never happened.
     assert raw_history(path) == [(old.id, "superseded")]
 
@@ -217,18 +212,9 @@ def test_a_write_killed_between_its_two_commits_leaves_no_false_retirement(tmp_p
 
 def test_the_next_write_repairs_a_killed_write(tmp_path: Path) -> None:
     path = tmp_path / "s"
-    ltm = make(path)
-    old = ltm.remember(OLD)
-    assert old is not None
-    ltm.store.close()
-    child = subprocess.Popen([sys.executable, str(PROCS), "remember", str(path), NEW], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True,
-                             env={**os.environ, "MINDCORE_TEST_BLOCK_MEMORY_WRITE": "1"})
-    assert child.stdout is not None and child.stdout.readline().strip() == "blocked"
-    child.send_signal(signal.SIGKILL)
-    child.wait(timeout=60)
+    old = killed_write(path)
     after = make(path)
     tea = after.remember("Prefers green tea")
     assert tea is not None
-    assert raw_history(path) == []
+    assert raw_history(path) == [] and after.get(old.id) == old
     assert {m.text for m in after.memories()} == {OLD, "Prefers green tea"}

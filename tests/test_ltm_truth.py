@@ -32,13 +32,8 @@ class Clock:
 
 
 @pytest.fixture(scope="module")
-def model() -> Any:
-    try:
-        from mindcore.embed import default_embedder
-
-        return default_embedder(threads=1)
-    except Exception as exc:  # the bundled model is an optional extra
-        pytest.skip(f"default embedder unavailable: {exc}")
+def model(minilm: Any) -> Any:
+    return minilm
 
 
 def make(path: Path, embedder: Any, clock: Clock | None = None, **kw: Any) -> LongTermMemory:

@@ -6,7 +6,6 @@ the live queue and the dead letters, and it ends in the dead letters with the go
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 from _dead_letter_procs import HOOK, open_inbox
+from conftest import kill_at
 
 from mindcore.consciousness import BaseInbox
 
@@ -37,21 +37,8 @@ def test_kill_9_while_dead_lettering_loses_nothing(inbox_at: tuple[str, str], wh
         (first,) = inbox.receive(1)
         assert first.id == poison
         inbox.nack([poison], error="Poisoned: failing")  # its first delivery: back in the queue
-        child = subprocess.Popen([sys.executable, str(PROCS), kind, where], stdout=subprocess.PIPE,
-                                 stderr=subprocess.PIPE, text=True, env={**os.environ, HOOK: when})
-        try:
-            assert child.stdout is not None
-            line = child.stdout.readline().strip()
-            assert line == "settling", child.stderr.read() if child.stderr else line
-            if when == "after":
-                assert child.stdout.readline().strip() == "settled"
-            os.kill(child.pid, signal.SIGKILL)
-            child.wait(timeout=60)
-        finally:
-            if child.poll() is None:
-                child.kill()
-                child.wait()
-        assert child.returncode == -signal.SIGKILL
+        kill_at([sys.executable, str(PROCS), kind, where], {**os.environ, HOOK: when},
+                "settling", *(["settled"] if when == "after" else []))
         state = where_it_is(inbox, poison)
         assert state == {"before": "live", "after": "dead"}.get(when, state)
         # Whatever the kill left, the agent goes on: the good events are handled once the dead
