@@ -490,6 +490,13 @@ def test_conversation_turns_never_retire_each_other(tmp_path: Path) -> None:
     ])
     assert [r.action for r in results] == ["created", "created", "duplicate"]
     assert sorted(texts(ltm.memories())) == ["I live in Lyon", "I live in Paris"]
+    assert llm.calls == []  # turns are never put to the model
+    # A model that calls two different turns duplicates cannot drop one either.
+    eager = make(tmp_path / "t", HashEmbedder(),
+                 resolver=ScriptedLLM(['{"verdicts": [{"pair": 1, "relation": "duplicate"}]}'] * 4))
+    said = eager.remember_many([{"text": "I live in Lyon", "context": "Melanie: Where do you live?\nCaroline:"},
+                                {"text": "I live in Lyon now", "context": "Melanie: And now?\nCaroline:"}])
+    assert [r.action for r in said] == ["created", "created"]
 
 
 def test_memories_of_different_speakers_never_replace_each_other(tmp_path: Path) -> None:

@@ -31,7 +31,7 @@ import numpy as np
 
 from mindcore.kernels import RowShadow
 from mindcore.ltm._repo import HistoryEvent, MemoryRepo, NewMemory
-from mindcore.ltm.resolve import MemoryPair, PairVerdict
+from mindcore.ltm.resolve import MemoryPair, PairVerdict, judge_pairs
 from mindcore.ltm.types import Memory, RememberResult
 from mindcore.store import new_ids
 from mindcore.store.scoring import Weights, rank
@@ -150,7 +150,15 @@ def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: 
         for n, (_, ref) in enumerate(found):
             pairs.append(MemoryPair(text_of(ref)[0], rows[j][0], float(cosine.get(n, 0.0))))
             owners.append((j, ref))
-    verdicts = judge(pairs) if pairs else []
+    # Two conversation turns are judged without a model: only a verbatim repeat is acted on (a
+    # model's "duplicate" must not drop a turn), and neither retires the other (below).
+    turns = [bool(rows[j][4]) and bool(text_of(ref)[1]) for j, ref in owners]
+    asked = [p for p, turn in zip(pairs, turns, strict=True) if not turn]
+    said = [p for p, turn in zip(pairs, turns, strict=True) if turn]
+    by_judge = iter(judge(asked) if asked else [])
+    by_rules = iter(judge_pairs([(p.old, p.new) for p in said], similarities=[p.similarity for p in said],
+                                duplicate_cosine=config.duplicate_threshold) if said else [])
+    verdicts = [next(by_rules) if turn else next(by_judge) for turn in turns]
     judged: dict[int, list[tuple[Ref, PairVerdict]]] = {}
     for (j, ref), verdict in zip(owners, verdicts, strict=True):
         if verdict.supersedes and rows[j][4] and text_of(ref)[1]:
