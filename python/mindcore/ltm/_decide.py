@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from mindcore.ltm.config import LongTermMemoryConfig
     from mindcore.ltm.pipeline import Row
 
-__all__ = ["Decision", "Judge", "Ref", "ScopePlan", "Stored", "decide", "plan_scope"]
+__all__ = ["Decision", "Judge", "Ref", "ScopePlan", "Stored", "conservative_judge", "decide", "plan_scope"]
 
 #: A memory a new one is compared with: ``(True, i)`` the scope's ``i``-th stored memory (in
 #: :class:`Stored` order), ``(False, j)`` the ``j``-th item of the same write.
@@ -50,6 +50,16 @@ _COSINE = Weights(similarity=1.0)
 
 #: Verdicts for a write's pairs, one per pair in order.
 Judge = Callable[[list[MemoryPair]], list[PairVerdict]]
+
+
+def conservative_judge(config: LongTermMemoryConfig) -> Judge:
+    """The judgement a write acts on without a model (:func:`mindcore.relations.judge_pairs`)."""
+
+    def judge(pairs: list[MemoryPair]) -> list[PairVerdict]:
+        return judge_pairs([(p.old, p.new) for p in pairs], similarities=[p.similarity for p in pairs],
+                           duplicate_cosine=config.duplicate_threshold)
+
+    return judge
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,12 +166,11 @@ def decide(rows: Sequence[Row], vectors: np.ndarray, stored: Stored, *, config: 
     asked = [p for p, turn in zip(pairs, turns, strict=True) if not turn]
     said = [p for p, turn in zip(pairs, turns, strict=True) if turn]
     by_judge = iter(judge(asked) if asked else [])
-    by_rules = iter(judge_pairs([(p.old, p.new) for p in said], similarities=[p.similarity for p in said],
-                                duplicate_cosine=config.duplicate_threshold) if said else [])
+    by_rules = iter(conservative_judge(config)(said) if said else [])
     verdicts = [next(by_rules) if turn else next(by_judge) for turn in turns]
     judged: dict[int, list[tuple[Ref, PairVerdict]]] = {}
-    for (j, ref), verdict in zip(owners, verdicts, strict=True):
-        if verdict.supersedes and rows[j][4] and text_of(ref)[1]:
+    for (j, ref), verdict, turn in zip(owners, verdicts, turns, strict=True):
+        if verdict.supersedes and turn:
             # Two conversation turns: what was said stays said, whatever a later turn says.
             verdict = PairVerdict("unrelated", f"both kept: conversation turns ({verdict.reason})", verdict.source,
                                   possible=verdict.relation)

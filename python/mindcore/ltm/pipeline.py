@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from mindcore.errors import InvalidInputError, InvalidTypeError, MemoryNotFoundError, SecretRefusedError
-from mindcore.ltm._decide import Decision, Judge, ScopePlan, Stored, decide, plan_scope
+from mindcore.ltm._decide import Decision, Judge, ScopePlan, Stored, conservative_judge, decide, plan_scope
 from mindcore.ltm._history import RETIRED, Event, batch_of, restorable, state_ids, valid_events, void_events
 from mindcore.ltm._repo import (
     HistoryEvent,
@@ -52,7 +52,7 @@ from mindcore.ltm._repo import (
 )
 from mindcore.ltm.config import DAY_MS, DEFAULT_DUPLICATE_THRESHOLD, LongTermMemoryConfig
 from mindcore.ltm.extract import Candidate
-from mindcore.ltm.resolve import MemoryPair, PairVerdict, judge_pairs, resolve_pairs
+from mindcore.ltm.resolve import MemoryPair, PairVerdict, resolve_pairs
 from mindcore.ltm.types import (
     DEFAULT_KIND,
     KINDS,
@@ -88,16 +88,6 @@ _LOCK_STRIPES = 256
 Row = tuple[str, str, float, int | None, str | None]
 # How many times a write asks the resolver about pairs that appeared while it was asking.
 _JUDGE_ROUNDS = 3
-
-
-def conservative_judge(config: LongTermMemoryConfig) -> Judge:
-    """The judgement a write acts on without a model (:func:`mindcore.relations.judge_pairs`)."""
-
-    def judge(pairs: list[MemoryPair]) -> list[PairVerdict]:
-        return judge_pairs([(p.old, p.new) for p in pairs], similarities=[p.similarity for p in pairs],
-                           duplicate_cosine=config.duplicate_threshold)
-
-    return judge
 
 
 class _KnownVerdicts:
