@@ -126,9 +126,12 @@ def quality_figures() -> dict[str, float]:
     for name, rows in scored_sets():
         q = reference_module().quality(rows)
         qp = reference_module().policy_quality(rows)
+        # gitleaks' secret arguments scored in the lines its tests put them in (a no-op elsewhere).
+        qc = reference_module().policy_quality(rows, in_context=True)
         for key in ("precision", "recall", "f1", "fpr"):
             out[f"{name}_{key}"] = round(q[key], 4)
             out[f"{name}_policy_{key}"] = round(qp[key], 4)
+            out[f"{name}_policy_in_context_{key}"] = round(qc[key], 4)
     return out
 
 
@@ -164,6 +167,12 @@ def print_quality() -> dict[str, float]:
             f"{name} (policy labels): precision={figures[f'{name}_policy_precision']:.3f} "
             f"recall={figures[f'{name}_policy_recall']:.3f} f1={figures[f'{name}_policy_f1']:.3f} "
             f"fpr={figures[f'{name}_policy_fpr']:.3f}"
+        )
+        print(
+            f"{name} (policy labels, secret arguments in context): "
+            f"precision={figures[f'{name}_policy_in_context_precision']:.3f} "
+            f"recall={figures[f'{name}_policy_in_context_recall']:.3f} "
+            f"f1={figures[f'{name}_policy_in_context_f1']:.3f} fpr={figures[f'{name}_policy_in_context_fpr']:.3f}"
         )
     turns = chat_turns()
     figures["locomo_flagged"] = sum(scanner().contains_batch(turns))

@@ -1857,9 +1857,40 @@ def load_jsonl(path: Path) -> Iterator[dict[str, Any]]:
                 yield json.loads(line)
 
 
-def quality(rows: list[dict[str, Any]]) -> dict[str, float]:
+# gitleaks tests a rule's secret argument (records whose `source` is `GenerateSampleSecret(s) secret
+# arg`, with the `identifier` gitleaks names it by) only inside the lines its generator writes around
+# it: GenerateSampleSecrets in gitleaks' cmd/generate/config/utils/generate.go (MIT), whose enabled
+# templates these are. The bare argument is not what gitleaks scans: for Snyk and MessageBird it is a
+# UUID, which no rule flags without the vendor's name beside it (nor should: UUIDs are ids).
+GITLEAKS_SAMPLE_CONTEXTS = (
+    '{i}Token="{s}"', '{i}Token = "{s}"', "{i}Token={s}", "{i}Token = {s}",
+    '{{\n    "{i}_token": "{s}"\n}}', '{{"config.ini": "{I}_TOKEN={s}\\nBACKUP_ENABLED=true"}}',
+    "<{i}Token>\n    {s}\n</{i}Token>",
+    "{i}_token: {s}", "{i}_token: '{s}'", '{i}_token: "{s}"',
+    'string {i}Token = "{s}";', 'var {i}Token string = "{s}"', '{i}Token := "{s}"', "{i}Token := `{s}`",
+    'String {i}Token = "{s}";', 'var {i}Token = "{s}"', '${i}Token .= "{s}"', "{i}Token = '{s}'",
+    '{i}Token = "{s}"', 'System.setProperty("{I}_TOKEN", "{s}")', '  "{i}Token" => "{s}"',
+    '{I}_TOKEN = "{s}"', '{I}_TOKEN := "{s}"', '{I}_TOKEN ::= "{s}"', '{I}_TOKEN :::= "{s}"', '{I}_TOKEN ?= "{s}"',
+)
+
+
+def gitleaks_samples(row: dict[str, Any]) -> list[str]:
+    """The lines gitleaks' tests scan for a record that is a secret argument (else the record's text)."""
+    if "identifier" not in row:
+        return [row["text"]]
+    i, s = row["identifier"], row["text"]
+    return [t.format(i=i, I=i.upper(), s=s) for t in GITLEAKS_SAMPLE_CONTEXTS]
+
+
+def quality(rows: list[dict[str, Any]], *, in_context: bool = False) -> dict[str, float]:
+    """Precision, recall, F1 and false-positive rate of the scanner on labelled records. With
+    ``in_context``, a gitleaks secret argument counts as found only when every line gitleaks' tests
+    put it in is flagged (see GITLEAKS_SAMPLE_CONTEXTS)."""
     s = scanner()
-    flags = s.contains_batch([r["text"] for r in rows])
+    if in_context:
+        flags = [all(s.contains_batch(gitleaks_samples(r))) for r in rows]
+    else:
+        flags = s.contains_batch([r["text"] for r in rows])
     tp = sum(f and r["label"] == "positive" for f, r in zip(flags, rows, strict=True))
     fp = sum(f and r["label"] == "negative" for f, r in zip(flags, rows, strict=True))
     fn = sum(not f and r["label"] == "positive" for f, r in zip(flags, rows, strict=True))
@@ -1925,9 +1956,10 @@ def policy_label(row: dict[str, Any]) -> bool:
     return any(credential_shaped(row["text"], f) for f in scanner().scan(row["text"]))
 
 
-def policy_quality(rows: list[dict[str, Any]]) -> dict[str, float]:
+def policy_quality(rows: list[dict[str, Any]], *, in_context: bool = False) -> dict[str, float]:
     """`quality` with the policy's labels (see above)."""
-    return quality([{**r, "label": "positive" if policy_label(r) else "negative", "spans": None} for r in rows])
+    relabelled = [{**r, "label": "positive" if policy_label(r) else "negative", "spans": None} for r in rows]
+    return quality(relabelled, in_context=in_context)
 
 
 def test_quality_gitleaks() -> None:
@@ -1936,14 +1968,42 @@ def test_quality_gitleaks() -> None:
     report("gitleaks", q)
     qp = policy_quality(rows)
     report("gitleaks (policy labels)", qp)
+    qc = policy_quality(rows, in_context=True)
+    report("gitleaks (policy labels, secret arguments in gitleaks' contexts)", qc)
     # Against gitleaks' own labels, precision fell (0.91 -> 0.83) by design: most of its negatives
-    # flagged now are credentials with placeholder bodies, which the policy refuses. Under the
-    # policy's labels the misses left are context-free: a bare UUID (labelled positive under two
-    # rules) and a bare 40-character string; flagging those would refuse every UUID thread id.
+    # flagged now are credentials with placeholder bodies, which the policy refuses. Record by
+    # record, the misses are three secret arguments scored bare: a UUID (Snyk, MessageBird) and a
+    # 40-character string (Sonar); flagging those would refuse every UUID thread id. In the lines
+    # gitleaks' tests put them in (a typed Go declaration, PHP's `.=`, make's `?=`, an XML element,
+    # `setProperty("KEY", "value")` …), every one is found.
     assert q["recall"] >= 0.97
     assert qp["recall"] >= 0.977
+    assert qc["recall"] >= 0.99
     assert qp["precision"] >= 0.96
+    assert qc["precision"] >= 0.96
     assert qp["fpr"] <= 0.02
+
+
+@pytest.mark.parametrize("template", GITLEAKS_SAMPLE_CONTEXTS)
+def test_credential_name_binds_a_value_in_every_gitleaks_context(template: str) -> None:
+    # A UUID and a sequence-bodied value: no vendor prefix, only the name binds them.
+    for identifier, value in (("snyk", "12345678-ABCD-ABCD-ABCD-1234567890AB"),
+                              ("sonar", "12345678ABCDEFH1234567890ABCDEFH12345678")):
+        line = template.format(i=identifier, I=identifier.upper(), s=value)
+        assert scanner().contains(line), line
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I lost my token, 12345678-ABCD-ABCD-ABCD-1234567890AB is the order number",
+        "the token string is long: 12345678-abcd",
+        "token > 5 and secret < 9",
+        "session id 12345678-ABCD-ABCD-ABCD-1234567890AB",
+    ],
+)
+def test_binding_forms_need_a_credential_shape(text: str) -> None:
+    assert not scanner().contains(text), text
 
 
 # secretlint rules that do not look at content for credentials: `secret-alphabet` and `example`

@@ -663,8 +663,8 @@ pub const BUILTIN: &[BuiltinRule] = &[
     },
     BuiltinRule {
         id: "generic-secret-assignment",
-        description: "A credential-named key given a value: api_key|token|password|secret … = value (also :, =>, JSON and YAML forms)",
-        pattern: r#"(?P<key>(?i-u:(?:api|access|secret|private|client|app|account|master|encryption|signing|session|service)[_-]?key|api[_-]?secret|apikey|token|secret|passw(?:or)?d|passphrase|pwd|pass|credentials?|auth))["']?[ \t]{0,4}(?:=>|:=|=|:|>)[ \t]{0,4}["'\x60]?(?P<secret>[^ \t\r\n"'\x60,;<>(){}\[\]\\]{6,})"#,
+        description: "A credential-named key given a value: api_key|token|password|secret … = value (also :, =>, .=, ?=, ::=, typed declarations, (\"KEY\", \"value\") pairs, XML elements, JSON and YAML forms)",
+        pattern: r#"(?P<key>(?i-u:(?:api|access|secret|private|client|app|account|master|encryption|signing|session|service)[_-]?key|api[_-]?secret|apikey|token|secret|passw(?:or)?d|passphrase|pwd|pass|credentials?|auth))(?:["'][ \t]{0,4},[ \t]{0,4}["']|["']?(?:[ \t]{1,4}(?:string|String|str)|[ \t]{0,2}:[ \t]{0,2}(?:string|String|str))?[ \t]{0,4}(?:=>|:{1,3}=|[.?+]=|=|:|>[ \t\r\n]{0,12}))[ \t]{0,4}["'\x60]?(?P<secret>[^ \t\r\n"'\x60,;<>(){}\[\]\\]{6,})"#,
         check: c(Kind::Assignment, 2, 5),
         ..SECRET
     },

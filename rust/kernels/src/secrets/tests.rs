@@ -52,6 +52,13 @@ const POSITIVES: &[(&str, &str, &str)] = &[
     ("generic-secret-assignment", "db_password = \"hunter22X\"", "hunter22X"),
     ("generic-secret-assignment", "{\"api_key\": \"a8f3kD9s0ZZ\"}", "a8f3kD9s0ZZ"),
     ("generic-secret-assignment", "password: Summer2024!.", "Summer2024!"),
+    // The binding forms of gitleaks' sample generator: a typed declaration, `.=`, make's `?=`,
+    // `("KEY", "value")` and an XML element whose value sits on its own line.
+    ("generic-secret-assignment", "var snykToken string = \"12345678-ABCD-ABCD-ABCD-1234567890AB\"", "12345678-ABCD-ABCD-ABCD-1234567890AB"),
+    ("generic-secret-assignment", "$sonarToken .= \"12345678ABCDEFH1234567890ABCDEFH12345678\"", "12345678ABCDEFH1234567890ABCDEFH12345678"),
+    ("generic-secret-assignment", "SNYK_TOKEN ?= \"12345678-ABCD-ABCD-ABCD-1234567890AB\"", "12345678-ABCD-ABCD-ABCD-1234567890AB"),
+    ("generic-secret-assignment", "System.setProperty(\"SNYK_TOKEN\", \"12345678-ABCD-ABCD-ABCD-1234567890AB\")", "12345678-ABCD-ABCD-ABCD-1234567890AB"),
+    ("generic-secret-assignment", "<snykToken>\n    12345678-ABCD-ABCD-ABCD-1234567890AB\n</snykToken>", "12345678-ABCD-ABCD-ABCD-1234567890AB"),
     ("huggingface-token", "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", "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"),
     ("hashicorp-vault-token", "VAULT_TOKEN hvs.HWVsUQk4DwgLGNOaeCtL31Ugq_DfcgaTMnTC0MrAU8ur", "hvs.HWVsUQk4DwgLGNOaeCtL31Ugq_DfcgaTMnTC0MrAU8ur"),
     ("telegram-bot-token", "bot 3331001471:AAqmALOR2HcSGKgVP8Kd0d3mS8gBlKv3azK", "3331001471:AAqmALOR2HcSGKgVP8Kd0d3mS8gBlKv3azK"),
