@@ -38,8 +38,7 @@ def data_dir(*, option: str | None = None) -> Path:
     if not path.is_dir():
         point = f"give {option} or set {DATA_ENV}" if option else f"set {DATA_ENV}"
         raise MindcoreError(
-            "evaluation data not found (LoCoMo, the BFCL and MetaTool tool sets, the gitleaks and secretlint "
-            f"cases; never shipped with mindcore): {point} to a copy of the project's shared/data folder, "
-            f"or place it at {path}"
+            "evaluation data not found (LoCoMo, tool and secret sets; not shipped with mindcore): "
+            f"{point} to a copy of the project's shared/data folder, or place it at {path}"
         )
     return path
