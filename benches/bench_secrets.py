@@ -46,6 +46,9 @@ ROOT = Path(__file__).resolve().parents[1]
 def reference_module() -> ModuleType:
     """The Python reference implementation lives with the tests (one copy of it)."""
     path = ROOT / "tests" / "test_secrets.py"
+    # It imports the suite's helpers (conftest.py) beside it, as pytest would let it.
+    if str(path.parent) not in sys.path:
+        sys.path.append(str(path.parent))
     spec = importlib.util.spec_from_file_location("mindcore_secrets_reference", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

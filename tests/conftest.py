@@ -1,6 +1,7 @@
 """Fixtures shared by the whole suite: a real LanceDB store on disk, the hashing embedder, a manual
 clock, a local OpenAI-compatible server, a real Redis server, an S3-compatible server (moto) and the
-evaluation data folder.
+evaluation data folder (:func:`shared_data`: a test that needs it skips without it, or fails under
+``$MINDCORE_REQUIRE_DATA``, as CI runs).
 
 A test module overrides a fixture by defining one of the same name (``tests/test_store.py`` opens
 its store without background compaction, for example); ``clock`` starts at the module's ``T0``
@@ -22,12 +23,14 @@ from _redis_server import RedisServer, server_binary
 
 import mindcore
 from mindcore.embed import HashEmbedder
+from mindcore.errors import MindcoreError
 from mindcore.eval import data_dir as find_data_dir
 from mindcore.store import Store
 
 DAY = 86_400_000
 S3_BUCKET = "mindcore-test"  # the bucket the ``s3`` fixture creates
 T0 = 1_700_000_000_000  # 2023-11-14, unix ms
+REQUIRE_DATA = "MINDCORE_REQUIRE_DATA"  # set (not "0") where a missing evaluation data set is a failure
 
 # Variables that change what the library does (endpoints, opt-in switches). Tests never inherit
 # them from the shell that runs the suite; a test that needs one sets it with monkeypatch.
@@ -35,6 +38,25 @@ _ENVIRONMENT = (
     "OPENAI_BASE_URL", "OPENAI_API_KEY", "OPENAI_EMBEDDING_MODEL", "OPENAI_MODEL",
     "MINDCORE_MEMORY_ENABLED", "MINDCORE_HOME", "MINDCORE_LLM_MODEL", "MINDCORE_LLM_BASE_URL", "MINDCORE_TOKEN",
 )
+
+
+def shared_data(*parts: str) -> Path:
+    """The evaluation data folder (``$MINDCORE_DATA_DIR``, else ``shared/data`` beside the checkout),
+    or ``parts`` under it (``shared_data("locomo", "locomo10.json")``). Without it the calling test is
+    skipped with the one-line reason; under ``$MINDCORE_REQUIRE_DATA`` it fails instead, since in CI a
+    skipped quality test would hide a regression."""
+    try:
+        path = find_data_dir().joinpath(*parts)
+    except MindcoreError as exc:
+        missing = str(exc)
+    else:
+        if path.exists():
+            return path
+        missing = f"evaluation data incomplete: no {path}"
+    # Outside the except block: the report is the one line, not the lookup's traceback.
+    if os.environ.get(REQUIRE_DATA, "") not in ("", "0"):
+        pytest.fail(f"{missing} ({REQUIRE_DATA} is set: the evaluation data is required)", pytrace=False)
+    pytest.skip(missing)
 
 
 def cpu_flags() -> set[str]:
@@ -172,5 +194,5 @@ def s3() -> Iterator[dict[str, str]]:
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """``shared/data`` beside the checkout (or ``$MINDCORE_DATA_DIR``): LoCoMo, tools, secrets."""
-    return find_data_dir()
+    """The evaluation data folder (LoCoMo, tools, secrets), as :func:`shared_data` finds it."""
+    return shared_data()

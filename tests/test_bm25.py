@@ -12,11 +12,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import pytest
+from conftest import shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mindcore.kernels.bm25
-from mindcore.eval import data_dir
 from mindcore.kernels import BM25Index, bm25_tokenize
 
 # --- pure-Python reference -------------------------------------------------------------------
@@ -69,10 +69,7 @@ def ref_top_k(scores: np.ndarray, k: int, normalize: bool) -> tuple[list[int], l
 
 @pytest.fixture(scope="module")
 def tool_docs() -> list[str]:
-    path = data_dir() / "tools" / "bfcl" / "tool_pool.jsonl"
-    if not path.exists():
-        pytest.skip(f"shared tool data not found at {path}")
-    with path.open() as f:
+    with shared_data("tools", "bfcl", "tool_pool.jsonl").open() as f:
         tools = [json.loads(line) for line in f]
     return [f"{t['name']} {t['description']}" for t in tools[:400]]
 

@@ -9,10 +9,10 @@ the reference.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
+from conftest import shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,10 +49,7 @@ def _python_lexical_terms(text: str) -> str:
 def _locomo_texts() -> list[str]:
     """Every turn of LoCoMo alone and as recall indexes it (after the previous turn and the
     speaker), every question and answer, every session summary."""
-    local = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "locomo" / "locomo10.json"
-    path = local if local.exists() else Path("/work/shared/data/locomo/locomo10.json")
-    if not path.exists():
-        pytest.skip(f"LoCoMo data not found at {local}")
+    path = shared_data("locomo", "locomo10.json")
     texts: list[str] = []
     for sample in json.loads(path.read_text(encoding="utf-8")):
         previous = ""

@@ -10,23 +10,18 @@ The quality figures with the default embedder come from ``benches/bench_locomo.p
 from __future__ import annotations
 
 import itertools
-from pathlib import Path
 
 import pytest
+from conftest import shared_data
 
 from mindcore.embed import HashEmbedder
-from mindcore.eval import data_dir
 from mindcore.eval.locomo import KS, Conversation, bm25_rankings, evaluate_locomo, load_locomo, score_rankings
 from mindcore.ltm import RecallWeights
 
 
-def _data() -> Path:
-    return data_dir() / "locomo" / "locomo10.json"
-
-
 @pytest.fixture(scope="module")
 def conversations() -> list[Conversation]:
-    return load_locomo(_data())
+    return load_locomo(shared_data("locomo", "locomo10.json"))
 
 
 def test_loader_follows_the_scoring_rules(conversations: list[Conversation]) -> None:

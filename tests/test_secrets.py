@@ -23,14 +23,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mindcore
 import mindcore.kernels.secrets
 from mindcore import _core
-from mindcore.errors import InvalidInputError, MindcoreError
-from mindcore.eval import data_dir
+from mindcore.errors import InvalidInputError
 from mindcore.kernels import (
     Finding,
     SecretRule,
@@ -1842,14 +1842,6 @@ def test_adversarial_input_scans_in_linear_time(unit: str) -> None:
 # --------------------------------------------------------------------------------------------
 
 
-def shared_data() -> Path:
-    """The evaluation data (``../shared/data``); the test is skipped, saying why, without it."""
-    try:
-        return data_dir()
-    except MindcoreError as e:
-        pytest.skip(f"no evaluation data: {e}")
-
-
 def load_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         for line in fh:
@@ -1963,7 +1955,7 @@ def policy_quality(rows: list[dict[str, Any]], *, in_context: bool = False) -> d
 
 
 def test_quality_gitleaks() -> None:
-    rows = list(load_jsonl(shared_data() / "secrets" / "gitleaks" / "gitleaks_rule_cases.jsonl"))
+    rows = list(load_jsonl(shared_data("secrets", "gitleaks", "gitleaks_rule_cases.jsonl")))
     q = quality(rows)
     report("gitleaks", q)
     qp = policy_quality(rows)
@@ -2030,7 +2022,7 @@ def content_positive(row: dict[str, Any]) -> bool:
 def test_quality_secretlint() -> None:
     rows = [
         r
-        for r in load_jsonl(shared_data() / "secrets" / "secretlint" / "secretlint_snapshots.jsonl")
+        for r in load_jsonl(shared_data("secrets", "secretlint", "secretlint_snapshots.jsonl"))
         if not r["has_custom_config"]
     ]
     # Each package's cases appear again under the two presets: the rows are kept as they are
@@ -2056,7 +2048,7 @@ def test_quality_secretlint() -> None:
 
 def locomo_texts() -> list[str]:
     """LoCoMo's 5,882 turns: each turn's text, and its image caption when it has one."""
-    conversations = json.loads((shared_data() / "locomo" / "locomo10.json").read_text(encoding="utf-8"))
+    conversations = json.loads(shared_data("locomo", "locomo10.json").read_text(encoding="utf-8"))
     texts = []
     for conv in conversations:
         for key, session in conv["conversation"].items():
@@ -2113,8 +2105,7 @@ def test_natural_english_is_rarely_flagged() -> None:
 
 
 def test_datasets_match_the_python_reference() -> None:
-    d = shared_data() / "secrets"
-    texts = [r["text"] for r in load_jsonl(d / "gitleaks" / "gitleaks_rule_cases.jsonl")]
-    texts += [r["text"] for r in load_jsonl(d / "secretlint" / "secretlint_snapshots.jsonl")]
+    texts = [r["text"] for r in load_jsonl(shared_data("secrets", "gitleaks", "gitleaks_rule_cases.jsonl"))]
+    texts += [r["text"] for r in load_jsonl(shared_data("secrets", "secretlint", "secretlint_snapshots.jsonl"))]
     ref = reference()
     assert scanner().scan_batch(texts) == [ref.scan(t) for t in texts]

@@ -14,9 +14,9 @@ from unittest import mock
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import shared_data
 
 import mindcore
-from mindcore.eval import data_dir
 from mindcore.store import Store, StoreConfig, Table, col
 from mindcore.store.table import Table as TableImpl
 
@@ -378,22 +378,17 @@ def test_async_search(mem: tuple[Table, dict[str, Any]]) -> None:
 
 
 def _real_texts(limit: int) -> list[str]:
-    data = data_dir()
-    texts: list[str] = []
-    locomo = data / "locomo" / "locomo10.json"
-    if locomo.is_file():
-        for conv in json.loads(locomo.read_text()):
-            for key, turns in conv["conversation"].items():
-                if key.startswith("session_") and isinstance(turns, list):
-                    texts.extend(t["text"] for t in turns if t.get("text"))
-    metatool = data / "tools" / "metatool" / "all_clean_data.csv"
-    if metatool.is_file():
-        import csv
+    """LoCoMo's turns, then MetaTool's queries, without repeats (the evaluation data)."""
+    import csv
 
-        with metatool.open(newline="") as f:
-            texts.extend(row["Query"] for row in csv.DictReader(f) if row.get("Query"))
-    if len(texts) < 5000:
-        pytest.skip(f"shared evaluation data not found under {data}")
+    locomo, metatool = shared_data("locomo", "locomo10.json"), shared_data("tools", "metatool", "all_clean_data.csv")
+    texts: list[str] = []
+    for conv in json.loads(locomo.read_text()):
+        for key, turns in conv["conversation"].items():
+            if key.startswith("session_") and isinstance(turns, list):
+                texts.extend(t["text"] for t in turns if t.get("text"))
+    with metatool.open(newline="") as f:
+        texts.extend(row["Query"] for row in csv.DictReader(f) if row.get("Query"))
     return list(dict.fromkeys(texts))[:limit]
 
 

@@ -24,12 +24,12 @@ from unittest import mock
 import pytest
 import tiktoken
 import tiktoken_ext.openai_public as openai_public
+from conftest import shared_data
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import mindcore.kernels.tokens
 from mindcore import _core
-from mindcore.eval import data_dir
 from mindcore.kernels import (
     ENCODINGS,
     count_tokens,
@@ -94,14 +94,11 @@ def visible_split(name: str, chunks: list[str]) -> list[str]:
 @functools.cache
 def shared_texts() -> tuple[str, ...]:
     """LoCoMo turns, tool descriptions (BFCL, MetaTool) and BFCL tool specs as JSON."""
-    data = data_dir()
     locomo, bfcl, metatool = (
-        data / "locomo" / "locomo10.json",
-        data / "tools" / "bfcl" / "tool_pool.jsonl",
-        data / "tools" / "metatool" / "plugin_des.json",
+        shared_data("locomo", "locomo10.json"),
+        shared_data("tools", "bfcl", "tool_pool.jsonl"),
+        shared_data("tools", "metatool", "plugin_des.json"),
     )
-    if not (locomo.exists() and bfcl.exists() and metatool.exists()):
-        pytest.skip(f"shared data not found under {data}")
     texts: list[str] = []
     for conv in json.loads(locomo.read_text()):
         for key, session in conv["conversation"].items():

@@ -4,6 +4,7 @@ real subprocess."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -39,6 +40,16 @@ def populate(path: Path) -> Path:
     ctx.session("chat-1").append([{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}])
     store.close()
     return path
+
+
+def fresh_clone(tmp: Path) -> dict[str, str]:
+    """The environment of a fresh clone with no evaluation data beside it: a copy of the package under
+    ``tmp/clone/python`` first on ``PYTHONPATH`` (the data is looked for beside the package's own
+    checkout, so a copy is needed, not a link) and ``$MINDCORE_DATA_DIR`` empty."""
+    package = Path(mindcore.__file__).parent
+    shutil.copytree(package, tmp / "clone" / "python" / "mindcore", ignore=shutil.ignore_patterns("__pycache__"))
+    path = os.pathsep.join(p for p in (str(tmp / "clone" / "python"), os.environ.get("PYTHONPATH")) if p)
+    return {"PYTHONPATH": path, "MINDCORE_DATA_DIR": ""}
 
 
 def run_cli(*args: str | Path, check: bool = True, timeout: float = 120,

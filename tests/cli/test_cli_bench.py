@@ -1,16 +1,18 @@
 """``mindcore bench``: BENCHMARKS.md and PNG plots from pytest-benchmark results (synthetic ones here,
-never the real benches), a real run of a tiny bench through ``benches/report.py``, and a clear error
-where there are no benches."""
+never the real benches), a real run of a tiny bench through ``benches/report.py`` (into a temporary
+folder, or with ``--update`` over the committed report), and a clear error where there are no benches
+or no evaluation data."""
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
-from _cli_helpers import run_cli
+from _cli_helpers import fresh_clone, run_cli
 
 from mindcore.cli.plots import families, size_of, speedups
 
@@ -68,8 +70,8 @@ def test_bench_from_results_writes_the_report_and_plots(tmp_path: Path) -> None:
     assert "## Plots" in report and "![latency-mind-recall-n-n](plots/latency-mind-recall-n-n.png)" in report
 
 
-def test_bench_runs_benches_through_report_py(tmp_path: Path) -> None:
-    pytest.importorskip("matplotlib")
+def _tiny_checkout(tmp_path: Path) -> Path:
+    """A checkout holding benches/report.py, one tiny bench file and committed BENCHMARKS.md/.json."""
     benches = tmp_path / "checkout" / "benches"
     benches.mkdir(parents=True)
     shutil.copy(REPO / "benches" / "report.py", benches / "report.py")
@@ -82,12 +84,46 @@ def test_bench_runs_benches_through_report_py(tmp_path: Path) -> None:
         "    benchmark.group = 'tiny: sum n=1k'\n"
         "    benchmark.extra_info['impl'] = 'mindcore'\n"
         "    benchmark(sum, range(1000))\n")
-    done = run_cli("bench", "--benches", benches, benches / "test_tiny.py", timeout=300)
-    report = tmp_path / "checkout" / "BENCHMARKS.md"
-    assert "## tiny: sum n=100" in report.read_text(encoding="utf-8")
-    assert json.loads((tmp_path / "checkout" / "BENCHMARKS.json").read_text())["benchmarks"]
-    assert (tmp_path / "checkout" / "benchmarks-plots" / "latency-tiny-sum-n-n.png").read_bytes().startswith(PNG)
+    (benches.parent / "BENCHMARKS.md").write_text("committed\n")
+    (benches.parent / "BENCHMARKS.json").write_text(json.dumps(synthetic()))
+    return benches
+
+
+def test_bench_runs_into_a_temporary_folder_and_update_replaces_the_committed_report(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    benches = _tiny_checkout(tmp_path)
+    checkout = benches.parent
+    (tmp_path / "tmp").mkdir()
+    # An empty data folder: the tiny bench reads nothing, but the command checks there is one.
+    args = ("bench", "--benches", benches, "--data", tmp_path, benches / "test_tiny.py")
+    done = run_cli(*args, timeout=300, env={"TMPDIR": str(tmp_path / "tmp")})
+    where = re.search(r"^writing BENCHMARKS\.md and BENCHMARKS\.json to (.+)$", done.stdout, re.MULTILINE)
+    assert where is not None, done.stdout
+    out = Path(where.group(1))
+    assert out.parent == tmp_path / "tmp" and f"wrote {out / 'BENCHMARKS.md'}" in done.stdout
+    assert "## tiny: sum n=100" in (out / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert json.loads((out / "BENCHMARKS.json").read_text())["benchmarks"]
+    assert (out / "benchmarks-plots" / "latency-tiny-sum-n-n.png").read_bytes().startswith(PNG)
     assert "bench: 100/100 %" in done.stderr
+    # Without --update the committed report and results are never replaced.
+    assert (checkout / "BENCHMARKS.md").read_text() == "committed\n"
+    assert json.loads((checkout / "BENCHMARKS.json").read_text()) == synthetic()
+    refused = run_cli(*args[:5], "--out", checkout / "BENCHMARKS.md", check=False)
+    assert refused.returncode == 1 and "give --update to replace it" in refused.stderr, refused.stderr
+    # --update merges the run's groups into the committed results and rewrites the report there.
+    done = run_cli(*args, "--update", timeout=300)
+    assert f"to {checkout}\n" in done.stdout
+    report = (checkout / "BENCHMARKS.md").read_text(encoding="utf-8")
+    assert "## tiny: sum n=100" in report and "## mind: recall n=10k" in report
+    assert (checkout / "benchmarks-plots" / "latency-tiny-sum-n-n.png").read_bytes().startswith(PNG)
+
+
+def test_bench_without_data_says_how_to_provide_it(tmp_path: Path) -> None:
+    done = run_cli("bench", "--benches", REPO / "benches", check=False, env=fresh_clone(tmp_path))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    line = done.stderr.strip()
+    assert "\n" not in line and line.startswith("mindcore bench: evaluation data not found"), line
+    assert "give --data DIR or set MINDCORE_DATA_DIR" in line, line
 
 
 def test_bench_without_benches_says_where_they_live(tmp_path: Path) -> None:

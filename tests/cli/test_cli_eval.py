@@ -1,11 +1,12 @@
 """``mindcore eval``: the LoCoMo and tool-discovery tables on a subset (``--limit``), equal to what
-``mindcore.eval`` computes in-process for the same subset."""
+``mindcore.eval`` computes in-process for the same subset; without the data, one line saying how to
+provide it."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from _cli_helpers import run_cli
+from _cli_helpers import fresh_clone, run_cli
 
 from mindcore.embed import HashEmbedder
 from mindcore.eval.locomo import KS, RETRIEVERS, evaluate_locomo, load_locomo
@@ -41,3 +42,20 @@ def test_tool_discovery_subset_matches_the_library(data_dir: Path, tmp_path: Pat
 def test_a_missing_data_folder_is_one_line(tmp_path: Path) -> None:
     done = run_cli("eval", "tools", "--data", tmp_path / "nope", check=False)
     assert done.returncode == 1 and done.stderr.strip().endswith("not a folder")
+
+
+def test_without_data_one_line_says_how_to_provide_it(tmp_path: Path) -> None:
+    env = fresh_clone(tmp_path)
+    for name in ("locomo", "tools"):
+        done = run_cli("eval", name, "--embedder", "hash", check=False, env=env)
+        assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+        line = done.stderr.strip()
+        assert "\n" not in line and line.startswith("mindcore eval: evaluation data not found"), line
+        assert "give --data DIR or set MINDCORE_DATA_DIR" in line, line
+        assert line.endswith(f"place it at {tmp_path / 'shared' / 'data'}"), line  # beside the clone
+
+
+def test_a_data_folder_without_the_set_is_one_line(tmp_path: Path) -> None:
+    done = run_cli("eval", "locomo", "--data", tmp_path, "--embedder", "hash", check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert done.stderr.strip() == f"mindcore eval: evaluation data incomplete: no {tmp_path / 'locomo' / 'locomo10.json'}"

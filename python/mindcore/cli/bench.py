@@ -4,13 +4,16 @@ latency against size for each kernel and capability, and mindcore against each b
 
 The benches live in a source checkout of mindcore (``benches/``), not in the installed package:
 ``--benches`` names that folder (default: ``./benches`` when it exists). They need the ``bench``
-extra (``pip install 'mindcore[bench]'``: the baselines) and, for the plots, the ``plots`` extra
-(matplotlib). ``--json`` draws the report and plots from existing results without running anything.
+extra (``pip install 'mindcore[bench]'``: the baselines), the evaluation data (``--data``, default:
+``$MINDCORE_DATA_DIR``, else ``shared/data`` beside the checkout) and, for the plots, the ``plots``
+extra (matplotlib). ``--json`` draws the report and plots from existing results without running anything.
 
-A full run takes a long while on a small machine: ``--quick`` runs smaller sizes, and naming bench
-files runs only those (with ``--update``, their groups replace the same groups of the kept results).
-The report and results are written only when the run completes: Ctrl-C stops the benches and leaves
-the previous BENCHMARKS.md and BENCHMARKS.json as they were.
+The report goes to a new temporary folder (printed) unless ``--update`` is given: only then are the
+checkout's committed BENCHMARKS.md and BENCHMARKS.json replaced. A full run takes a long while on a
+small machine: ``--quick`` runs smaller sizes, and naming bench files runs only those (with
+``--update``, their groups replace the same groups of the kept results). The report and results are
+written only when the run completes: Ctrl-C stops the benches and leaves the previous BENCHMARKS.md
+and BENCHMARKS.json as they were.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from mindcore.cli._common import Progress
@@ -36,14 +40,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--benches", default=None, metavar="DIR",
                         help="the benches folder of a mindcore checkout (default: ./benches when present)")
     parser.add_argument("--out", default=None, metavar="FILE",
-                        help="the report to write (default: BENCHMARKS.md beside the benches folder)")
+                        help="the report to write (default: BENCHMARKS.md in a new temporary folder; with "
+                             "--update, the committed one beside the benches folder)")
     parser.add_argument("--plots", default=None, metavar="DIR",
                         help="where the PNG plots go (default: benchmarks-plots/ beside the report)")
     parser.add_argument("--json", default=None, metavar="FILE",
                         help="draw the report and plots from these pytest-benchmark results; run nothing")
     parser.add_argument("--quick", action="store_true", help="smaller sizes (MINDCORE_BENCH_QUICK=1)")
     parser.add_argument("--update", action="store_true",
-                        help="re-run only FILES and merge their groups into the kept results")
+                        help="write the committed BENCHMARKS.md and BENCHMARKS.json, merging the groups of FILES "
+                             "into the kept results")
+    parser.add_argument("--data", default=None, metavar="DIR", help="the evaluation data folder the benches read")
     parser.add_argument("files", nargs="*", help="bench files to run (default: every bench)")
 
 
@@ -59,11 +66,40 @@ def benches_folder(given: str | None) -> Path:
     return folder.resolve()
 
 
-def _run_report(report: Path, out: Path, args: argparse.Namespace) -> int:
+def data_folder(given: str | None) -> Path:
+    """The evaluation data the benches read: ``given``, else :func:`mindcore.eval.data_dir`; one clear
+    error before anything runs when there is none (the benches would each fail on it)."""
+    from mindcore.eval import data_dir
+
+    if given is None:
+        return data_dir(option="--data DIR")
+    if not Path(given).is_dir():
+        raise MindcoreError(f"--data {given}: not a folder")
+    return Path(given).resolve()
+
+
+def report_path(args: argparse.Namespace, folder: Path | None) -> Path:
+    """Where the report goes: ``--out``, else with ``--update`` the committed BENCHMARKS.md beside the
+    benches folder, else BENCHMARKS.md in a new temporary folder. Without ``--update`` the committed
+    report is never the target, so a trial run cannot replace the measured figures."""
+    committed = folder.parent / "BENCHMARKS.md" if folder is not None else None
+    if args.out is not None:
+        out = Path(args.out).resolve()
+        if out == committed and not args.update:
+            raise MindcoreError(f"--out {args.out} is the committed report: give --update to replace it")
+        return out
+    if args.update and committed is not None:
+        return committed
+    return Path(tempfile.mkdtemp(prefix="mindcore-bench-")) / "BENCHMARKS.md"
+
+
+def _run_report(report: Path, out: Path, data: Path, args: argparse.Namespace) -> int:
     """benches/report.py in a subprocess, its pytest progress turned into a progress bar."""
+    from mindcore.eval import DATA_ENV
+
     cmd = [sys.executable, str(report), "--out", str(out), *(["--update"] if args.update else []),
            *[str(Path(f).resolve()) for f in args.files]]
-    env = {**os.environ, **({"MINDCORE_BENCH_QUICK": "1"} if args.quick else {})}
+    env = {**os.environ, DATA_ENV: str(data), **({"MINDCORE_BENCH_QUICK": "1"} if args.quick else {})}
     with Progress("bench", total=100, unit="%") as bar, subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
         assert proc.stdout is not None
@@ -90,9 +126,9 @@ def run(args: argparse.Namespace) -> int:
         results_path = Path(args.json)
         if not results_path.is_file():
             raise MindcoreError(f"--json {args.json}: no such file")
-        out = Path(args.out) if args.out is not None else results_path.with_suffix(".md")
         folder = benches_folder(args.benches) if args.benches is not None or Path("benches/report.py").is_file() \
             else None
+        out = report_path(args, folder)
         if folder is not None:
             code = subprocess.call([sys.executable, str(folder / "report.py"), "--json", str(results_path),
                                     "--out", str(out)], stdout=subprocess.DEVNULL)
@@ -101,8 +137,10 @@ def run(args: argparse.Namespace) -> int:
         results = json.loads(results_path.read_text(encoding="utf-8"))
     else:
         folder = benches_folder(args.benches)
-        out = Path(args.out) if args.out is not None else folder.parent / "BENCHMARKS.md"
-        code = _run_report(folder / "report.py", out.resolve(), args)
+        data = data_folder(args.data)
+        out = report_path(args, folder)
+        print(f"writing {out.name} and {out.with_suffix('.json').name} to {out.parent}", flush=True)
+        code = _run_report(folder / "report.py", out, data, args)
         if code != 0:
             print(f"mindcore bench: the benches failed (exit {code}); {out} is unchanged", file=sys.stderr)
             return code

@@ -17,8 +17,9 @@ stores, removed on exit or Ctrl-C.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mindcore.cli._common import Progress, table
 from mindcore.embed import Embedder
@@ -26,6 +27,8 @@ from mindcore.errors import MindcoreError
 
 HELP = "LoCoMo recall and tool-discovery quality from the evaluation data"
 EXAMPLE = "mindcore eval locomo --limit 1 --embedder hash"
+
+T = TypeVar("T")
 
 LOCOMO_ANCHORS = {"bm25 (published)": (46.3, 54.2, 63.0, 70.7), "DRAGON (published)": (56.7, 66.2, 76.7, 82.7)}
 
@@ -56,11 +59,19 @@ def _data(args: argparse.Namespace) -> Path:
     from mindcore.eval import data_dir
 
     if args.data is None:
-        return data_dir()
+        return data_dir(option="--data DIR")
     path = Path(args.data)
     if not path.is_dir():
         raise MindcoreError(f"--data {args.data}: not a folder")
     return path
+
+
+def _load(load: Callable[..., T], path: Path, **kwargs: Any) -> T:
+    """``load(path, **kwargs)``: a file missing from the evaluation data is one line, not a traceback."""
+    try:
+        return load(path, **kwargs)
+    except FileNotFoundError as exc:
+        raise MindcoreError(f"evaluation data incomplete: no {exc.filename}") from None
 
 
 def _embedder(choice: str) -> Embedder:
@@ -81,7 +92,7 @@ def _locomo(args: argparse.Namespace) -> None:
     )
 
     path = _data(args) / "locomo" / "locomo10.json"
-    conversations = load_locomo(path)[: args.limit]
+    conversations = _load(load_locomo, path)[: args.limit]
     chosen = args.retriever or ["mindcore", "bm25"]
     if "all" in chosen:
         chosen = [*RETRIEVERS, "bm25"]
@@ -139,11 +150,11 @@ def _tools(args: argparse.Namespace) -> None:
         columns: list[str] = []
         with tempfile.TemporaryDirectory(prefix="mindcore-eval-") as tmp:
             if name == "bfcl":
-                bfcl = load_bfcl(folder / "bfcl", limit=args.limit)
+                bfcl = _load(load_bfcl, folder / "bfcl", limit=args.limit)
                 ctx = register(bfcl.tools, embedder, Path(tmp))
                 queries = [q["query"] for q in bfcl.queries]
             else:
-                meta = load_metatool(folder / "metatool", limit=args.limit, pair_limit=args.limit)
+                meta = _load(load_metatool, folder / "metatool", limit=args.limit, pair_limit=args.limit)
                 ctx = register(meta.tools, embedder, Path(tmp))
                 queries = [q for q, _ in meta.single + meta.pairs]
             with Progress(f"eval {name}", total=len(queries) * len(strategies), unit="queries") as bar:
