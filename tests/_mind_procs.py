@@ -52,21 +52,22 @@ def unique_text(tag: str) -> str:
 
 def flush_forever(path: str, trial: int, conn: Any) -> None:
     """Kill test body: run after run, each writing one belief and PER_RUN reflections tagged
-    ``k<trial>-r<n>``; report the start and end of every flush through ``conn``."""
+    ``k<trial>-r<n>``; report its progress through ``conn``: ``"ready"``, then ``"start <n>"`` and
+    ``"end <n>"`` around every flush."""
     sys.stderr = open(os.devnull, "w")  # noqa: SIM115  (lancedb's fork warning)
     # Inline compaction with no grace period: kills also land inside compaction and cleanup.
     mind = open_mind(path)
     n = 0
-    conn.send(("ready", -1))
+    conn.send("ready")
     while True:
         tag = f"k{trial}-r{n}"
         run = mind.run()
         run.believe(unique_text(tag), tags=[tag])
         for _ in range(PER_RUN):
             run.reflect(unique_text(tag), tags=[tag])
-        conn.send(("start", n))
+        conn.send(f"start {n}")
         run.flush()
-        conn.send(("end", n))
+        conn.send(f"end {n}")
         n += 1
 
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -69,23 +70,82 @@ def cpu_flags() -> set[str]:
         return set()
 
 
+HANG = 300.0  # seconds: a guard against a hung child or thread only, never what decides a test's outcome
+
+
 def kill_at(argv: list[str], env: dict[str, str], *markers: str) -> None:
     """Run ``argv`` as a child process, wait until it has printed each of ``markers`` (one a line,
     in order: its progress, never a wall-clock guess), then SIGKILL it; its stderr explains a
-    marker that never came."""
+    marker that never came. A child still short of its markers after ``HANG`` seconds is killed
+    (its stdout then ends and the test fails)."""
     child = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    guard = threading.Timer(HANG, child.kill)
+    guard.start()
     try:
         assert child.stdout is not None
         for marker in markers:
             line = child.stdout.readline().strip()
             assert line == marker, child.stderr.read() if child.stderr else line
         os.kill(child.pid, signal.SIGKILL)
-        child.wait(timeout=60)
+        child.wait(timeout=HANG)
     finally:
+        guard.cancel()
         if child.poll() is None:
             child.kill()
             child.wait()
     assert child.returncode == -signal.SIGKILL
+
+
+def kill_forked_at(ctx: Any, target: Callable[..., None], args: tuple[Any, ...], *markers: str) -> list[str]:
+    """``kill_at`` for a child of a multiprocessing context (a fork server's children start in
+    milliseconds): run ``target(*args, conn)``, which sends its progress over ``conn`` as strings
+    (a marker word, then any detail: ``"saved 12"``); wait until it has sent each of ``markers`` in
+    order (a message whose first word is the marker; messages in between are passed over), then
+    SIGKILL it. The kill races whatever the child does next. Returns every message it sent, those
+    after the last marker (up to the kill) included."""
+    recv, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=target, args=(*args, send), daemon=True)
+    child.start()
+    send.close()
+    said: list[str] = []
+    try:
+        for marker in markers:
+            while True:
+                assert recv.poll(HANG), f"no {marker!r} from the child in {HANG:g} s; it said {said[-3:]}"
+                try:
+                    message = str(recv.recv())
+                except EOFError:
+                    child.join(HANG)
+                    raise AssertionError(f"the child ended (exit code {child.exitcode}) before {marker!r}; "
+                                         f"it said {said[-3:]}") from None
+                said.append(message)
+                if message.partition(" ")[0] == marker:
+                    break
+        os.kill(child.pid, signal.SIGKILL)
+        child.join(HANG)
+    finally:
+        if child.exitcode is None:
+            child.kill()
+            child.join()
+    assert child.exitcode == -signal.SIGKILL
+    while recv.poll(0):  # what it sent after the last marker, before the kill
+        try:
+            said.append(str(recv.recv()))
+        except EOFError:
+            break
+    recv.close()
+    return said
+
+
+def start_together(procs: list[subprocess.Popen[str]]) -> None:
+    """Wait until every child has printed ``ready`` (each waits for a line on stdin after it),
+    then let them all go at once."""
+    for p in procs:
+        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
+    for p in procs:
+        assert p.stdin is not None
+        p.stdin.write("go\n")
+        p.stdin.flush()
 
 
 class Clock:

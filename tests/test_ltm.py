@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import Clock
+from conftest import HANG, Clock
 
 import mindcore
 from mindcore.embed import HashEmbedder
@@ -312,7 +312,7 @@ def test_bump_timer_writes_without_flush(store: Any, emb: Any, clock: Clock) -> 
     assert m is not None
     clock.now = T0 + DAY
     ltm.recall("green tea")
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG
     while time.monotonic() < deadline:
         fresh = make(store, emb, clock).get(m.id)
         if fresh is not None and fresh.last_accessed_at == T0 + DAY:

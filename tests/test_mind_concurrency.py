@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _mind_procs as procs
+from conftest import HANG
 
 RUNS = int(os.environ.get("MINDCORE_MIND_RUNS", "200"))
 
@@ -60,7 +61,7 @@ def test_two_processes_running_the_same_agent(ctx: Any, tmp_path: Path) -> None:
     for recv, p in zip(pipes, workers, strict=True):
         assert recv.poll(600), "writer did not finish"
         logs.append(recv.recv())
-        p.join(30)
+        p.join(HANG)
         assert p.exitcode == 0
 
     mind = procs.open_mind(str(path), cleanup=False, max_goals=procs.CAP, max_pinned_reflections=procs.CAP)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import HANG
 
 import mindcore
 from mindcore.embed import HashEmbedder
@@ -34,7 +35,7 @@ def _queued(t: Table) -> int:
 
 
 def _wait_queued(t: Table, n: int) -> None:
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG
     while _queued(t) < n:
         assert time.monotonic() < deadline, f"only {_queued(t)} of {n} writers queued"
         time.sleep(0.002)
@@ -65,7 +66,7 @@ class _Writers:
 
     def join(self) -> None:
         for th in self.threads:
-            th.join(60)
+            th.join(HANG)
             assert not th.is_alive()
 
 
@@ -128,7 +129,7 @@ def test_many_threads_make_fewer_commits_than_writes(tmp_path: Path) -> None:
             th.start()
         _wait_queued(t, threads)
     for th in pool:
-        th.join(120)
+        th.join(HANG)
     commits = t.version - before
     assert commits < threads * writes
     assert all(r.inserted == 1 for rs in seen for r in rs)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import HANG, start_together
 from conftest import S3_BUCKET as BUCKET
 
 import mindcore
@@ -82,11 +83,11 @@ def test_recall_and_embedder_record(s3: dict[str, str]) -> None:
 
 
 WRITER = r"""
-import sys, time, json, mindcore, pyarrow as pa
-uri, opts, who, start, mode = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], float(sys.argv[4]), sys.argv[5]
+import sys, json, mindcore, pyarrow as pa
+uri, opts, who, mode = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3], sys.argv[4]
 t = mindcore.open(uri, storage_options=opts).table("t", {"who": pa.string()})
-while time.time() < start:
-    time.sleep(0.001)
+print("ready", flush=True)
+sys.stdin.readline()  # start together
 for i in range(15):
     key = f"k{i}" if mode == "same" else f"{who}{i}"
     t.upsert("ns", [{"id": key, "who": who}])
@@ -98,11 +99,12 @@ def test_two_processes_writing_at_once(s3: dict[str, str], mode: str) -> None:
     uri = _uri()
     t = mindcore.open(uri, storage_options=s3, config=StoreConfig(compact_every=0)).table("t", {"who": pa.string()})
     t.upsert("warm", [{"id": f"w{i}"} for i in range(200)])
-    start = time.time() + 5.0
     procs = [
-        subprocess.Popen([sys.executable, "-c", WRITER, uri, json.dumps(s3), who, str(start), mode])
+        subprocess.Popen([sys.executable, "-c", WRITER, uri, json.dumps(s3), who, mode],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         for who in ("A", "B")
     ]
+    start_together(procs)
     for p in procs:
         assert p.wait(timeout=600) == 0
     ids = [r["id"] for r in t.scan("ns")]
@@ -127,12 +129,11 @@ def test_lease_lock_blocks_then_expires(s3: dict[str, str]) -> None:
     # A holder that died without releasing: its lease expires after ttl.
     import obstore
 
-    now = time.time_ns() // 1_000_000
-    obstore.put(a._store, a.key, json.dumps({"owner": "dead", "expires_ms": now + 1000}).encode())
-    t0 = time.monotonic()
-    with b.hold(5.0):
-        waited = time.monotonic() - t0
-    assert 0.5 < waited < 4.0, waited
+    expires = time.time_ns() // 1_000_000 + 1000
+    obstore.put(a._store, a.key, json.dumps({"owner": "dead", "expires_ms": expires}).encode())
+    with b.hold(HANG):
+        taken = time.time_ns() // 1_000_000
+    assert taken >= expires, f"taken {expires - taken} ms before the dead holder's lease ran out"
 
 
 def test_read_only_on_object_storage(s3: dict[str, str]) -> None:

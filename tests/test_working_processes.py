@@ -9,12 +9,13 @@ of overwriting each other.
 from __future__ import annotations
 
 import hashlib
+import os
 import random
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from conftest import kill_at, start_together
 
 import mindcore
 from mindcore.working import WorkingMemory
@@ -42,9 +43,9 @@ wm = WorkingMemory(mindcore.open(sys.argv[1]), thread_id="t", max_tokens=1_000_0
 i = 0
 while True:
     body = f"v{i}:" + "abcdefgh" * (500 + i % 700)
+    print("updating", flush=True)
     wm.update({"content": body + "|" + hashlib.sha256(body.encode()).hexdigest()})
-    if i == 0:  # the store loads in the background: ready once the first update is in
-        print("ready", flush=True)
+    print("updated", flush=True)
     i += 1
 """
 
@@ -58,12 +59,7 @@ def test_two_processes_lose_no_update(tmp_path: Path) -> None:
         )
         for who in ("a", "b")
     ]
-    for p in procs:
-        assert p.stdout is not None and p.stdout.readline().strip() == "ready"
-    for p in procs:
-        assert p.stdin is not None
-        p.stdin.write("go\n")
-        p.stdin.flush()
+    start_together(procs)
     for p in procs:
         assert p.wait(timeout=600) == 0
     state = WorkingMemory(mindcore.open(tmp_path), thread_id="x", resource_id="user-1", scope="resource",
@@ -81,12 +77,12 @@ def _intact(content: str) -> bool:
 def test_kill_during_update_leaves_old_or_new_state(tmp_path: Path) -> None:
     rng = random.Random(7)
     seen: list[int] = []
-    for _ in range(6):
-        proc = subprocess.Popen([sys.executable, "-c", TEXT_WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
-        assert proc.stdout is not None and proc.stdout.readline().strip() == "ready"
-        time.sleep(rng.uniform(0.2, 1.2))
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    for trial in range(6):
+        # The writer makes `updates` updates (its progress, never a delay, says when), then is
+        # killed racing its next update (at "updating") or the start of the one after (at "updated").
+        updates = rng.randint(1, 20)
+        kill_at([sys.executable, "-c", TEXT_WRITER, str(tmp_path)], dict(os.environ),
+                *["updating", "updated"] * updates, *(["updating"] if trial % 2 else []))
         # A fresh reader in a fresh process state: the stored text is one whole update.
         wm = WorkingMemory(mindcore.open(tmp_path), thread_id="t", max_tokens=1_000_000)
         state = wm.state

@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pytest
+from conftest import HANG
 from numpy.typing import NDArray
 
 import mindcore
@@ -306,22 +308,29 @@ def test_kill_9_mid_copy_then_resume_gives_the_uninterrupted_result(built: Path)
     expected_recall = recall(reference, NEW, "carol", "Studies Japanese (carol #2)")
 
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    child = subprocess.Popen([sys.executable, str(CHILD), str(built), str(NEW.dim), "1", "0.2", "2"],
-                             stdout=subprocess.PIPE, text=True, env=env)
-    assert child.stdout is not None
+    child = subprocess.Popen([sys.executable, str(CHILD), str(built), str(NEW.dim), "1", "2"],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+    assert child.stdin is not None and child.stdout is not None
+    guard = threading.Timer(HANG, child.kill)  # a hung child: its stdout ends and the test fails
+    guard.start()
     copied = 0
     try:
+        # The child waits for a go-ahead after each progress step: it is killed once it has copied
+        # 8 rows, racing the next chunk (2 rows), whatever the machine's speed.
         for line in child.stdout:
             phase, table, done, _total = json.loads(line)
             if phase == "copy" and table == "ltm_memories":
                 copied = done
                 # readers keep the old model while the copy runs
                 assert recall(built, OLD, "carol", "Studies Japanese (carol #2)")[0] == "Studies Japanese (carol #2)"
-                if done >= 8:
-                    break
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            if copied >= 8:
+                break
     finally:
         child.send_signal(signal.SIGKILL)
-        child.wait(timeout=30)
+        child.wait(timeout=HANG)
+        guard.cancel()
     assert child.returncode == -signal.SIGKILL and 8 <= copied < 30
     with mindcore.open(built) as store:
         assert any(n.startswith("_mindcore_reembed_") for n in store._all_tables())  # a shadow was left

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from conftest import S3_BUCKET
+from conftest import HANG, S3_BUCKET
 
 import mindcore
 from mindcore.batch import BulkReport, remember
@@ -449,9 +449,11 @@ def test_a_concurrent_single_user_writer_loses_nothing_and_duplicates_nothing(tm
                              str(tmp_path / "out.json"), str(ready)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True)
     try:
-        deadline = time.monotonic() + 120
+        # Start once the process has stored its first fact (a marker it writes), however long it takes.
+        deadline = time.monotonic() + HANG
         while not ready.exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.01)
+        assert ready.exists(), "the writer process never stored its first fact"
         report = remember(store, pa.table({"user_id": [u for u, _ in ours], "text": [t for _, t in ours]}),
                           embedder=HashEmbedder(), max_items=0, chunk_size=12)
     finally:

@@ -68,12 +68,15 @@ def reply(number: int, tags: list[str]) -> list[dict[str, Any]]:
 
 
 def cycle_forever(path: str, kind: str, where: str, conn: Connection) -> None:
-    """Run cycles until killed; report ``("ready", cycle_count)`` then ``("saved", n)`` after each."""
+    """Run cycles until killed, reporting its progress over ``conn``: ``"ready <cycle_count>"``
+    once open, then for each cycle ``"saving <n>"`` as its save begins and ``"saved <n>"`` once
+    it is committed."""
     c, inbox = open_agent(open_store(path), kind, where)
-    conn.send(("ready", c.cycle_count))
+    conn.send(f"ready {c.cycle_count}")
     while True:
         with c.cycle(system_prompt="You are the crash-test agent.", inbox=inbox, max_events=2) as cycle:
             cycle.append(reply(cycle.number, [str(e.payload["text"]) for e in cycle.events]))
-        conn.send(("saved", cycle.number))
+            conn.send(f"saving {cycle.number}")  # the block ends: the cycle is saved, its events acked
+        conn.send(f"saved {cycle.number}")
         if not cycle.events:
             time.sleep(0.02)  # a timer wake: fewer empty cycles

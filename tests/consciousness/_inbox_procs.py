@@ -7,8 +7,10 @@ redis (when installed) and this module once, so a child starts in milliseconds.
 
 from __future__ import annotations
 
+import glob
 import importlib.util
 import os
+import threading
 import time
 from collections.abc import Iterator
 from multiprocessing.connection import Connection
@@ -50,14 +52,22 @@ def push(kind: str, where: str, agent: str, payloads: list[dict[str, Any]], conn
 
 def consume(kind: str, where: str, agent: str, out: str, done: str, batch: int, deadline_s: float) -> None:
     """Receive and ack until the file ``done`` exists and nothing is pending; write each event id
-    received to ``out``, one a line, before acking it, then "work" on the batch for 20 ms."""
+    received to ``out``, one a line, before acking it, then "work" on the batch for 20 ms. After
+    its first batch it waits, holding that batch, until another consumer has one too (each says so
+    with a file ``<out>.got`` beside ``out``): the consumers race whatever the machine's load.
+    ``deadline_s`` only guards against a hang; it is also the lease, so none runs out."""
     end = time.monotonic() + deadline_s
-    with open_inbox(kind, where, agent) as inbox, open(out, "w") as f:
+    folder = os.path.dirname(out)
+    with open_inbox(kind, where, agent, visibility_timeout=deadline_s) as inbox, open(out, "w") as f:
         while time.monotonic() < end:
             events = inbox.receive(batch)
             if events:
                 f.write("".join(f"{e.id} {e.attempts}\n" for e in events))
                 f.flush()
+                if not os.path.exists(f"{out}.got"):
+                    open(f"{out}.got", "w").close()
+                    while len(glob.glob(os.path.join(folder, "*.got"))) < 2 and time.monotonic() < end:
+                        time.sleep(0.005)
                 inbox.ack([e.id for e in events])
                 time.sleep(0.02)
             elif os.path.exists(done) and inbox.pending() == 0:
@@ -67,19 +77,19 @@ def consume(kind: str, where: str, agent: str, out: str, done: str, batch: int, 
 
 
 def receive_and_hang(kind: str, where: str, agent: str, visibility_timeout: float, n: int, conn: Connection) -> None:
-    """Receive ``n`` events, send their ids back, then wait to be killed (never acking)."""
+    """Receive ``n`` events, send ``"taken <their ids>"``, then wait to be killed (never acking)."""
     inbox = open_inbox(kind, where, agent, visibility_timeout)
-    conn.send([e.id for e in inbox.receive(n)])
-    conn.close()
-    time.sleep(600)
+    conn.send(" ".join(["taken", *(e.id for e in inbox.receive(n))]))
+    threading.Event().wait()
 
 
 def churn(kind: str, where: str, agent: str, log: str, trial: int, visibility_timeout: float,
           conn: Connection) -> None:
     """Once the inbox is open (``"ready"`` sent over ``conn``), push, receive, ack and nack forever
     (until killed), logging each step to ``log`` before and after it: ``pushing n`` / ``pushed n
-    id``, ``acking ids`` / ``acked ids``. On a store folder it compacts every 4 writes, inline, so
-    kills also land inside compactions."""
+    id``, ``acking ids`` / ``acked ids``; each line logged is also sent over ``conn`` (its first word
+    is the progress marker the test kills at). On a store folder it compacts every 4 writes,
+    inline, so kills also land inside compactions."""
     import random
 
     from mindcore.store import StoreConfig
@@ -90,21 +100,25 @@ def churn(kind: str, where: str, agent: str, log: str, trial: int, visibility_ti
     else:
         inbox = open_inbox(kind, where, agent, visibility_timeout)
     fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def step(line: str) -> None:
+        os.write(fd, f"{line}\n".encode())
+        conn.send(line)
+
     conn.send("ready")
-    conn.close()
     rnd = random.Random(trial)
     n = 0
     while True:
         name = f"{trial}-{n}"
-        os.write(fd, f"pushing {name}\n".encode())
+        step(f"pushing {name}")
         event_id = inbox.push({"kind": "tool_result", "text": name})
-        os.write(fd, f"pushed {name} {event_id}\n".encode())
+        step(f"pushed {name} {event_id}")
         n += 1
         events = inbox.receive(rnd.randint(1, 3))
         ids = " ".join(e.id for e in events)
         if events and rnd.random() < 0.2:
             inbox.nack([e.id for e in events])
         elif events:
-            os.write(fd, f"acking {ids}\n".encode())
+            step(f"acking {ids}")
             inbox.ack([e.id for e in events])
-            os.write(fd, f"acked {ids}\n".encode())
+            step(f"acked {ids}")

@@ -7,7 +7,6 @@ from __future__ import annotations
 import os
 import random
 import re
-import signal
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 from _conscious_procs import cycle_forever, fork_context, open_agent, open_store, reply
+from conftest import HANG, kill_forked_at
 
 from mindcore.consciousness.compact import SUMMARY_HEADER
 from mindcore.consciousness.messages import check_sequence
@@ -58,24 +58,14 @@ def test_kill_9_during_cycles_loses_no_event_and_repeats_none(ctx: Any, tmp_path
         inbox.push_many([{"kind": "space_message", "space": "Test", "sender": "Tester", "sender_type": "human",
                           "text": t} for t in fresh])
         pushed += fresh
-        recv, send = ctx.Pipe(duplex=False)
-        p = ctx.Process(target=cycle_forever, args=(path, kind, where, send), daemon=True)
-        p.start()
-        send.close()
-        assert recv.poll(60), "child did not start"
-        said, at_start = recv.recv()
-        assert said == "ready"
-        time.sleep(rnd.uniform(0.01, 0.35))
-        os.kill(p.pid, signal.SIGKILL)
-        p.join(10)
-        saved = at_start
-        while recv.poll(0):
-            try:
-                _, n = recv.recv()
-            except EOFError:
-                break
-            saved = max(saved, n)
-        recv.close()
+        # The child runs `cycles` whole cycles (its progress, never a delay, says when), then is
+        # killed racing its next save (at "saving") or the start of the cycle after (at "saved").
+        cycles = rnd.randint(0, 5)
+        stop = ("saving", "saved")[trial % 2]
+        said = [m.split() for m in kill_forked_at(ctx, cycle_forever, (path, kind, where),
+                                                  "ready", *["saved"] * cycles, stop)]
+        at_start = int(said[0][1])
+        saved = max((int(n) for word, n in said if word == "saved"), default=at_start)
 
         messages = c.messages  # the store as the killed child left it
         count = c.cycle_count
@@ -91,7 +81,7 @@ def test_kill_9_during_cycles_loses_no_event_and_repeats_none(ctx: Any, tmp_path
         compactions += any(m["content"].startswith(SUMMARY_HEADER) for m in messages[1:2])
 
     # Drain what is left in this process: every event ends up handled exactly once.
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG
     while inbox.pending() and time.monotonic() < deadline:
         with c.cycle(system_prompt="You are the crash-test agent.", inbox=inbox, max_events=20) as cycle:
             cycle.append(reply(cycle.number, [str(e.payload["text"]) for e in cycle.events]))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from _dead_letter_procs import HOOK, open_inbox
-from conftest import kill_at
+from conftest import HANG, kill_at
 
 from mindcore.consciousness import BaseInbox
 
@@ -44,7 +44,7 @@ def test_kill_9_while_dead_lettering_loses_nothing(inbox_at: tuple[str, str], wh
         # Whatever the kill left, the agent goes on: the good events are handled once the dead
         # consumer's lease runs out, and the poisoned event ends in the dead letters.
         handled: list[str] = []
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + HANG
         while (len(handled) < 2 or not inbox.dead_letters()) and time.monotonic() < deadline:
             for event in inbox.receive(5):
                 if event.id == poison:
