@@ -726,7 +726,8 @@ class Table(TableWrites):
                     if "Retryable commit conflict" not in str(e):
                         raise
                     # Nothing was committed: the table is as the concurrent write left it. Lance
-                    # leaves the merged files it wrote unreferenced; version cleanup deletes them.
+                    # leaves the merged files it wrote unreferenced; version cleanup deletes them
+                    # once they are 7 days old (Lance's guard for files of in-progress writes).
                     if retries >= RETRIES:
                         log.debug("table %r: compaction conflicted with concurrent writes %d times; "
                                   "left for the next run", self.name, retries + 1)
