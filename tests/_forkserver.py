@@ -27,7 +27,8 @@ def fork_context(preload: Sequence[str], *folders: str) -> Iterator[Any]:
     # Python 3.11's fork server ignores the parent's sys.path: hand it the folders explicitly.
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([*folders, _TESTS, *([old] if old else [])])
-    ctx.set_forkserver_preload(list(preload))
+    # _forkserver_warnings first: it ignores LanceDB's fork warning in the server's children (see there).
+    ctx.set_forkserver_preload(["_forkserver_warnings", *preload])
     try:
         yield ctx
     finally:

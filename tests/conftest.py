@@ -27,6 +27,7 @@ from mindcore.embed import HashEmbedder
 from mindcore.errors import MindcoreError
 from mindcore.eval import data_dir as find_data_dir
 from mindcore.store import Store
+from mindcore.store._lance_logs import LOG_VARIABLES
 
 DAY = 86_400_000
 S3_BUCKET = "mindcore-test"  # the bucket the ``s3`` fixture creates
@@ -159,6 +160,15 @@ class Clock:
 
     def advance(self, days: float = 0, *, ms: int = 0) -> None:
         self.now += int(days * DAY) + ms
+
+
+def user_env(**extra: str) -> dict[str, str]:
+    """The environment for a child process run as a user would run it: this one's, without the
+    Lance log levels that importing mindcore set here (the child sets them itself, or keeps the
+    ones given in ``extra``)."""
+    env = {k: v for k, v in os.environ.items() if k not in LOG_VARIABLES}
+    env.update(extra)
+    return env
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,5 @@
-"""Every Python block in README.md runs, offline, as written, and prints what it says it prints.
+"""Every Python block in README.md runs, offline, as written, prints what it says it prints, and
+prints nothing on stderr (no warning or log line from mindcore, Lance or LanceDB).
 
 Each block runs in a fresh temporary working directory (``mindcore.open()`` with no argument
 puts the store there) in a subprocess, so one block's state cannot help another. A block followed
@@ -13,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import user_env
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 _BLOCK = re.compile(r"```(\w+)\n(.*?)```", re.S)
@@ -40,9 +42,10 @@ def test_the_readme_has_python_blocks() -> None:
 @pytest.mark.parametrize(("code", "expected"), BLOCKS, ids=[f"block{i}" for i in range(len(BLOCKS))])
 def test_readme_block_runs(code: str, expected: str | None, tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        [sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=300, env=user_env(),
     )
     assert done.returncode == 0, f"README block failed:\n{code}\n--- stderr ---\n{done.stderr}"
+    assert done.stderr == "", f"README block printed on stderr:\n{code}\n--- stderr ---\n{done.stderr}"
     assert done.stdout.strip(), "a README block should show its result"
     if expected is not None:
         assert done.stdout.strip() == expected.strip()

@@ -23,7 +23,7 @@ from conftest import S3_BUCKET
 import mindcore
 import mindcore.store.table as table_module
 from mindcore.store import CompactionResult, StoreConfig, Table
-from mindcore.store.compaction import BASE_ROWS, FANOUT, target_rows
+from mindcore.store.compaction import BASE_ROWS, FANOUT, RETRIES, target_rows
 
 BULK = 20_000
 COLUMNS = {"n": pa.int64()}
@@ -179,6 +179,39 @@ def test_a_delete_that_conflicts_with_the_rewrite_makes_it_start_again(
     assert res.retries == 1 and len(calls) == 2
     assert _ids(t) == sorted(f"s{i}" for i in range(10) if i != 3)
     assert len(_fragments(t)) == 1
+
+
+def test_a_merge_that_keeps_conflicting_is_left_for_the_next_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A delete overtakes every rewrite: after RETRIES redone runs the merge is deferred (no
+    error, nothing merged, every row as the deletes left it), and the next run merges."""
+    t = _store(tmp_path).table("t", COLUMNS)
+    for i in range(10):
+        t.upsert("u", [{"id": f"s{i}", "n": i}])
+    real = table_module._rewrite
+    calls: list[int] = []
+
+    def rewrite_then_delete(ds: Any, plan: Any) -> list[Any]:
+        out = real(ds, plan)
+        calls.append(plan.num_tasks())
+        th = threading.Thread(target=lambda: t.delete("u", ids=[f"s{len(calls)}"]))
+        th.start()
+        th.join()
+        return out
+
+    monkeypatch.setattr(table_module, "_rewrite", rewrite_then_delete)
+    before = len(_fragments(t))
+    res = t.compact()
+    assert len(calls) == RETRIES + 1
+    assert res.deferred and res.retries == RETRIES and res.fragments_removed == 0
+    # Nothing merged: only the deletes changed the files (each emptied a one-row fragment).
+    assert len(_fragments(t)) == before - (RETRIES + 1)
+    assert _ids(t) == sorted(f"s{i}" for i in range(10) if i > RETRIES + 1 or i == 0)
+    monkeypatch.setattr(table_module, "_rewrite", real)
+    res = t.compact()
+    assert not res.deferred and res.retries == 0 and res.fragments_removed == before - (RETRIES + 1)
+    assert len(_fragments(t)) == 1 and t.count("u") == 10 - (RETRIES + 1)
 
 
 def test_a_writer_thread_loses_nothing_while_maintenance_runs(tmp_path: Path) -> None:

@@ -108,6 +108,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+# First of mindcore's imports, so before any of them can import lance or lancedb: importing it
+# sets their log levels (Lance and LanceDB stay off stderr unless the user asks, see the module).
+from mindcore.store import _lance_logs  # noqa: F401
 from mindcore.store.compaction import CompactionResult
 from mindcore.store.config import StoreConfig
 from mindcore.store.errors import (

@@ -16,9 +16,10 @@ never rewritten, except where Lance's planner materialises deletions (a fragment
 The rewrite itself (reading the small fragments, writing the merged one) runs without the
 table's write lock, beside the writers; only its commit takes the lock, for a few milliseconds.
 Lance rebases that commit over appends committed meanwhile. A delete or an update that touched a
-fragment being rewritten makes the commit fail as a conflict; the run is then planned and done
-again over the new version (up to ``RETRIES`` times; the next scheduled run tries again after
-that).
+fragment being rewritten makes the commit fail as a conflict (nothing is committed, no row is
+lost); the run is then planned and done again over the new version, up to ``RETRIES`` times, after
+which the merge is left for the next run (``CompactionResult.deferred``). Conflicts are expected
+beside busy writers: they are logged at DEBUG (``mindcore.store``), never printed.
 
 >>> target_rows([100_000, 1, 1, 1])
 1024
@@ -53,7 +54,9 @@ class CompactionResult:
     ``version``: the table's version after it; ``fragments_removed`` / ``fragments_added``: the
     data files merged away and written (0 / 0 when nothing was due); ``target_rows``: the tier's
     ``target_rows_per_fragment`` the run planned with (0 where the store's LanceDB optimize ran
-    instead, on ``memory://``); ``retries``: runs redone after a commit conflict.
+    instead, on ``memory://``); ``retries``: runs redone after a commit conflict; ``deferred``:
+    every run conflicted with concurrent writes (``RETRIES + 1`` of them), so nothing was merged
+    and the merge is left for the next run.
     """
 
     version: int
@@ -61,6 +64,7 @@ class CompactionResult:
     fragments_added: int = 0
     target_rows: int = 0
     retries: int = 0
+    deferred: bool = False
 
 
 def target_rows(fragment_rows: Sequence[int], *, base: int = BASE_ROWS, fanout: int = FANOUT,

@@ -653,7 +653,8 @@ class Table(TableWrites):
         deleted rows where more than a tenth of a fragment's rows are deleted. The rewrite runs
         beside the writers; only its commit, and an index update (once a sixteenth of the rows
         are not indexed yet), hold the table's write lock. A commit that conflicts with a
-        concurrent delete or update is redone over the new version.
+        concurrent delete or update is redone over the new version, up to ``RETRIES`` times;
+        after that the merge is left for the next run (``deferred`` in the result).
 
         >>> import mindcore, pyarrow as pa
         >>> t = mindcore.open("memory://").table("notes", {"text": pa.string()})
@@ -722,9 +723,16 @@ class Table(TableWrites):
                 try:
                     metrics = Compaction.commit(ds, rewrites)
                 except OSError as e:
-                    if "Retryable commit conflict" not in str(e) or retries >= RETRIES:
+                    if "Retryable commit conflict" not in str(e):
                         raise
-                    log.info("table %r: compaction conflicted with a concurrent write; planning again", self.name)
+                    # Nothing was committed: the table is as the concurrent write left it. Lance
+                    # leaves the merged files it wrote unreferenced; version cleanup deletes them
+                    # once they are 7 days old (Lance's guard for files of in-progress writes).
+                    if retries >= RETRIES:
+                        log.debug("table %r: compaction conflicted with concurrent writes %d times; "
+                                  "left for the next run", self.name, retries + 1)
+                        return CompactionResult(old, target_rows=target, retries=retries, deferred=True)
+                    log.debug("table %r: compaction conflicted with a concurrent write; planning again", self.name)
                     retries += 1
                     continue
                 new = self._versions.exact()
