@@ -135,9 +135,12 @@ def test_random_corpora_match_reference(docs: list[str], query: str, k: int, nor
     ids, vals = idx.top_k(query, k, normalize=normalize)
     want_ids, want_vals = ref_top_k(want, k, normalize)
     assert ids.dtype == np.int64 and vals.dtype == np.float32
-    # Equal documents score bit-identically, so tie order is exact; near-ties across f32/f64 rounding
-    # do not arise with this vocabulary except between identical documents.
-    assert ids.tolist() == want_ids
+    # The same ranking up to ties: documents whose true scores are equal (identical documents, or
+    # `alpha beta beta gamma` against `alpha beta gamma gamma` when beta and gamma share a document
+    # frequency) may differ in the last bit of the f32 sum, so either order is right; any other
+    # difference is a wrong ranking.
+    assert len(ids) == len(want_ids) and len(set(ids.tolist())) == len(want_ids)
+    np.testing.assert_allclose([want[i] for i in ids.tolist()], [want[i] for i in want_ids], rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(vals, want_vals, rtol=1e-4, atol=1e-5)
 
 

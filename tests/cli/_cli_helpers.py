@@ -55,8 +55,10 @@ def fresh_clone(tmp: Path) -> dict[str, str]:
 def run_cli(*args: str | Path, check: bool = True, timeout: float = 120,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m mindcore ARGS`` in a subprocess (stdout and stderr captured; not a terminal)."""
+    # Not as an xdist worker: pytest-benchmark, run by `mindcore bench`, disables itself under one.
+    base = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST_")}
     done = subprocess.run([sys.executable, "-m", "mindcore", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, env={**os.environ, **(env or {})})
+                          timeout=timeout, env={**base, **(env or {})})
     if check:
         assert done.returncode == 0, f"exit {done.returncode}\nstdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     return done
