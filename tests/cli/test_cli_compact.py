@@ -36,7 +36,7 @@ def test_compact_merges_files_drops_old_versions_and_keeps_every_row(tmp_path: P
 def test_compact_one_table_leaves_the_others(tmp_path: Path) -> None:
     path = populate(tmp_path / "store")
     before = {t.name: t.version for t in mindcore.open(path, read_only=True).stats().tables}
-    run_cli("compact", "--store", path, "--table", "ltm_memories")
+    run_cli("compact", "--store", path, "--table", "ltm_memories", "--older-than", "0")
     after = {t.name: t.version for t in mindcore.open(path, read_only=True).stats().tables}
     assert after["ltm_memories"] > before["ltm_memories"]
     assert {k: v for k, v in after.items() if k != "ltm_memories"} == {k: v for k, v in before.items()

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import re
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -101,8 +102,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"mindcore {args.command}: interrupted", file=sys.stderr)
         return 130
+    except (OSError, RuntimeError, ValueError) as exc:
+        # Storage the command could not reach (a bucket that does not exist, no network, a full disk,
+        # no permission): one line. Anything else is a bug, shown with its traceback.
+        message = storage_error(exc)
+        if message is None:
+            raise
+        print(f"mindcore {args.command}: {message}", file=sys.stderr)
+        return 1
     return code
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+_RUST_SOURCE = re.compile(r",?\s*/\S+\.rs:\d+:\d+")
+_S3_MESSAGE = re.compile(r"<Code>([^<]*)</Code>\s*<Message>([^<]*)</Message>")
+_LANCE_MARKS = ("LanceError", "lance error", "object_store", 'store: "S3"', "Failed to connect to namespace")
+
+
+def storage_error(exc: BaseException) -> str | None:
+    """One line for an error of the storage underneath (the OS, or Lance's object store), without
+    the Rust internals Lance appends; ``None`` for anything else."""
+    text = str(exc)
+    if not isinstance(exc, OSError) and not any(mark in text for mark in _LANCE_MARKS):
+        return None
+    service = _S3_MESSAGE.search(text)
+    if service is not None:  # what the object store answered, e.g. NoSuchBucket
+        return f"storage error: {service.group(2)} ({service.group(1)})"
+    first = _RUST_SOURCE.sub("", text.splitlines()[0] if text else type(exc).__name__)
+    first = first.removeprefix("lance error: ")
+    return first if isinstance(exc, OSError) else f"storage error: {first[:300]}"

@@ -21,6 +21,7 @@ from mindcore.cli._common import (
     Progress,
     add_store_argument,
     human_bytes,
+    non_negative_float,
     open_store,
     stop_between_steps,
     table,
@@ -33,7 +34,7 @@ EXAMPLE = "mindcore compact --store ./memory --older-than 3600"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
-    parser.add_argument("--older-than", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--older-than", type=non_negative_float, default=None, metavar="SECONDS",
                         help="delete versions older than this (default: the store's cleanup grace, 60 s)")
     parser.add_argument("--table", action="append", default=None, metavar="NAME",
                         help="compact only this table (repeat for several; default: every table)")
@@ -44,13 +45,12 @@ def _cells(s: TableStats) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.older_than is not None and args.older_than < 0:
-        raise SystemExit("mindcore compact: --older-than must be >= 0")
     grace = None if args.older_than is None else timedelta(seconds=args.older_than)
     with open_store(args, read_only=False) as store:
         names = args.table or store.table_names()
         size_before = store.stats().disk_bytes
         rows: list[list[object]] = []
+        deferred: list[str] = []
         stopped = False
         with stop_between_steps("the current table") as stop, Progress("compact", total=len(names),
                                                                        unit="tables") as bar:
@@ -62,12 +62,20 @@ def run(args: argparse.Namespace) -> int:
                 before = t.stats()
                 with warnings.catch_warnings():  # --older-than 0 was asked for: LanceDB's warning says the same
                     warnings.simplefilter("ignore", UserWarning)
-                    t.compact(cleanup_grace=grace)
+                    result = t.compact(cleanup_grace=grace, never_grow=True)
                 after = t.stats()
                 rows.append([name, _cells(before), _cells(after)])
+                if result.deferred:
+                    deferred.append(name)
                 bar.update(1, note=name)
         if rows:
             print(table(["table", "before", "after"], rows))
+        if deferred:
+            # Merging now would keep the replaced files (versions younger than the grace still
+            # use them) beside the merged ones: the store would grow.
+            since = "the cleanup grace" if args.older_than is None else f"{args.older_than:g} s"
+            print(f"not merged yet (written within {since}, or busy with a writer): {', '.join(deferred)}; "
+                  "--older-than 0 merges them now")
         size_after = store.stats().disk_bytes
         if size_after is not None:
             print(f"store on disk: {human_bytes(size_before)} before, {human_bytes(size_after)} after")

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mindcore.cli._common import Progress, table
+from mindcore.cli._common import Progress, positive_int, table
 from mindcore.embed import Embedder
 from mindcore.errors import MindcoreError
 
@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="which discovery strategy (repeat; default all three)")
     for child in (locomo, tools):
         child.add_argument("--data", default=None, metavar="DIR", help="the evaluation data folder")
-        child.add_argument("--limit", type=int, default=None, metavar="N",
+        child.add_argument("--limit", type=positive_int, default=None, metavar="N",
                            help="only the first N conversations (locomo) or queries (tools)")
         child.add_argument("--embedder", choices=["default", "hash"], default="default",
                            help="'default' the bundled all-MiniLM-L6-v2 (the benches' model), 'hash' the hashing "

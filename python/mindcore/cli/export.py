@@ -20,6 +20,7 @@ from pathlib import Path
 
 from mindcore.cli._common import Progress, add_store_argument, open_store, stop_between_steps
 from mindcore.cli._transfer import EMBEDDED_TEXT, VECTOR_CACHES, Header, TableHeader, TransferError, row_line
+from mindcore.errors import MindcoreError
 from mindcore.store import ALL_NAMESPACES, EmbeddingInfo, Store
 
 HELP = "write a store to a JSONL file (with vectors, or marked for re-embedding)"
@@ -55,7 +56,10 @@ def run(args: argparse.Namespace) -> int:
     out = Path(args.output)
     partial = out.with_name(out.name + ".partial")
     vectors = not args.no_vectors
+    if out.is_dir():
+        raise MindcoreError(f"{out} is a folder: give the file to write")
     with open_store(args, read_only=True) as store:
+        out.parent.mkdir(parents=True, exist_ok=True)  # as `mkdir -p`: the folder the export goes in
         names = args.table or store.table_names()
         head = header(store, names, vectors=vectors)
         written = 0

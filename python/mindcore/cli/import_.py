@@ -33,6 +33,7 @@ from mindcore.cli._common import (
     add_store_argument,
     embedder_for,
     open_store,
+    positive_int,
     stop_between_steps,
 )
 from mindcore.cli._transfer import (
@@ -56,7 +57,7 @@ EXAMPLE = "mindcore import --store ./new-memory memory.jsonl --embedder hash"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser, help="the store to import into (created if missing)")
     parser.add_argument("input", metavar="FILE", help="a file written by mindcore export")
-    parser.add_argument("--batch-size", type=int, default=500, metavar="N", help="rows per committed write (500)")
+    parser.add_argument("--batch-size", type=positive_int, default=500, metavar="N", help="rows per committed write (500)")
     add_embedder_argument(parser)
 
 

@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 from collections import Counter
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from mindcore.cli._common import add_store_argument, human_bytes, open_store, table
+from mindcore.cli._common import add_store_argument, human_bytes, open_store, store_location, table
 from mindcore.errors import MindcoreError
 from mindcore.ltm.types import MemoryVersion
 from mindcore.store import ALL_NAMESPACES, Store, TableStats
@@ -92,9 +93,7 @@ def _kinds_text(counts: dict[str, int]) -> str:
 
 
 def render(doc: dict[str, Any], *, namespaces: bool) -> str:
-    emb = doc["embedding"]
-    lines = [f"store {doc['uri']}", f"embedding model: {emb['model_id']} (dim {emb['dim']})" if emb else
-             "embedding model: none recorded", f"on disk: {human_bytes(doc['disk_bytes'])}", ""]
+    lines = [f"store {doc['uri']}", _embedding_line(doc), f"on disk: {human_bytes(doc['disk_bytes'])}", ""]
     if not doc["tables"]:
         return "\n".join([*lines, "no tables"])
     rows = [[t["name"], t["capability"], len(t["namespaces"]), t["rows"], _kinds_text(t["kinds"]),
@@ -142,7 +141,31 @@ def run_retired(store: Store, args: argparse.Namespace) -> int:
     return 0
 
 
+def _embedding_line(doc: dict[str, Any]) -> str:
+    """The store's embedding model; for a store opened without one (tables given their own
+    embedder, as from Python), the models its vector tables record."""
+    emb = doc["embedding"]
+    if emb:
+        return f"embedding model: {emb['model_id']} (dim {emb['dim']})"
+    models = sorted({(t["embedding"]["model_id"], t["embedding"]["dim"]) for t in doc["tables"] if t["embedding"]})
+    if not models:
+        return "embedding model: none recorded"
+    listed = ", ".join(f"{model} (dim {dim})" for model, dim in models)
+    return f"embedding model{'s' if len(models) > 1 else ''}: {listed}, recorded by its tables"
+
+
+def _refuse_other_folders(args: argparse.Namespace) -> None:
+    """A local folder that holds no store (no table, nothing mindcore writes) is an error, not an
+    empty store: ``inspect`` on a wrong path should say so."""
+    location = store_location(args)
+    if "://" in location or not os.path.isdir(location):
+        return  # a URI, or a missing folder: open_store names the problem
+    if not any(e.name.endswith(".lance") or e.name.startswith("_mindcore") for e in os.scandir(location)):
+        raise MindcoreError(f"{os.path.abspath(location)} is not a mindcore store (it holds no tables)")
+
+
 def run(args: argparse.Namespace) -> int:
+    _refuse_other_folders(args)
     with open_store(args, read_only=True) as store:
         if args.retired:
             return run_retired(store, args)

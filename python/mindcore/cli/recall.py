@@ -18,7 +18,14 @@ import argparse
 import json
 from typing import Any
 
-from mindcore.cli._common import add_embedder_argument, add_store_argument, embedder_for, open_store, table
+from mindcore.cli._common import (
+    add_embedder_argument,
+    add_store_argument,
+    embedder_for,
+    open_store,
+    positive_int,
+    table,
+)
 from mindcore.errors import MindcoreError
 from mindcore.store import Store
 
@@ -35,20 +42,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ltm.add_argument("--user-id", required=True)
     ltm.add_argument("--namespace", default="default", help="the memory's namespace (default 'default')")
     ltm.add_argument("--workspace-id", default=None)
-    ltm.add_argument("-k", type=int, default=5, help="how many memories (default 5)")
+    ltm.add_argument("-k", type=positive_int, default=5, help="how many memories (default 5)")
     ltm.add_argument("query")
     add_embedder_argument(ltm)
 
     mind = sub.add_parser("mind", help="an agent's goals, beliefs and reflections (the header without a query)")
     mind.add_argument("--agent", required=True)
     mind.add_argument("--type", default="all", choices=["all", "goal", "belief", "reflection"])
-    mind.add_argument("--limit", type=int, default=5, help="at most this many of each type (default 5)")
+    mind.add_argument("--limit", type=positive_int, default=5, help="at most this many of each type (default 5)")
     mind.add_argument("query", nargs="?", default=None)
     add_embedder_argument(mind)
 
     context = sub.add_parser("context", help="tool discovery over a dataset's tools")
     context.add_argument("--dataset", required=True)
-    context.add_argument("--limit", type=int, default=5, help="how many tools (default 5)")
+    context.add_argument("--limit", type=positive_int, default=5, help="how many tools (default 5)")
     context.add_argument("--strategy", default=None, choices=["bm25", "semantic", "hybrid"],
                          help="how to rank (default: the context's default strategy)")
     context.add_argument("query")

@@ -17,7 +17,14 @@ from __future__ import annotations
 
 import argparse
 
-from mindcore.cli._common import Progress, Stopped, add_store_argument, open_store, stop_between_steps
+from mindcore.cli._common import (
+    Progress,
+    Stopped,
+    add_store_argument,
+    open_store,
+    positive_int,
+    stop_between_steps,
+)
 from mindcore.embed import Embedder
 from mindcore.errors import MindcoreError
 
@@ -30,13 +37,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--embedder", choices=("hash", "default"), required=True,
                         help="the new model: 'hash' the hashing embedder (--dim, --seed), 'default' the bundled "
                              "all-MiniLM-L6-v2")
-    parser.add_argument("--dim", type=int, default=384, metavar="N", help="dimension of the hashing embedder (384)")
+    parser.add_argument("--dim", type=positive_int, default=384, metavar="N", help="dimension of the hashing embedder (384)")
     parser.add_argument("--seed", type=int, default=0, metavar="N", help="seed of the hashing embedder (0)")
     parser.add_argument("--text", action="append", default=[], metavar="TABLE=COLUMN",
                         help="re-embed a vector table of your own from this column (repeat for several)")
     parser.add_argument("--skip", action="append", default=[], metavar="TABLE",
                         help="leave this vector table with its old model (repeat for several)")
-    parser.add_argument("--chunk-size", type=int, default=256, metavar="N",
+    parser.add_argument("--chunk-size", type=positive_int, default=256, metavar="N",
                         help="rows embedded per model call and committed together (256)")
 
 

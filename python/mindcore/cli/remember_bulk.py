@@ -22,6 +22,7 @@ from mindcore.cli._common import (
     add_store_argument,
     embedder_for,
     open_store,
+    positive_int,
     stop_between_steps,
 )
 
@@ -33,9 +34,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser, help="the store to write to (created if missing)")
     parser.add_argument("input", metavar="FILE", help="a .parquet, .csv or .jsonl file with user_id and text columns")
     parser.add_argument("--namespace", default="default", help="the long-term memory namespace (default: default)")
-    parser.add_argument("--max-items", type=int, default=None, metavar="N",
+    parser.add_argument("--max-items", type=positive_int, default=None, metavar="N",
                         help="memories kept per user (default: $MINDCORE_MEMORY_MAX_ITEMS, else 500; 0: no limit)")
-    parser.add_argument("--chunk-size", type=int, default=5_000, metavar="N",
+    parser.add_argument("--chunk-size", type=positive_int, default=5_000, metavar="N",
                         help="rows per committed write, whole users (5000)")
     parser.add_argument("--no-dedupe", action="store_true", help="store every row as it is (no duplicate, update or contradiction judgement)")
     parser.add_argument("--source", default="import", help="recorded as each new memory's source (import)")

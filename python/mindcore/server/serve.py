@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -26,12 +27,42 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9119
 
 
+def port_number(text: str) -> int:
+    """An argparse ``type``: a TCP port, 0 (any free port) to 65535."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"expected a port in 0..65535, got {value}")
+    return value
+
+
+def listen(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (its real port read back when ``port`` is 0); a one-line
+    error when the address cannot be bound (in use, not this machine's)."""
+    try:
+        family = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0][0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+    except OSError as e:
+        raise SystemExit(f"mindcore serve: cannot listen on {host}:{port}: {e.strerror or e}") from None
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)  # as uvicorn would; connections wait in the backlog until it serves
+    except OSError as e:
+        sock.close()
+        raise SystemExit(f"mindcore serve: cannot listen on {host}:{port}: {e.strerror or e}") from None
+    return sock
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from mindcore.server.app import DEFAULT_MAX_BODY
 
     env = os.environ.get
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default 9119)")
+    parser.add_argument("--port", type=port_number, default=DEFAULT_PORT,
+                        help="port (default 9119; 0 picks a free one, printed)")
     parser.add_argument("--store", default=None, help="store folder or URI (created if missing)")
     parser.add_argument("--token", default=env("MINDCORE_TOKEN"), help="bearer token required on /api requests")
     parser.add_argument("--llm-model", default=env("MINDCORE_LLM_MODEL"), help="model for compacted summaries")
@@ -60,9 +91,13 @@ def serve(args: argparse.Namespace) -> None:
                         stream=sys.stderr)
     app = create_app(args.store, llm=_llm(args.llm_model, args.llm_base_url), token=args.token or None,
                      max_body=args.max_body)
-    logging.getLogger("mindcore.server").info("serving store %s on http://%s:%d", app.store.uri, args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False,
-                lifespan="on")
+    # Bound here, not by uvicorn, so the address logged is the one listened on (port 0 included).
+    sock = listen(args.host, args.port)
+    port = sock.getsockname()[1]
+    logging.getLogger("mindcore.server").info("serving store %s on http://%s:%d", app.store.uri, args.host, port)
+    config = uvicorn.Config(app, host=args.host, port=port, log_level=args.log_level, access_log=False,
+                            lifespan="on")
+    uvicorn.Server(config).run(sockets=[sock])
 
 
 def main(argv: Sequence[str] | None = None) -> int:

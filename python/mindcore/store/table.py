@@ -9,7 +9,7 @@ import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, final
 
 import numpy as np
@@ -641,7 +641,7 @@ class Table(TableWrites):
 
     # -- maintenance ----------------------------------------------------------------------------
 
-    def compact(self, *, cleanup_grace: timedelta | None = None) -> CompactionResult:
+    def compact(self, *, cleanup_grace: timedelta | None = None, never_grow: bool = False) -> CompactionResult:
         """Merge the table's small fragments, fold new rows into its indexes, and delete versions
         older than ``cleanup_grace`` (default ``StoreConfig.cleanup_grace``). The rows (and the
         vector cache) are unchanged. Maintenance runs this by itself every
@@ -655,6 +655,11 @@ class Table(TableWrites):
         are not indexed yet), hold the table's write lock. A commit that conflicts with a
         concurrent delete or update is redone over the new version, up to ``RETRIES`` times;
         after that the merge is left for the next run (``deferred`` in the result).
+
+        ``never_grow=True`` (``mindcore compact``) merges only when the files it replaces can be
+        deleted in the same run, i.e. when the table's newest version is older than
+        ``cleanup_grace``; otherwise it only deletes old versions and leaves the merge for later
+        (``deferred``), since the replaced files would stay on disk beside the merged ones.
 
         >>> import mindcore, pyarrow as pa
         >>> t = mindcore.open("memory://").table("notes", {"text": pa.string()})
@@ -675,6 +680,9 @@ class Table(TableWrites):
                 new = int(self._tbl.version)
                 self._after_commit(old, new, set())
             result = CompactionResult(new)
+        elif never_grow and self._newest_commit_age() < grace:
+            self._dataset().cleanup_old_versions(older_than=grace)
+            result = CompactionResult(int(self._tbl.version), deferred=True)
         else:
             result = self._compact_files()
             self._optimize_indices()
@@ -688,6 +696,12 @@ class Table(TableWrites):
         ):
             self.create_vector_index()
         return result
+
+    def _newest_commit_age(self) -> timedelta:
+        """How long ago the table's newest version was committed."""
+        newest: datetime = self._dataset().versions()[-1]["timestamp"]
+        now = datetime.now(newest.tzinfo) if newest.tzinfo is not None else datetime.now()
+        return now - newest
 
     def _dataset(self) -> Any:
         """The table as a ``lance.LanceDataset`` at its latest version (for maintenance)."""

@@ -241,7 +241,9 @@ class WorkingMemory:
             log.warning("stored working memory is not valid JSON; starting from empty")
             return self._empty()
         if self.schema is None:
-            return value if isinstance(value, str) else self._empty()
+            # Opened without the schema it was written with (a reader, the CLI): the state is shown
+            # as stored; `update` refuses to replace it with text (see `_apply`).
+            return dict(value) if isinstance(value, dict) else value if isinstance(value, str) else self._empty()
         error = self.schema.error(value) if isinstance(value, dict) else "(state): not an object"
         if error is not None:
             # The schema changed under stored state: discard it rather than crash the agent.
@@ -253,6 +255,11 @@ class WorkingMemory:
         current = self._view(current_raw)[0]
         new: State
         if self.schema is None:
+            if isinstance(current, dict) and current:
+                raise WorkingMemoryError(
+                    "update rejected, state unchanged: this working memory holds structured state; "
+                    "open it with its schema to update it"
+                )
             new = str(patch["content"])
         else:
             try:
