@@ -64,7 +64,7 @@ import mindcore
 from mindcore.batch import _ray
 from mindcore.batch._input import open_queries
 
-ray = pytest.importorskip("ray", reason="ray[data] is part of the test extra")
+ray = pytest.importorskip("ray", reason="Ray is not installed (the bench extra brings it, or the ray extra)")
 
 WORKERS = 2
 CHUNK = inspect.signature(mindcore.batch.recall).parameters["chunk_size"].default  # the largest block

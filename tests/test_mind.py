@@ -531,6 +531,27 @@ def test_goal_cap_and_lifecycle(store: Any, clock: Clock, emb: Any) -> None:
         "status": "error", "error": "id: no goal with id 'nope'"}
 
 
+def test_setting_an_active_goal_again_returns_it_and_adds_nothing(store: Any, clock: Clock, emb: Any) -> None:
+    mind = make(store, clock, emb, max_goals=2)
+    with mind.run() as run:
+        gid = ok(run.call("mind_set_goal", {"description": "Track TSMC N3 capacity", "priority": "high"}))["id"]
+        # this run's own pending goal, written again in other case and spacing
+        assert ok(run.call("mind_set_goal", {"description": " track tsmc  N3 CAPACITY "}))["id"] == gid
+    table = store.table("mind_entries")
+    before = table.version
+    with mind.run() as run:  # a rerun of the same script: the stored active goal is returned
+        assert ok(run.call("mind_set_goal", {"description": "Track TSMC N3 capacity", "priority": "low"}))["id"] == gid
+        assert run.set_goal("Track TSMC N3\tcapacity") == gid
+        other = ok(run.call("mind_set_goal", {"description": "Track TSMC N2 capacity"}))["id"]  # another goal
+        # at the cap, the same goal still answers with its id instead of the cap error
+        assert ok(run.call("mind_set_goal", {"description": "track TSMC N3 capacity"}))["id"] == gid
+    assert [(g.id, g.priority) for g in mind.goals()] == [(gid, "high"), (other, "normal")]
+    assert table.version == before + 1  # one commit: the new goal only
+    mind.complete_goal(gid)
+    again = mind.set_goal("Track TSMC N3 capacity")  # a completed goal is not active: set anew
+    assert again != gid and {g.id for g in mind.goals()} == {other, again}
+
+
 def test_complete_a_goal_set_in_the_same_run(store: Any, clock: Clock, emb: Any) -> None:
     mind = make(store, clock, emb)
     with pytest.raises(ValueError), mind.run() as run:

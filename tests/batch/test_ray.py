@@ -1,7 +1,8 @@
 """mindcore.batch.recall(engine="ray") on a local Ray cluster (two CPUs, one for the module): the same
 table as the local engine, on a folder store and on object storage (the moto S3 server), with the
 store given as a path, a URI or an open Store; bad input refused on the driver before Ray runs.
-The tests that use the cluster are marked ``ray`` (``-m "not ray"`` leaves them out)."""
+The tests that use the cluster are marked ``ray`` (``-m "not ray"`` leaves them out). The module needs
+the ``ray`` extra beside the ``test`` one (``pip install -e '.[test,ray]'``) and skips without it."""
 
 from __future__ import annotations
 
@@ -24,7 +25,8 @@ from mindcore.errors import EmbedderMismatchError, EmbeddingError, InvalidInputE
 from mindcore.ltm import LongTermMemory
 from mindcore.store import Store
 
-ray = pytest.importorskip("ray", reason="ray[data] is part of the test extra")
+# Ray is not in the test extra (it is large): without it this module skips, with one line saying why.
+ray = pytest.importorskip("ray", reason="Ray is not installed (the ray extra: pip install -e '.[test,ray]')")
 
 T0 = 1_700_000_000_000
 DAY = 86_400_000

@@ -63,6 +63,15 @@ def belief_key(content: str) -> str:
     return content.strip().lower()
 
 
+def goal_key(description: str) -> str:
+    """What makes two goal descriptions the same goal: the words, whatever the case and spacing.
+
+    >>> goal_key("  Track TSMC  N3 capacity") == goal_key("track tsmc n3 CAPACITY")
+    True
+    """
+    return " ".join(description.split()).casefold()
+
+
 def _cosine(a: Any, b: Any) -> float | None:
     if a is None or b is None:
         return None

@@ -29,6 +29,7 @@ from mindcore.mind.draft import (
     GoalUpdate,
     apply_goal_update,
     belief_key,
+    goal_key,
     goal_row,
     plan_flush,
     replaced,
@@ -640,7 +641,11 @@ class MindRun:
         due_by: str | None = None,
     ) -> str:
         """Add an active goal (written at a clean flush); fails at ``max_goals`` active goals.
-        ``due_by`` is an ISO date or a duration turned into a date. Returns the goal's id."""
+        ``due_by`` is an ISO date or a duration turned into a date. Returns the goal's id.
+
+        A description the same as an active goal's, or one this run already set (compared
+        ignoring case and spacing), adds nothing: the existing goal's id is returned and that
+        goal is left as it is (change it with :meth:`update_goal`)."""
         check_text(description, "description")
         check_choice(priority, "priority", PRIORITIES)
         return self._set_goal(description, priority, tags, due_by, "due_by")
@@ -661,6 +666,9 @@ class MindRun:
                 raise MindError(str(e)) from None
         with self._lock:
             self._live()
+            same = self._same_goal(goal_key(description))
+            if same is not None:
+                return same
             cap = self.mind.config.max_goals
             others, _ = self.mind._claims.others_pending(self)
             n = self.mind._repo.snapshot().active_goal_count() + len(self._draft.goals) + others
@@ -670,6 +678,16 @@ class MindRun:
             self._draft.goals[gid] = DraftGoal(gid, description, priority, tag_list, due, now, now)
             self._sync_pending()
             return gid
+
+    def _same_goal(self, key: str) -> str | None:
+        """The id of this run's new goal or of the active stored goal whose description has ``key``."""
+        for g in self._draft.goals.values():
+            if goal_key(g.description) == key:
+                return g.id
+        for stored in self.mind._repo.snapshot().header.goals:
+            if goal_key(stored.description) == key:
+                return stored.id
+        return None
 
     def update_goal(
         self,

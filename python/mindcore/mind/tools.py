@@ -126,8 +126,9 @@ TOOL_SPECS: tuple[ToolSpec, ...] = (
     ),
     _spec(
         "mind_set_goal",
-        "Create a new active goal to track across sessions. No deduplication: call mind_recall with "
-        "type:'goal' first to avoid duplicating an existing goal. Fails when the active goal cap is reached.",
+        "Create a new active goal to track across sessions. A description identical to an active goal's "
+        "(ignoring case and spacing) returns that goal's id and changes nothing (use mind_update_goal to "
+        "change it). Fails when the active goal cap is reached.",
         {
             "description": _text("The goal statement."),
             "priority": _enum(("low", "normal", "high"), "Goal priority. Shown in the header. Default 'normal'."),
