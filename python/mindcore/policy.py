@@ -169,9 +169,11 @@ class SecretPolicy:
 
     def contains(self, text: str) -> bool:
         """Whether the policy would refuse ``text`` (the raw text, then its decoded forms)."""
-        return self._scanner.contains(text) or any(
-            self._scanner.contains(view) for _how, view, _span in decoded_views(text)
-        )
+        return self._scanner.contains(text) or self._hidden(text)
+
+    def _hidden(self, text: str) -> bool:
+        """Whether a decoded form of ``text`` (JSON escapes, percent or base64 runs) holds a secret."""
+        return any(self._scanner.contains(view) for _how, view, _span in decoded_views(text))
 
     def screen(self, text: str, field: str) -> str:
         """``text`` as it may be stored; raises :class:`SecretRefusedError` when refusing."""
@@ -237,7 +239,7 @@ class SecretPolicy:
         items = list(texts)
         out: list[str | None] = list(items)
         hits = self._scanner.contains_batch(items)
-        flagged = [i for i, hit in enumerate(hits) if hit or self.contains(items[i])]
+        flagged = [i for i, hit in enumerate(hits) if hit or self._hidden(items[i])]
         if flagged and self.action == "redact":
             for i in flagged:
                 out[i] = self._redact(items[i])

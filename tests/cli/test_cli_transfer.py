@@ -4,6 +4,7 @@ between committed batches and a second run finishes the import."""
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 from typing import Any
@@ -110,3 +111,32 @@ def test_an_export_interrupted_leaves_no_file(source: Path, tmp_path: Path) -> N
     done = run_cli("export", "--store", source, tmp_path / "x.jsonl", "--table", "nope", check=False)
     assert done.returncode == 1 and "no table 'nope'" in done.stderr
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_version_1_export_with_vectors_as_lists_still_imports(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "memory.jsonl"
+    run_cli("export", "--store", source, out)
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert lines[0]["version"] == 2 and any("vec" in d for d in lines[1:-1])
+    lines[0]["version"] = 1  # as an earlier mindcore wrote it: the vector a list inside the row
+    for doc in lines[1:-1]:
+        if "vec" in doc:
+            vector = np.frombuffer(base64.b64decode(doc.pop("vec")), dtype="<f4")
+            doc["row"]["vector"] = vector.tolist()
+    old = tmp_path / "v1.jsonl"
+    old.write_text("".join(json.dumps(d) + "\n" for d in lines), encoding="utf-8")
+    run_cli("import", "--store", tmp_path / "copy", old)
+    assert_same_rows(rows_of(source), rows_of(tmp_path / "copy"))
+
+
+def test_a_damaged_vector_imports_nothing(source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "memory.jsonl"
+    run_cli("export", "--store", source, out)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    at = next(i for i, line in enumerate(lines) if "vec" in json.loads(line))
+    doc = json.loads(lines[at])
+    doc["vec"] = doc["vec"][:-8] + "!!!!!!!!"
+    lines[at] = json.dumps(doc)
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    done = run_cli("import", "--store", tmp_path / "copy", out, check=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr and "vector" in done.stderr

@@ -3,9 +3,11 @@
 Line 1 is the header: the format and its version, whether vectors are included, the store's
 embedding model, and every table with its Arrow schema (IPC, base64), vector dimension, embedding
 model and row count. Then one line per row, ``{"t": table, "ns": namespace, "row": {...}}``, grouped
-by table and namespace; ``row`` holds every stored column (``metadata`` as its JSON value, vectors
-as lists of floats, which read back as the same float32 values). Without vectors, a row that had
-one carries ``"embed": true`` instead, and the import embeds its text again. The last line is
+by table and namespace; ``row`` holds every stored column but the vector (``metadata`` as its JSON
+value), and ``"vec"`` the vector as base64 of its little-endian float32 bytes (exact, and a tenth
+of the text, and of the time, of a list of floats; version 1 files, which hold lists of floats
+under ``row.vector``, are still read). Without vectors, a row that had one carries ``"embed":
+true`` instead, and the import embeds its text again. The last line is
 ``{"end": true, "rows": N}``, so a cut file is refused rather than half-imported.
 """
 
@@ -29,7 +31,9 @@ from mindcore.store import RESERVED, Row
 from mindcore.store.rewrite import VectorTexts
 
 FORMAT = "mindcore-export"
-VERSION = 1
+VERSION = 2
+#: Versions this mindcore reads (1: vectors as lists of floats inside ``row``).
+READS = frozenset({1, 2})
 
 
 def _row_text(source: VectorTexts) -> Callable[[Row], str]:
@@ -89,8 +93,9 @@ class Header:
     def from_json(cls, doc: Any) -> Header:
         if not isinstance(doc, dict) or doc.get("format") != FORMAT:
             raise TransferError("not a mindcore export (the first line must be its header)")
-        if doc.get("version") != VERSION:
-            raise TransferError(f"export format version {doc.get('version')!r}; this mindcore reads version {VERSION}")
+        if doc.get("version") not in READS:
+            raise TransferError(f"export format version {doc.get('version')!r}; this mindcore reads versions "
+                                f"{', '.join(map(str, sorted(READS)))}")
         return cls(bool(doc["vectors"]), doc.get("embedding"), [TableHeader.from_json(t) for t in doc["tables"]])
 
     @property
@@ -112,10 +117,12 @@ def row_line(table: str, namespace: str, row: Row, *, vectors: bool) -> str:
     """One row's line (``row`` as :meth:`Table.scan` returns it)."""
     body = {k: v for k, v in row.items() if k != "namespace"}
     doc: dict[str, Any] = {"t": table, "ns": namespace}
-    vector = body.pop("vector", None) if not vectors else None
-    if vector is not None:
+    vector = body.pop("vector", None)
+    if vector is not None and not vectors:
         doc["embed"] = True
     doc["row"] = body
+    if vector is not None and vectors:
+        doc["vec"] = base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
     return json.dumps(doc, ensure_ascii=False, default=_plain)
 
 
@@ -166,7 +173,13 @@ def read(lines: Iterator[str]) -> tuple[Header, Iterator[RowRecord]]:
                     raise TransferError(f"the end line counts {doc.get('rows')} rows but {count} were read")
                 return
             count += 1
-            yield RowRecord(str(doc["t"]), str(doc["ns"]), dict(doc["row"]), bool(doc.get("embed")))
+            row = dict(doc["row"])
+            if "vec" in doc:
+                try:
+                    row["vector"] = np.frombuffer(base64.b64decode(doc["vec"], validate=True), dtype="<f4")
+                except ValueError as e:
+                    raise TransferError(f"line {number}: unreadable vector ({e})") from None
+            yield RowRecord(str(doc["t"]), str(doc["ns"]), row, bool(doc.get("embed")))
         raise TransferError(f"the export ends after {count} rows without its end line (a cut file?)")
 
     return header, rows()

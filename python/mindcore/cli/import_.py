@@ -1,8 +1,8 @@
 """Read a ``mindcore export`` file into a store (created if missing): every table with its schema,
 every row with its ids, timestamps, tags, metadata and vectors as exported.
 
-How it writes: rows go in through the store's normal writes, one committed write per batch
-(``--batch-size`` rows of one table and namespace, upserted by id). A batch is stored whole or
+How it writes: one committed write per batch (``--batch-size`` rows of one table, 5,000 by
+default, across as many namespaces as they hold, upserted by namespace and id). A batch is stored whole or
 not at all, so Ctrl-C, a crash or a full disk leaves the store consistent: Ctrl-C stops after the
 batch in progress and reports how many rows are in; running the same import again finishes it
 (rows already there are replaced by the same rows, never duplicated). Rows of the target store
@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from mindcore.cli._common import (
     Progress,
@@ -49,6 +50,7 @@ from mindcore.embed import Embedder
 from mindcore.errors import SecretRefusedError
 from mindcore.policy import SecretPolicy
 from mindcore.store import Row, Store, Table
+from mindcore.store.schema import rows_to_arrow
 
 HELP = "read a JSONL export into a store, one committed write per batch"
 EXAMPLE = "mindcore import --store ./new-memory memory.jsonl --embedder hash"
@@ -57,7 +59,8 @@ EXAMPLE = "mindcore import --store ./new-memory memory.jsonl --embedder hash"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser, help="the store to import into (created if missing)")
     parser.add_argument("input", metavar="FILE", help="a file written by mindcore export")
-    parser.add_argument("--batch-size", type=positive_int, default=500, metavar="N", help="rows per committed write (500)")
+    parser.add_argument("--batch-size", type=positive_int, default=5_000, metavar="N",
+                        help="rows per committed write (5,000)")
     add_embedder_argument(parser)
 
 
@@ -105,8 +108,8 @@ class Importer:
             _model(t.embedding) or RecordedModel(f"unrecorded-d{t.dim}", t.dim))
         return self.store.table(t.name, t.columns, vectors=True, embedder=embedder)
 
-    def write(self, table: str, namespace: str, records: list[RowRecord]) -> None:
-        """One committed write of ``records`` (all of one table and namespace)."""
+    def write(self, table: str, records: list[RowRecord]) -> None:
+        """One committed write of ``records`` (all of one table, of any namespaces)."""
         rows: list[Row] = [r.row for r in records]
         if self.embedder is not None:
             wanted = [i for i, r in enumerate(records) if r.embed]
@@ -117,38 +120,84 @@ class Importer:
                 vectors = self.embedder.embed([text_of(rows[i]) for i in wanted])
                 for i, v in zip(wanted, vectors, strict=True):
                     rows[i] = {**rows[i], "vector": v}
-        self.tables[table].upsert(namespace, rows)
+        target = self.tables[table]
+        by_namespace: dict[str, list[Row]] = {}
+        for record, row in zip(records, rows, strict=True):
+            by_namespace.setdefault(record.namespace, []).append(row)
+        # Each namespace's rows checked against the table's schema, then one commit for all of them.
+        parts = [rows_to_arrow(part, target.schema, namespace) for namespace, part in by_namespace.items()]
+        target.write_batch(pa.concat_tables(parts))
 
 
-def batches(records: Iterator[RowRecord], size: int) -> Iterator[tuple[str, str, list[RowRecord]]]:
-    """Runs of at most ``size`` records of one table and namespace, in file order."""
+def batches(records: Iterator[RowRecord], size: int) -> Iterator[tuple[str, list[RowRecord]]]:
+    """Runs of at most ``size`` records of one table (of any namespaces), in file order."""
     batch: list[RowRecord] = []
     for r in records:
-        if batch and (len(batch) >= size or (r.table, r.namespace) != (batch[0].table, batch[0].namespace)):
-            yield batch[0].table, batch[0].namespace, batch
+        if batch and (len(batch) >= size or r.table != batch[0].table):
+            yield batch[0].table, batch
             batch = []
         batch.append(r)
     if batch:
-        yield batch[0].table, batch[0].namespace, batch
+        yield batch[0].table, batch
+
+
+SCREEN_CHUNK = 2_000
+
+
+def _strings(value: Any, out: list[str]) -> None:
+    """Every string inside a JSON-like value (dict keys too), appended to ``out``."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            out.append(str(k))
+            _strings(v, out)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _strings(v, out)
+
+
+def _refuse(number: int, r: RowRecord, policy: SecretPolicy) -> None:
+    """Raise the policy's own error for a row it refuses, naming the line and the field."""
+    where = f"line {number} (table {r.table!r})"
+    try:
+        policy.screen_identifier(r.namespace, f"{where}: namespace")
+        policy.screen_value({k: v for k, v in r.row.items() if k != "vector"}, f"{where}: row")
+    except SecretRefusedError as e:
+        raise TransferError(f"{e}: nothing imported") from None
+
+
+def _screen_chunk(chunk: list[tuple[int, RowRecord]], policy: SecretPolicy) -> None:
+    texts: list[str] = []
+    owners: list[int] = []
+    for at, (_number, r) in enumerate(chunk):
+        start = len(texts)
+        texts.append(r.namespace)
+        _strings({k: v for k, v in r.row.items() if k != "vector"}, texts)
+        owners.extend([at] * (len(texts) - start))
+    for i, kept in enumerate(policy.screen_batch(texts)):
+        if kept != texts[i]:  # refused (None), or redacted under a redacting policy
+            _refuse(*chunk[owners[i]], policy)
+            raise TransferError(f"line {chunk[owners[i]][0]}: holds a secret: nothing imported")
 
 
 def screen_file(path: Path, policy: SecretPolicy) -> None:
     """Every row of the export at ``path`` through ``policy`` (refusing), before anything is
-    written: raises :class:`TransferError` naming the first refused row."""
+    written: raises :class:`TransferError` naming the first refused row. Rows are scanned in
+    chunks (one parallel scan of each chunk's strings), the refused one then screened alone for
+    its message."""
     with path.open(encoding="utf-8") as f:
         _header, records = read(iter(f))
+        chunk: list[tuple[int, RowRecord]] = []
         for number, r in enumerate(records, start=2):
-            where = f"line {number} (table {r.table!r})"
-            try:
-                policy.screen_identifier(r.namespace, f"{where}: namespace")
-                policy.screen_value({k: v for k, v in r.row.items() if k != "vector"}, f"{where}: row")
-            except SecretRefusedError as e:
-                raise TransferError(f"{e}: nothing imported") from None
+            chunk.append((number, r))
+            if len(chunk) >= SCREEN_CHUNK:
+                _screen_chunk(chunk, policy)
+                chunk = []
+        _screen_chunk(chunk, policy)
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.batch_size < 1:
-        raise SystemExit("mindcore import: --batch-size must be at least 1")
     path = Path(args.input)
     if not path.is_file():
         raise TransferError(f"no export at {path}")
@@ -161,12 +210,12 @@ def run(args: argparse.Namespace) -> int:
             importer = Importer(store, header, args.embedder)
             with stop_between_steps("the batch in progress") as stop, Progress(
                     "import", total=header.total_rows, unit="rows") as bar:
-                for table, namespace, batch in batches(records, args.batch_size):
+                for table, batch in batches(records, args.batch_size):
                     if stop.requested:
                         print(f"stopped: {imported} of {header.total_rows} rows imported, each batch committed "
                               "whole; run the same import again to finish")
                         return 130
-                    importer.write(table, namespace, batch)
+                    importer.write(table, batch)
                     imported += len(batch)
                     bar.update(len(batch), note=table)
     model = "" if importer.embedder is None else f" (embedded again with {importer.embedder.model_id})"
