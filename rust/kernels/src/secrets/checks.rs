@@ -515,9 +515,9 @@ pub fn looks_like_placeholder(part: &str) -> bool {
             return true;
         }
     }
-    let (Some(first), Some(last)) = (part.chars().next(), part.chars().next_back()) else {
+    if part.is_empty() {
         return true;
-    };
+    }
     n >= 2 && wrapped_slot(part)
 }
 
