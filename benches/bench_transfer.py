@@ -29,6 +29,7 @@ from _bench import cpu_model, finish, size_label
 import mindcore
 from mindcore.batch import remember
 from mindcore.cli import main as mindcore_cli
+from mindcore.kernels import simd_path
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 USERS = int(os.environ.get("MINDCORE_BENCH_TRANSFER_USERS", "200" if QUICK else "2000"))
@@ -58,7 +59,7 @@ def data() -> Iterator[dict[str, Any]]:
     texts = [f"{u} fact {i}: likes item {i * 7919 % 1000}" for u in users for i in range(ROWS)]
     rows = pa.table({"user_id": [u for u in users for _ in range(ROWS)], "text": texts})
     emb = LookupEmbedder(texts)
-    print(f"\ncpu: {cpu_model()}")
+    print(f"\ncpu: {cpu_model()}; kernels: {simd_path()} path")
     with tempfile.TemporaryDirectory(prefix="bench-transfer-") as tmp:
         source = Path(tmp) / "source"
         remember(mindcore.open(source), rows, embedder=emb, chunk_size=5_000)
