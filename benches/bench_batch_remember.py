@@ -20,14 +20,14 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pytest
-from _bench import finish, size_label
+from _bench import LookupEmbedder, finish, size_label
 
 import mindcore
 from mindcore.batch import remember
@@ -38,24 +38,7 @@ USERS = int(os.environ.get("MINDCORE_BENCH_BULK_USERS", "100" if QUICK else "100
 ROWS = int(os.environ.get("MINDCORE_BENCH_BULK_ROWS", "50"))
 SEEDED = 20
 CAP = 60
-DIM = 384
 GROUP = f"batch: remember {size_label(USERS)} users x {ROWS} rows"
-
-
-class LookupEmbedder:
-    """Vectors made up front: embedding cost is excluded from the timings."""
-
-    dim = DIM
-    model_id = "bench-lookup-384"
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        unique = list(dict.fromkeys(texts))
-        v = np.random.default_rng(0).standard_normal((len(unique), DIM)).astype(np.float32)
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        self.table = dict(zip(unique, v, strict=True))
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self.table[t] for t in texts])
 
 
 def _rows(rng: np.random.Generator, start: int, n: int, user: str) -> list[str]:

@@ -17,14 +17,13 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pytest
-from _bench import cpu_model, finish, size_label
+from _bench import LookupEmbedder, cpu_model, finish, size_label
 
 import mindcore
 from mindcore.batch import remember
@@ -34,23 +33,7 @@ from mindcore.kernels import simd_path
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 USERS = int(os.environ.get("MINDCORE_BENCH_TRANSFER_USERS", "200" if QUICK else "2000"))
 ROWS = 10
-DIM = 384
 GROUP = f"transfer: {size_label(USERS)} users x {ROWS} rows"
-
-
-class LookupEmbedder:
-    """Vectors made up front: embedding cost is excluded from the timings."""
-
-    dim = DIM
-    model_id = "bench-lookup-384"
-
-    def __init__(self, texts: Sequence[str]) -> None:
-        v = np.random.default_rng(0).standard_normal((len(texts), DIM)).astype(np.float32)
-        v /= np.linalg.norm(v, axis=1, keepdims=True)
-        self.table = dict(zip(texts, v, strict=True))
-
-    def embed(self, texts: Sequence[str]) -> np.ndarray:
-        return np.stack([self.table[t] for t in texts])
 
 
 @pytest.fixture(scope="module")

@@ -94,9 +94,10 @@ def test_bench_runs_into_a_temporary_folder_and_update_replaces_the_committed_re
     benches = _tiny_checkout(tmp_path)
     checkout = benches.parent
     (tmp_path / "tmp").mkdir()
-    # An empty data folder: the tiny bench reads nothing, but the command checks there is one.
-    args = ("bench", "--benches", benches, "--data", tmp_path, benches / "test_tiny.py")
-    done = run_cli(*args, timeout=300, env={"TMPDIR": str(tmp_path / "tmp")})
+    # No evaluation data anywhere: the tiny bench reads none, so it runs without.
+    no_data = fresh_clone(tmp_path)
+    args = ("bench", "--benches", benches, benches / "test_tiny.py")
+    done = run_cli(*args, timeout=300, env={**no_data, "TMPDIR": str(tmp_path / "tmp")})
     where = re.search(r"^writing BENCHMARKS\.md and BENCHMARKS\.json to (.+)$", done.stdout, re.MULTILINE)
     assert where is not None, done.stdout
     out = Path(where.group(1))
@@ -108,10 +109,10 @@ def test_bench_runs_into_a_temporary_folder_and_update_replaces_the_committed_re
     # Without --update the committed report and results are never replaced.
     assert (checkout / "BENCHMARKS.md").read_text() == "committed\n"
     assert json.loads((checkout / "BENCHMARKS.json").read_text()) == synthetic()
-    refused = run_cli(*args[:5], "--out", checkout / "BENCHMARKS.md", check=False)
+    refused = run_cli(*args, "--out", checkout / "BENCHMARKS.md", check=False, env=no_data)
     assert refused.returncode == 1 and "give --update to replace it" in refused.stderr, refused.stderr
     # --update merges the run's groups into the committed results and rewrites the report there.
-    done = run_cli(*args, "--update", timeout=300)
+    done = run_cli(*args, "--update", timeout=300, env=no_data)
     assert f"to {checkout}\n" in done.stdout
     report = (checkout / "BENCHMARKS.md").read_text(encoding="utf-8")
     assert "## tiny: sum n=100" in report and "## mind: recall n=10k" in report
@@ -119,11 +120,16 @@ def test_bench_runs_into_a_temporary_folder_and_update_replaces_the_committed_re
 
 
 def test_bench_without_data_says_how_to_provide_it(tmp_path: Path) -> None:
+    """Before running anything: the benches that read the data are named."""
     done = run_cli("bench", "--benches", REPO / "benches", check=False, env=fresh_clone(tmp_path))
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     line = done.stderr.strip()
-    assert "\n" not in line and line.startswith("mindcore bench: evaluation data not found"), line
+    assert "\n" not in line and line.startswith("mindcore bench: bench_"), line
+    assert "bench_bm25.py" in line and "evaluation data not found" in line, line
     assert "give --data DIR or set MINDCORE_DATA_DIR" in line, line
+    one = run_cli("bench", "--benches", REPO / "benches", REPO / "benches" / "bench_locomo.py", check=False,
+                  env=fresh_clone(tmp_path / "again"))
+    assert one.returncode == 1 and one.stderr.startswith("mindcore bench: bench_locomo.py: evaluation data not found")
 
 
 def test_bench_without_benches_says_where_they_live(tmp_path: Path) -> None:

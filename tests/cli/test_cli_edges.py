@@ -122,6 +122,17 @@ def test_inspect_refuses_a_folder_that_is_not_a_store_and_writes_nothing(tmp_pat
     assert sorted(p.name for p in folder.iterdir()) == ["2024", "a.jpg"]
 
 
+def test_a_reader_that_closes_the_pipe_ends_the_command_quietly(store: Path) -> None:
+    """``mindcore inspect | head -1``: the reader leaves first; no traceback, the shell's 141."""
+    proc = subprocess.Popen([sys.executable, "-m", "mindcore", "inspect", "--store", str(store)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # every write the command makes now fails with EPIPE
+    stderr = proc.stderr.read()
+    assert proc.wait(timeout=120) == 141, stderr
+    assert stderr == ""
+
+
 def test_compact_never_grows_a_store(tmp_path: Path) -> None:
     store = mindcore.open(tmp_path / "s")
     ltm = mindcore.LongTermMemory(store, user_id="u", embedder=HashEmbedder())
@@ -139,3 +150,14 @@ def test_compact_never_grows_a_store(tmp_path: Path) -> None:
     assert size() < before
     reopened = mindcore.LongTermMemory(mindcore.open(tmp_path / "s"), user_id="u", embedder=HashEmbedder())
     assert len(reopened.memories()) == 20
+
+
+def test_a_command_loads_only_its_own_module() -> None:
+    """``mindcore inspect`` starts without importing the server's and MCP's modules; ``--help`` lists all."""
+    probe = ("import sys\nfrom mindcore.cli import main\n"
+             "try:\n    main(['inspect', '--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in ('mindcore.server', 'mindcore.mcp', 'mindcore.cli.serve') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    assert done.stdout.splitlines()[-1] == "[]", done.stdout
+    listing = run_cli("--help").stdout
+    assert all(name in listing for name in ("serve", "mcp", "inspect", "remember-bulk", "bench"))

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import re
 import sys
 from collections.abc import Sequence
@@ -70,12 +71,20 @@ SUBCOMMANDS: tuple[Subcommand, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``mindcore`` argument parser with every subcommand of :data:`SUBCOMMANDS`."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The ``mindcore`` argument parser with every subcommand of :data:`SUBCOMMANDS`.
+
+    With ``only`` (a subcommand's name), only that subcommand's module is imported and given its
+    options; the others are listed by name, so a command starts without loading every other one
+    (the server's and the MCP tools' modules take most of a second).
+    """
     parser = argparse.ArgumentParser(prog="mindcore", description="memory and context for LLM agents")
     parser.add_argument("--version", action="version", version=f"mindcore {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for command in SUBCOMMANDS:
+        if only is not None and command.name != only:
+            sub.add_parser(command.name)
+            continue
         module = command.load()
         doc = (module.__doc__ or "").strip()
         child = sub.add_parser(
@@ -87,13 +96,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _command_named(argv: Sequence[str]) -> str | None:
+    """The subcommand ``argv`` names (its first word when that is one), else ``None``."""
+    first = next((arg for arg in argv if not arg.startswith("-")), None)
+    return first if any(command.name == first for command in SUBCOMMANDS) else None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``mindcore`` command with ``argv`` (default: the process's arguments); the exit code.
 
     An error mindcore raises on purpose (:class:`~mindcore.errors.MindcoreError`) is printed as one
-    line on stderr with exit code 1, not as a traceback; Ctrl-C exits with 130.
+    line on stderr with exit code 1, not as a traceback; Ctrl-C exits with 130, and a closed pipe
+    on stdout (``mindcore inspect | head``) with 141, as a shell command would, silently.
     """
-    args = build_parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(only=_command_named(words)).parse_args(words)
     try:
         code: int = args._run(args)
     except MindcoreError as exc:
@@ -102,6 +119,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"mindcore {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader went away (``mindcore inspect | head``): stop quietly, as other commands do.
+        # Python would flush stdout again at exit and report the same broken pipe; point it at
+        # /dev/null first.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except (OSError, RuntimeError, ValueError) as exc:
         # Storage the command could not reach (a bucket that does not exist, no network, a full disk,
         # no permission): one line. Anything else is a bug, shown with its traceback.

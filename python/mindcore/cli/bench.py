@@ -4,9 +4,9 @@ latency against size for each kernel and capability, and mindcore against each b
 
 The benches live in a source checkout of mindcore (``benches/``), not in the installed package:
 ``--benches`` names that folder (default: ``./benches`` when it exists). They need the ``bench``
-extra (``pip install 'mindcore[bench]'``: the baselines), the evaluation data (``--data``, default:
-``$MINDCORE_DATA_DIR``, else ``shared/data`` beside the checkout) and, for the plots, the ``plots``
-extra (matplotlib). ``--json`` draws the report and plots from existing results without running anything.
+extra (``pip install 'mindcore[bench]'``: the baselines), the evaluation data for the benches that read
+it (``--data``, default: ``$MINDCORE_DATA_DIR``, else ``shared/data`` beside the checkout; the kernel
+and store benches run without it) and, for the plots, the ``plots`` extra (matplotlib). ``--json`` draws the report and plots from existing results without running anything.
 
 The report goes to a new temporary folder (printed) unless ``--update`` is given: only then are the
 checkout's committed BENCHMARKS.md and BENCHMARKS.json replaced. A full run takes a long while on a
@@ -66,16 +66,39 @@ def benches_folder(given: str | None) -> Path:
     return folder.resolve()
 
 
-def data_folder(given: str | None) -> Path:
-    """The evaluation data the benches read: ``given``, else :func:`mindcore.eval.data_dir`; one clear
-    error before anything runs when there is none (the benches would each fail on it)."""
+def data_folder(given: str | None, benches: list[Path]) -> Path | None:
+    """The evaluation data the benches read: ``given``, else :func:`mindcore.eval.data_dir`. With none
+    found, ``None`` when no bench of ``benches`` reads it, else one clear error before anything runs
+    (the bench would fail on it)."""
     from mindcore.eval import data_dir
 
     if given is None:
-        return data_dir(option="--data DIR")
+        try:
+            return data_dir(option="--data DIR")
+        except MindcoreError as missing:
+            readers = [b.name for b in benches if _reads_data(b)]
+            if readers:
+                raise MindcoreError(f"{', '.join(readers[:3])}{' ...' if len(readers) > 3 else ''}: "
+                                    f"{missing}") from None
+            return None
     if not Path(given).is_dir():
         raise MindcoreError(f"--data {given}: not a folder")
     return Path(given).resolve()
+
+
+def _reads_data(bench: Path) -> bool:
+    """Whether a bench file reads the evaluation data (every such bench finds it with ``data_dir()``)."""
+    return "data_dir(" in bench.read_text(encoding="utf-8")
+
+
+def bench_files(folder: Path, files: list[str]) -> list[Path]:
+    """The bench files a run covers: those named, else every ``bench_*.py`` of the folder."""
+    if files:
+        missing = [f for f in files if not Path(f).is_file()]
+        if missing:
+            raise MindcoreError(f"{missing[0]}: no such bench file")
+        return [Path(f) for f in files]
+    return sorted(folder.glob("bench_*.py"))
 
 
 def report_path(args: argparse.Namespace, folder: Path | None) -> Path:
@@ -93,13 +116,14 @@ def report_path(args: argparse.Namespace, folder: Path | None) -> Path:
     return Path(tempfile.mkdtemp(prefix="mindcore-bench-")) / "BENCHMARKS.md"
 
 
-def _run_report(report: Path, out: Path, data: Path, args: argparse.Namespace) -> int:
+def _run_report(report: Path, out: Path, data: Path | None, args: argparse.Namespace) -> int:
     """benches/report.py in a subprocess, its pytest progress turned into a progress bar."""
     from mindcore.eval import DATA_ENV
 
     cmd = [sys.executable, str(report), "--out", str(out), *(["--update"] if args.update else []),
            *[str(Path(f).resolve()) for f in args.files]]
-    env = {**os.environ, DATA_ENV: str(data), **({"MINDCORE_BENCH_QUICK": "1"} if args.quick else {})}
+    env = {**os.environ, **({DATA_ENV: str(data)} if data is not None else {}),
+           **({"MINDCORE_BENCH_QUICK": "1"} if args.quick else {})}
     with Progress("bench", total=100, unit="%") as bar, subprocess.Popen(
             cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env) as proc:
         assert proc.stdout is not None
@@ -137,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
         results = json.loads(results_path.read_text(encoding="utf-8"))
     else:
         folder = benches_folder(args.benches)
-        data = data_folder(args.data)
+        data = data_folder(args.data, bench_files(folder, args.files))
         out = report_path(args, folder)
         print(f"writing {out.name} and {out.with_suffix('.json').name} to {out.parent}", flush=True)
         code = _run_report(folder / "report.py", out, data, args)
