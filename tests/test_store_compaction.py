@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import threading
 import uuid
+from collections.abc import Callable
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -156,25 +157,40 @@ def test_an_append_during_the_rewrite_is_kept(tmp_path: Path, monkeypatch: pytes
     assert t.get_one("u", "late") == {**t.get_one("u", "late"), "n": -1}  # type: ignore[dict-item]
 
 
-def test_a_delete_that_conflicts_with_the_rewrite_makes_it_start_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _ten_rows(tmp_path: Path) -> Table:
     t = _store(tmp_path).table("t", COLUMNS)
     for i in range(10):
         t.upsert("u", [{"id": f"s{i}", "n": i}])
+    return t
+
+
+def _delete_during_rewrites(t: Table, monkeypatch: pytest.MonkeyPatch, ids_for: Callable[[int], list[str]]) -> list[int]:
+    """Every rewrite of a compaction of ``t`` is followed, before its commit, by another thread
+    deleting ``ids_for(n)`` (n counts the rewrites from 1; no delete when empty). Returns the list
+    each rewrite appends its task count to."""
     real = table_module._rewrite
     calls: list[int] = []
 
     def rewrite_then_delete(ds: Any, plan: Any) -> list[Any]:
         out = real(ds, plan)
         calls.append(plan.num_tasks())
-        if len(calls) == 1:  # a row of a fragment being merged is deleted before the commit
-            th = threading.Thread(target=lambda: t.delete("u", ids=["s3"]))
+        ids = ids_for(len(calls))
+        if ids:
+            th = threading.Thread(target=lambda: t.delete("u", ids=ids))
             th.start()
             th.join()
         return out
 
     monkeypatch.setattr(table_module, "_rewrite", rewrite_then_delete)
+    return calls
+
+
+def test_a_delete_that_conflicts_with_the_rewrite_makes_it_start_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    t = _ten_rows(tmp_path)
+    # A row of a fragment being merged is deleted before the first rewrite commits.
+    calls = _delete_during_rewrites(t, monkeypatch, lambda n: ["s3"] if n == 1 else [])
     res = t.compact()
     assert res.retries == 1 and len(calls) == 2
     assert _ids(t) == sorted(f"s{i}" for i in range(10) if i != 3)
@@ -186,21 +202,9 @@ def test_a_merge_that_keeps_conflicting_is_left_for_the_next_run(
 ) -> None:
     """A delete overtakes every rewrite: after RETRIES redone runs the merge is deferred (no
     error, nothing merged, every row as the deletes left it), and the next run merges."""
-    t = _store(tmp_path).table("t", COLUMNS)
-    for i in range(10):
-        t.upsert("u", [{"id": f"s{i}", "n": i}])
+    t = _ten_rows(tmp_path)
     real = table_module._rewrite
-    calls: list[int] = []
-
-    def rewrite_then_delete(ds: Any, plan: Any) -> list[Any]:
-        out = real(ds, plan)
-        calls.append(plan.num_tasks())
-        th = threading.Thread(target=lambda: t.delete("u", ids=[f"s{len(calls)}"]))
-        th.start()
-        th.join()
-        return out
-
-    monkeypatch.setattr(table_module, "_rewrite", rewrite_then_delete)
+    calls = _delete_during_rewrites(t, monkeypatch, lambda n: [f"s{n}"])
     before = len(_fragments(t))
     res = t.compact()
     assert len(calls) == RETRIES + 1
