@@ -219,3 +219,13 @@ def test_import_goes_through_the_policy(tmp_path: Path, capsys: pytest.CaptureFi
     assert re.search(r"line \d+ .*not stored.*github-token.*nothing imported", capsys.readouterr().err)
     assert not (tmp_path / "dst").exists()
     assert main(["import", "--store", str(tmp_path / "dst2"), str(export)]) == 0
+
+
+def test_first_refused_finds_a_secret_anywhere_in_a_value_and_under_either_action() -> None:
+    values: list[object] = ["fine", {"note": ["a", {"deep": "b"}]}, {GITHUB: "as a key"}, [f"x {GITHUB}"]]
+    for action in ("refuse", "redact"):
+        policy = SecretPolicy(action=action)  # type: ignore[arg-type]
+        assert policy.first_refused(values) == 2
+        assert policy.first_refused(values[3:]) == 0
+        assert policy.first_refused(values[:2]) is None
+        assert policy.first_refused([]) is None

@@ -252,6 +252,26 @@ class SecretPolicy:
         """Each of ``texts`` screened (``field[i]`` names the one refused)."""
         return [self.screen(t, f"{field}[{i}]") for i, t in enumerate(texts)]
 
+    def first_refused(self, values: Sequence[Any]) -> int | None:
+        """The index of the first of ``values`` (JSON-like: strings, dicts, lists) with a string
+        inside it, dict keys included, that :meth:`screen` would refuse or change; ``None`` when
+        every one may be stored as it is. One parallel scan of all their strings, for bulk reads
+        such as an import.
+
+        >>> SecretPolicy().first_refused([{"text": "fine"}, ["ok", {"k": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}]])
+        1
+        """
+        texts: list[str] = []
+        owners: list[int] = []
+        for at, value in enumerate(values):
+            start = len(texts)
+            _strings_in(value, texts)
+            owners.extend([at] * (len(texts) - start))
+        for i, kept in enumerate(self.screen_batch(texts)):
+            if kept != texts[i]:
+                return owners[i]
+        return None
+
     def screen_value(self, value: Any, field: str) -> Any:
         """Every string inside a JSON-like value (dict keys too) screened; the value rebuilt when
         redacting."""
@@ -262,6 +282,19 @@ class SecretPolicy:
         if isinstance(value, list | tuple):
             return [self.screen_value(v, f"{field}[{i}]") for i, v in enumerate(value)]
         return value
+
+
+def _strings_in(value: Any, out: list[str]) -> None:
+    """Every string inside a JSON-like value (dict keys too), appended to ``out``."""
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, Mapping):
+        for k, v in value.items():
+            out.append(str(k))
+            _strings_in(v, out)
+    elif isinstance(value, list | tuple):
+        for v in value:
+            _strings_in(v, out)
 
 
 @functools.cache

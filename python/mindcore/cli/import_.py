@@ -144,19 +144,6 @@ def batches(records: Iterator[RowRecord], size: int) -> Iterator[tuple[str, list
 SCREEN_CHUNK = 2_000
 
 
-def _strings(value: Any, out: list[str]) -> None:
-    """Every string inside a JSON-like value (dict keys too), appended to ``out``."""
-    if isinstance(value, str):
-        out.append(value)
-    elif isinstance(value, dict):
-        for k, v in value.items():
-            out.append(str(k))
-            _strings(v, out)
-    elif isinstance(value, list | tuple):
-        for v in value:
-            _strings(v, out)
-
-
 def _refuse(number: int, r: RowRecord, policy: SecretPolicy) -> None:
     """Raise the policy's own error for a row it refuses, naming the line and the field."""
     where = f"line {number} (table {r.table!r})"
@@ -168,17 +155,11 @@ def _refuse(number: int, r: RowRecord, policy: SecretPolicy) -> None:
 
 
 def _screen_chunk(chunk: list[tuple[int, RowRecord]], policy: SecretPolicy) -> None:
-    texts: list[str] = []
-    owners: list[int] = []
-    for at, (_number, r) in enumerate(chunk):
-        start = len(texts)
-        texts.append(r.namespace)
-        _strings({k: v for k, v in r.row.items() if k != "vector"}, texts)
-        owners.extend([at] * (len(texts) - start))
-    for i, kept in enumerate(policy.screen_batch(texts)):
-        if kept != texts[i]:  # refused (None), or redacted under a redacting policy
-            _refuse(*chunk[owners[i]], policy)
-            raise TransferError(f"line {chunk[owners[i]][0]}: holds a secret: nothing imported")
+    values = [[r.namespace, {k: v for k, v in r.row.items() if k != "vector"}] for _number, r in chunk]
+    refused = policy.first_refused(values)
+    if refused is not None:
+        _refuse(*chunk[refused], policy)
+        raise TransferError(f"line {chunk[refused][0]}: holds a secret: nothing imported")
 
 
 def screen_file(path: Path, policy: SecretPolicy) -> None:
