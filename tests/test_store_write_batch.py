@@ -122,3 +122,16 @@ def test_bad_input_writes_nothing(notes: Table) -> None:
 def test_later_rows_win_per_namespace_and_id(notes: Table) -> None:
     notes.write_batch(rows(["a", "b", "a"], ["1", "1", "1"], ["first", "other", "last"]))
     assert snapshot(notes) == [("a", "1", "last"), ("b", "1", "other")]
+
+
+def test_rows_by_namespace_are_one_version_and_bad_ones_write_nothing(notes: Table) -> None:
+    before = notes.version
+    res = notes.write_batch({"a": [{"id": "1", "text": "a1", "vector": vec(1)}],
+                             "b": [{"id": "1", "text": "b1", "vector": vec(2)}, {"id": "2", "text": "b2"}]})
+    assert notes.version == before + 1 == res.version and res.inserted == 3
+    assert snapshot(notes) == [("a", "1", "a1"), ("b", "1", "b1"), ("b", "2", "b2")]
+    with pytest.raises(ValueError, match="namespace"):
+        notes.write_batch({"": [{"id": "3", "text": "x"}]})
+    with pytest.raises(ValueError, match="unknown"):
+        notes.write_batch({"a": [{"id": "3", "text": "x"}], "b": [{"id": "4", "colour": "red"}]})
+    assert notes.version == before + 1 and notes.write_batch({}).version == before + 1

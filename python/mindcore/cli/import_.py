@@ -26,7 +26,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from mindcore.cli._common import (
     Progress,
@@ -50,7 +49,6 @@ from mindcore.embed import Embedder
 from mindcore.errors import SecretRefusedError
 from mindcore.policy import SecretPolicy
 from mindcore.store import Row, Store, Table
-from mindcore.store.schema import rows_to_arrow
 
 HELP = "read a JSONL export into a store, one committed write per batch"
 EXAMPLE = "mindcore import --store ./new-memory memory.jsonl --embedder hash"
@@ -124,9 +122,7 @@ class Importer:
         by_namespace: dict[str, list[Row]] = {}
         for record, row in zip(records, rows, strict=True):
             by_namespace.setdefault(record.namespace, []).append(row)
-        # Each namespace's rows checked against the table's schema, then one commit for all of them.
-        parts = [rows_to_arrow(part, target.schema, namespace) for namespace, part in by_namespace.items()]
-        target.write_batch(pa.concat_tables(parts))
+        target.write_batch(by_namespace)  # one commit for every namespace's rows
 
 
 def batches(records: Iterator[RowRecord], size: int) -> Iterator[tuple[str, list[RowRecord]]]:

@@ -341,13 +341,18 @@ class TableWrites:
         self._note_write()
         return res
 
-    def write_batch(self, rows: pa.Table, *, delete: Mapping[str, Iterable[str]] | None = None) -> WriteResult:
+    def write_batch(
+        self,
+        rows: pa.Table | Mapping[str, Iterable[Mapping[str, Any]]],
+        *,
+        delete: Mapping[str, Iterable[str]] | None = None,
+    ) -> WriteResult:
         """Insert or replace ``rows`` of many namespaces and delete rows by id, all in one commit:
         the write of a bulk job (one table version for thousands of namespaces, not one each).
 
-        ``rows`` is an Arrow table whose ``namespace`` column says where each row goes (rows with
-        the namespace and id of a stored row replace it; of two rows with the same namespace and
-        id the later wins); ``delete`` maps a namespace to the ids to delete there. A crash leaves
+        ``rows`` is an Arrow table whose ``namespace`` column says where each row goes, or a mapping
+        of namespace -> row dicts (rows with the namespace and id of a stored row replace it; of two
+        rows with the same namespace and id the later wins); ``delete`` maps a namespace to the ids to delete there. A crash leaves
         all of it or none. Rows that are all new are appended (the cheapest commit); deletes or
         replacements take one ``merge_insert``. The cached entries of the namespaces written are
         dropped, not patched (a bulk write touches many namespaces once each: patching would copy
@@ -360,10 +365,18 @@ class TableWrites:
         ...                   delete={"a": ["old"]})
         >>> sorted(r["id"] for r in t.scan("a")), t.count("b")
         (['1'], 1)
+        >>> _ = t.write_batch({"b": [{"id": "2", "text": "w"}], "c": [{"id": "1", "text": "v"}]})
+        >>> t.count("b"), t.count("c")
+        (2, 1)
         """
         self._ctx.refuse_writes(f"write to table {self.name!r}")
+        if isinstance(rows, Mapping):
+            rows = _by_namespace_to_arrow(rows, self._schema)
         if not isinstance(rows, pa.Table):
-            raise TypeError(f"rows: expected a pyarrow Table with a 'namespace' column, got {type(rows).__name__}")
+            raise TypeError(
+                f"rows: expected a pyarrow Table with a 'namespace' column or a mapping of namespace -> rows, "
+                f"got {type(rows).__name__}"
+            )
         if delete is not None and not isinstance(delete, Mapping):
             raise TypeError(f"delete: expected a mapping of namespace -> ids, got {type(delete).__name__}")
         deletes = {check_namespace(ns): check_ids(ids) for ns, ids in (delete or {}).items()}
@@ -836,3 +849,10 @@ class TableWrites:
 
     async def aclear(self, namespace: str, *, purge: bool = False) -> WriteResult:
         return await asyncio.to_thread(lambda: self.clear(namespace, purge=purge))
+
+
+def _by_namespace_to_arrow(rows: Mapping[str, Iterable[Mapping[str, Any]]], schema: pa.Schema) -> pa.Table:
+    """Row dicts grouped by namespace as one Arrow table of ``schema`` (each group checked by
+    :func:`rows_to_arrow`)."""
+    parts = [rows_to_arrow(part, schema, check_namespace(namespace)) for namespace, part in rows.items()]
+    return pa.concat_tables(parts) if parts else schema.empty_table()
