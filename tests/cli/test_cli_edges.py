@@ -113,11 +113,15 @@ def test_inspect_names_the_model_of_a_store_made_from_python(tmp_path: Path) -> 
     assert HashEmbedder().model_id in out and "none recorded" not in out
 
 
-def test_inspect_refuses_a_folder_that_is_not_a_store_and_writes_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("args", [
+    ["inspect"], ["recall", "ltm", "tea", "--user-id", "u"], ["compact"], ["export", "out.jsonl"],
+    ["restore", "--user-id", "u", "m1"],
+])
+def test_a_folder_that_is_not_a_store_is_refused_and_nothing_written(tmp_path: Path, args: list[str]) -> None:
     folder = tmp_path / "photos"
     (folder / "2024").mkdir(parents=True)
     (folder / "a.jpg").write_bytes(b"\xff\xd8")
-    done = run_cli("inspect", "--store", folder, check=False)
+    done = run_cli(args[0], "--store", folder, *args[1:], check=False)
     assert "not a mindcore store" in one_line_error(done, code=1)
     assert sorted(p.name for p in folder.iterdir()) == ["2024", "a.jpg"]
 

@@ -74,12 +74,16 @@ def store_location(args: argparse.Namespace) -> str:
 
 def open_store(args: argparse.Namespace, *, read_only: bool, create: bool = False) -> Store:
     """The store ``--store`` names. Only ``create=True`` makes a new one: otherwise a folder that does
-    not exist is an error naming it."""
+    not exist, or one that holds no store (no table, nothing mindcore writes: a wrong path), is an
+    error naming it, and nothing is written there."""
     from mindcore.store import open as open_store
 
     location = store_location(args)
-    if not create and "://" not in location and not os.path.isdir(location):
-        raise MindcoreError(f"no store at {os.path.abspath(location)} (give --store PATH)")
+    if not create and "://" not in location:
+        if not os.path.isdir(location):
+            raise MindcoreError(f"no store at {os.path.abspath(location)} (give --store PATH)")
+        if not any(e.name.endswith(".lance") or e.name.startswith("_mindcore") for e in os.scandir(location)):
+            raise MindcoreError(f"{os.path.abspath(location)} is not a mindcore store (it holds no tables)")
     return open_store(location, read_only=read_only and not location.startswith("memory://"))
 
 

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from collections import Counter
 from dataclasses import asdict
 from datetime import UTC, datetime
 from typing import Any
 
-from mindcore.cli._common import add_store_argument, human_bytes, open_store, store_location, table
+from mindcore.cli._common import add_store_argument, human_bytes, open_store, table
 from mindcore.errors import MindcoreError
 from mindcore.ltm.types import MemoryVersion
 from mindcore.store import ALL_NAMESPACES, Store, TableStats
@@ -154,18 +153,7 @@ def _embedding_line(doc: dict[str, Any]) -> str:
     return f"embedding model{'s' if len(models) > 1 else ''}: {listed}, recorded by its tables"
 
 
-def _refuse_other_folders(args: argparse.Namespace) -> None:
-    """A local folder that holds no store (no table, nothing mindcore writes) is an error, not an
-    empty store: ``inspect`` on a wrong path should say so."""
-    location = store_location(args)
-    if "://" in location or not os.path.isdir(location):
-        return  # a URI, or a missing folder: open_store names the problem
-    if not any(e.name.endswith(".lance") or e.name.startswith("_mindcore") for e in os.scandir(location)):
-        raise MindcoreError(f"{os.path.abspath(location)} is not a mindcore store (it holds no tables)")
-
-
 def run(args: argparse.Namespace) -> int:
-    _refuse_other_folders(args)
     with open_store(args, read_only=True) as store:
         if args.retired:
             return run_retired(store, args)
