@@ -699,7 +699,10 @@ class Table(TableWrites):
 
     def _newest_commit_age(self) -> timedelta:
         """How long ago the table's newest version was committed."""
-        newest: datetime = self._dataset().versions()[-1]["timestamp"]
+        ds = self._dataset()
+        # Lance 14 reads the checked-out version from its manifest; Lance 13 lists every version.
+        current = ds.get_version() if hasattr(ds, "get_version") else ds.versions()[-1]
+        newest: datetime = current["timestamp"]
         now = datetime.now(newest.tzinfo) if newest.tzinfo is not None else datetime.now()
         return now - newest
 
