@@ -35,7 +35,7 @@ import math
 import os
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -259,7 +259,7 @@ def _check_picklable(embedder: object) -> None:
     from ray import cloudpickle  # how Ray serialises an actor's arguments
 
     try:
-        cloudpickle.dumps(embedder)  # type: ignore[no-untyped-call]  # (ray's vendored copy has no hints)
+        cast(Any, cloudpickle).dumps(embedder)  # ray's vendored copy has no type hints
     except Exception as exc:
         raise InvalidInputError(
             f"embedder: {type(embedder).__name__} cannot be sent to Ray workers ({exc}); pass a picklable "
