@@ -4,10 +4,7 @@ would drive it, plus raw requests for the status codes and error bodies the SDK 
 from __future__ import annotations
 
 import asyncio
-import os
 import socket
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -16,6 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
+from _serve_process import ServeProcess
 
 agentified = pytest.importorskip("agentified")
 uvicorn = pytest.importorskip("uvicorn")
@@ -26,8 +24,6 @@ from agentified.models import ApiClientConfig, RecallConfig, RecallToolsConfig, 
 import mindcore  # noqa: E402
 from mindcore.llm import ScriptedLLM  # noqa: E402
 from mindcore.server import create_app  # noqa: E402
-
-PACKAGE_ROOT = Path(mindcore.__file__).resolve().parents[1]
 
 
 def free_port() -> int:
@@ -168,7 +164,8 @@ def test_status_codes_and_error_bodies(tmp_path: Path) -> None:
             r = http.post("/api/v1/datasets/d/tools", json={"tools": [{"name": "t", "description": "d"}]})
             assert (r.status_code, r.json()) == (201, {"registered": 1})
             assert http.get("/api/v1/datasets/d/tools").json() == {"tools": [
-                {"name": "t", "description": "d", "parameters": {}, "always_include": False, "type": "backend"}]}
+                {"name": "t", "description": "d", "parameters": {}, "always_include": False, "type": "backend"}],
+                "has_more": False}
             r = http.post("/api/v1/turns", json={"tools_loaded": ["t"], "message": "m"})
             assert r.status_code == 201 and len(r.json()["turn_id"]) == 36
 
@@ -209,7 +206,7 @@ def test_status_codes_and_error_bodies(tmp_path: Path) -> None:
             assert error(http.post("/api/v1/datasets/d/discover", json=["not", "an", "object"]))[0] == 400
             # Hostile ids are data: nothing of dataset d leaks into another.
             hostile = http.get("/api/v1/datasets/x%27%20OR%201%3D1%20--/tools").json()
-            assert hostile == {"tools": []}
+            assert hostile == {"tools": [], "has_more": False}
 
 
 def test_an_optional_bearer_token_guards_the_api(tmp_path: Path) -> None:
@@ -222,44 +219,20 @@ def test_an_optional_bearer_token_guards_the_api(tmp_path: Path) -> None:
 
 def test_mindcore_serve_keeps_everything_across_a_restart(tmp_path: Path) -> None:
     store = tmp_path / "new" / "store"  # created if missing
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])}
-
-    def start() -> tuple[subprocess.Popen[bytes], str]:
-        port = free_port()
-        proc = subprocess.Popen([sys.executable, "-m", "mindcore", "serve", "--port", str(port), "--store", str(store)],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
-        url = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 120
-        while True:
-            assert proc.poll() is None, proc.stdout.read().decode() if proc.stdout else ""
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    return proc, url
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "mindcore serve did not start"
-            time.sleep(0.1)
-
-    proc, url = start()
-    try:
+    with ServeProcess(store) as server:
+        url = server.url
         httpx.post(f"{url}/api/v1/datasets/d/tools", json={"tools": [{"name": "kept", "description": "d"}]})
         httpx.post(f"{url}/api/v1/messages", json={"dataset": "d", "namespace": "n", "session": "s",
                                                    "messages": [{"role": "user", "content": "hi"}]})
         compacted = httpx.post(f"{url}/api/v1/context", json={"dataset": "d", "namespace": "n", "session": "s",
                                                               "messages": {"strategy": "compacted"}})
         assert compacted.status_code == 422  # no LLM configured
-    finally:
-        proc.terminate()
-        output = proc.communicate(timeout=60)[0].decode()
-    assert '"POST /api/v1/datasets/d/tools" 201' in output  # one log line per request
-    proc, url = start()
-    try:
+    assert '"POST /api/v1/datasets/d/tools" 201' in server.output  # one log line per request
+    with ServeProcess(store) as server:
+        url = server.url
         assert [t["name"] for t in httpx.get(f"{url}/api/v1/datasets/d/tools").json()["tools"]] == ["kept"]
         page = httpx.get(f"{url}/api/v1/messages", params={"dataset": "d", "namespace": "n", "session": "s"}).json()
         assert [m["content"] for m in page["messages"]] == ["hi"]
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=60)
 
 
 class BrokenEmbedder:
@@ -311,29 +284,6 @@ def test_serve_options_and_their_environment(monkeypatch: pytest.MonkeyPatch) ->
     llm = _llm(env.llm_model, env.llm_base_url)
     assert env.token == "t0k" and llm is not None and llm.model == "llama3.2"
     assert parse("--token", "other").token == "other"
-
-
-@pytest.mark.parametrize(("method", "path", "body", "inline"), [
-    ("GET", "/health", None, True),
-    ("GET", "/api/v1/messages", None, True),
-    ("GET", "/api/v1/datasets/d/tools", None, False),
-    ("POST", "/api/v1/datasets/d/discover", {"query": "q"}, True),
-    ("POST", "/api/v1/datasets/d/discover", {"query": "q", "strategy": "hybrid"}, False),
-    ("POST", "/api/v1/datasets/d/discover", {"query": "q", "namespace": "n", "session": "s"}, False),
-    ("POST", "/api/v1/context", {"messages": {"strategy": "recent"}}, True),
-    ("POST", "/api/v1/context", {"messages": {"strategy": "compacted"}}, False),
-    ("POST", "/api/v1/context", {"recall": {"tools": True}}, False),
-    ("POST", "/api/v1/messages", {"messages": []}, False),
-    ("POST", "/api/v1/datasets/d/tools", {"tools": []}, False),
-])
-def test_only_memory_reads_run_on_the_event_loop(method: str, path: str, body: Any, inline: bool) -> None:
-    import json
-
-    from mindcore.server.app import _quick
-    from mindcore.server.http import Request
-
-    raw = b"" if body is None else json.dumps(body).encode()
-    assert _quick(Request(method, path.split("/")[1:], {}, {}, raw)) is inline
 
 
 def test_responses_are_the_same_json_with_or_without_orjson(monkeypatch: pytest.MonkeyPatch) -> None:

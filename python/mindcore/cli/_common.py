@@ -57,6 +57,14 @@ def non_negative_float(text: str) -> float:
     return value
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse ``type``: a finite number of seconds above 0 (a timeout)."""
+    value = non_negative_float(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("expected a number of seconds above 0, got 0")
+    return value
+
+
 def add_embedder_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder", choices=EMBEDDER_CHOICES, default="recorded",

@@ -6,26 +6,30 @@ method  path                               answer
 ======  =================================  ========================================================
 GET     /health                            ``{"status": "ok"}``
 POST    /api/v1/datasets/{id}/tools        201 ``{"registered": n}``
-GET     /api/v1/datasets/{id}/tools        ``{"tools": [...]}``
+GET     /api/v1/datasets/{id}/tools        ``{"tools": [...], "has_more"}`` in registration order
+                                           (``limit``, at most 1,000; ``offset``)
 POST    /api/v1/datasets/{id}/discover     ``{"tools": [ranked tool, ...]}``
 POST    /api/v1/turns                      201 ``{"turn_id": "..."}``
 POST    /api/v1/messages                   ``{"appended", "first_seq", "last_seq"}``
-GET     /api/v1/messages                   ``{"messages", "has_more", "max_seq"}``
+GET     /api/v1/messages                   ``{"messages", "has_more", "max_seq"}`` (``limit``:
+                                           default 50, at most 1,000)
 POST    /api/v1/context                    the assembled context (``summary`` and ``summary_range``
                                            when a ``compacted`` summary was written)
 ======  =================================  ========================================================
 
 Errors are ``{"error": "..."}``: 400 for a bad request (malformed JSON included), 401 without the
 bearer token when one is configured, 404 for an unknown turn or route, 413 for a body over the
-size limit, 422 for ``compacted`` without an LLM, 502 when the embedding model fails. Everything
-is kept in the store: a restarted server has every tool, turn and session.
+size limit, 422 for ``compacted`` without an LLM, 502 when the embedding model fails. A page
+asked for larger than :data:`MAX_PAGE` (messages, tools, a discovery's ``limit``) is cut to it, and
+``has_more`` says what is left. Every request but ``/health`` runs in a worker thread, so a heavy
+one never holds up the others. Everything is kept in the store: a restarted server has every tool,
+turn and session.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hmac
-import json
 import logging
 import threading
 import time
@@ -40,7 +44,7 @@ from mindcore.errors import (
     NotFoundError,
     UnsupportedStrategyError,
 )
-from mindcore.server.http import HttpError, Receive, Request, Scope, Send, read_request, send_json
+from mindcore.server.http import ClientGone, HttpError, Receive, Request, Scope, Send, read_request, send_json
 from mindcore.store import StoreLike, resolve_store
 from mindcore.validation import check_int, describe
 
@@ -48,13 +52,15 @@ if TYPE_CHECKING:
     from mindcore.embed import Embedder
     from mindcore.llm import LLM
 
-__all__ = ["DEFAULT_MAX_BODY", "ContextServer", "create_app"]
+__all__ = ["DEFAULT_MAX_BODY", "MAX_PAGE", "ContextServer", "create_app"]
 
 log = logging.getLogger("mindcore.server")
 
 #: Largest request body accepted (bytes); larger ones get 413.
 DEFAULT_MAX_BODY = 16 * 1024 * 1024
 COMPACTED_NEEDS_LLM = "Compacted strategy requires LLM configuration"
+#: The most messages, tools or discovered tools one answer holds; a larger ``limit`` is cut to it.
+MAX_PAGE = 1_000
 
 
 def create_app(
@@ -129,10 +135,12 @@ class ContextServer:
         try:
             request = await read_request(scope, receive, self.max_body)
             self._authorize(request)
-            if _quick(request):
+            if request.segments == ["health"]:  # answered on the event loop, whatever else is running
                 status, payload = self.handle(request)
             else:
                 status, payload = await asyncio.to_thread(self.handle, request)
+        except ClientGone:
+            return
         except HttpError as exc:
             status, payload = exc.status, {"error": exc.message}
         await send_json(send, status, payload)
@@ -188,7 +196,7 @@ class ContextServer:
             rest = seg[2:]
             if len(rest) == 3 and rest[0] == "datasets" and rest[2] == "tools":
                 if method == "GET":
-                    return 200, {"tools": [t.to_wire() for t in self.context(rest[1]).tools()]}
+                    return self._list_tools(rest[1], request.query)
                 return _only(method, "POST", lambda: self._register(rest[1], request.json()))
             if len(rest) == 3 and rest[0] == "datasets" and rest[2] == "discover":
                 return _only(method, "POST", lambda: self._discover(rest[1], request.json()))
@@ -209,11 +217,21 @@ class ContextServer:
         ctx = self.context(dataset)
         return 201, {"registered": ctx.register([Tool.from_wire(t) for t in tools])}
 
+    def _list_tools(self, dataset: str, query: dict[str, str]) -> tuple[int, Any]:
+        limit = _page(_query_int(query, "limit"), MAX_PAGE)
+        offset = _query_int(query, "offset") or 0
+        if offset < 0:
+            raise HttpError(400, f"offset: expected 0 or more, got {offset}")
+        tools = self.context(dataset).tools()
+        page = tools[offset:offset + limit]
+        return 200, {"tools": [t.to_wire() for t in page], "has_more": offset + limit < len(tools)}
+
     def _discover(self, dataset: str, body: dict[str, Any]) -> tuple[int, Any]:
         namespace, session = _opt_str(body, "namespace"), _opt_str(body, "session")
+        limit = 5 if body.get("limit") is None else body["limit"]  # Context.discover checks its type
         found = self.context(dataset).discover(
             _str(body, "query"),
-            5 if body.get("limit") is None else body["limit"],
+            min(limit, MAX_PAGE) if type(limit) is int else limit,
             strategy=body.get("strategy"),
             exclude=body.get("exclude"),
             turn_id=_opt_str(body, "turn_id"),
@@ -242,7 +260,7 @@ class ContextServer:
 
     def _get_messages(self, query: dict[str, str]) -> tuple[int, Any]:
         page = self._session(query).get_messages(
-            limit=50 if query.get("limit") is None else _query_int(query, "limit"),
+            limit=_page(_query_int(query, "limit"), 50),
             after_seq=_query_int(query, "after_seq"),
             around_seq=_query_int(query, "around_seq"),
         )
@@ -267,28 +285,13 @@ class ContextServer:
         return 200, builder.assemble().to_wire()
 
 
-def _quick(request: Request) -> bool:
-    """Whether a request only reads memory (a millisecond or less): it then runs on the event loop
-    instead of hopping to a worker thread, which costs more than the work. Writes, embedding and
-    LLM calls always go to a thread, so they never hold up other requests."""
-    seg = request.segments
-    if request.method == "GET":
-        return seg[:2] != ["api", "v1"] or seg[2:] != ["datasets", *seg[3:4], "tools"]
-    if request.method != "POST" or len(request.body) > 65_536:
-        return False
-    try:
-        body = json.loads(request.body)
-    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError):
-        return True  # answered with a 400 at once
-    if not isinstance(body, dict):
-        return True
-    if len(seg) == 5 and seg[4] == "discover":  # a session's discovery stores what it found
-        return body.get("strategy") in (None, "bm25") and (body.get("session") is None or body.get("namespace") is None)
-    if seg == ["api", "v1", "context"]:  # recall stores what it found; compacted calls the LLM
-        options = body.get("messages")
-        compacted = isinstance(options, dict) and options.get("strategy") == "compacted"
-        return not compacted and not (isinstance(body.get("recall"), dict) and body["recall"].get("tools"))
-    return False
+def _page(limit: int | None, default: int) -> int:
+    """A page size as asked (``default`` when not), cut to :data:`MAX_PAGE`; 400 below 0."""
+    if limit is None:
+        return default
+    if limit < 0:
+        raise HttpError(400, f"limit: expected 0 or more, got {limit}")
+    return min(limit, MAX_PAGE)
 
 
 def _only(method: str, allowed: str, answer: Any) -> tuple[int, Any]:

@@ -14,12 +14,17 @@ try:  # part of `mindcore[server]`; the standard library writes the same JSON, m
 except ImportError:  # pragma: no cover - exercised by a test that hides it
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["HttpError", "Request", "read_request", "send_json"]
+__all__ = ["ClientGone", "HttpError", "Request", "read_request", "send_json"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+
+class ClientGone(Exception):
+    """The client closed the connection (or was cut off) before its request was read whole: there
+    is nothing to answer."""
 
 
 class HttpError(Exception):
@@ -64,7 +69,7 @@ async def read_request(scope: Scope, receive: Receive, max_body: int) -> Request
     while True:
         message = await receive()
         if message["type"] == "http.disconnect":
-            break
+            raise ClientGone  # a cut body is never handled as if it were the whole
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > max_body:

@@ -6,6 +6,12 @@ Options (each also read from the environment): ``--host`` (127.0.0.1), ``--port`
 ``--llm-model`` / ``--llm-base-url`` (``MINDCORE_LLM_MODEL`` / ``MINDCORE_LLM_BASE_URL``: an
 OpenAI-compatible endpoint for ``compacted`` summaries; without one ``compacted`` answers 422),
 ``--max-body`` (bytes; larger bodies get 413). One log line per request.
+
+Slow and idle clients are cut off (see :mod:`mindcore.server.guard`): ``--header-timeout``
+(seconds to send a request's headers, default 10), ``--body-timeout`` (seconds for its body, 30),
+``--keep-alive`` (seconds an idle connection stays open, 5), each answered 408 and closed, and
+``--max-connections`` (default: the file limit less 128, after raising the soft limit to the hard
+one), past which a new connection gets 503.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from mindcore.cli._common import positive_int, positive_seconds
     from mindcore.server.app import DEFAULT_MAX_BODY
 
     env = os.environ.get
@@ -69,6 +76,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm-base-url", default=env("MINDCORE_LLM_BASE_URL"),
                         help="OpenAI-compatible endpoint for compacted summaries")
     parser.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, help="largest request body in bytes")
+    parser.add_argument("--header-timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
+                        help="time a client has to send a request's headers (default 10; then 408)")
+    parser.add_argument("--body-timeout", type=positive_seconds, default=30.0, metavar="SECONDS",
+                        help="time a client has to send a request's body (default 30; then 408)")
+    parser.add_argument("--keep-alive", type=positive_seconds, default=5.0, metavar="SECONDS",
+                        help="time an idle connection stays open (default 5)")
+    parser.add_argument("--max-connections", type=positive_int, default=None, metavar="N",
+                        help="open connections allowed, past which a new one gets 503 (default: the file limit less 128)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
 
 
@@ -82,10 +97,12 @@ def _llm(model: str | None, base_url: str | None) -> LLM | None:
 
 def serve(args: argparse.Namespace) -> None:
     try:
+        import httptools  # noqa: F401  (the guarded protocol is uvicorn's httptools one)
         import uvicorn
     except ImportError:
-        raise SystemExit("mindcore serve needs uvicorn: pip install 'mindcore[server]'") from None
+        raise SystemExit("mindcore serve needs uvicorn and httptools: pip install 'mindcore[server]'") from None
     from mindcore.server.app import create_app
+    from mindcore.server.guard import Limits, default_max_connections, guarded_protocol, raise_file_limit
 
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                         stream=sys.stderr)
@@ -95,8 +112,11 @@ def serve(args: argparse.Namespace) -> None:
     sock = listen(args.host, args.port)
     port = sock.getsockname()[1]
     logging.getLogger("mindcore.server").info("serving store %s on http://%s:%d", app.store.uri, args.host, port)
+    raise_file_limit()
+    limits = Limits(header_timeout=args.header_timeout, body_timeout=args.body_timeout,
+                    max_connections=args.max_connections or default_max_connections())
     config = uvicorn.Config(app, host=args.host, port=port, log_level=args.log_level, access_log=False,
-                            lifespan="on")
+                            lifespan="on", http=guarded_protocol(limits), timeout_keep_alive=args.keep_alive)
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -1,0 +1,135 @@
+"""Connection limits for ``mindcore serve``: what a slow or abusive client may hold.
+
+uvicorn closes an idle keep-alive connection (``timeout_keep_alive``) and answers 503 past
+``limit_concurrency`` once a request's headers are in, but a client that never finishes its headers
+or trickles its body keeps a connection, and a file descriptor, forever. :class:`Limits` and the
+protocol :func:`guarded_protocol` builds on uvicorn's httptools one add:
+
+- a deadline for a request's headers (from the connection, then from each request's first byte;
+  a keep-alive connection with no request is closed by uvicorn's ``timeout_keep_alive``),
+  answered with 408 and a close;
+- a deadline for its body, from the end of the headers to the last byte, answered the same way;
+- a cap on open connections below the process's file limit: a connection past it gets 503 and is
+  closed at once, so ``/health`` and the clients already connected keep working.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["Limits", "default_max_connections", "guarded_protocol", "raise_file_limit"]
+
+#: File descriptors kept free of client connections: the store's files, logs, the listening socket.
+RESERVED_FILES = 128
+
+
+def raise_file_limit() -> int:
+    """Raise this process's soft limit on open files to its hard limit (at most 65,536), as servers
+    do at start; the soft limit in force after."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = 65_536 if hard == resource.RLIM_INFINITY else min(hard, 65_536)
+    if soft != resource.RLIM_INFINITY and soft < wanted:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+            soft = wanted
+        except (ValueError, OSError):  # not allowed here: keep the limit there is
+            pass
+    return 65_536 if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def default_max_connections() -> int:
+    """Open client connections allowed: the soft file limit less :data:`RESERVED_FILES`."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    soft = 65_536 if soft == resource.RLIM_INFINITY else int(soft)
+    return max(16, soft - RESERVED_FILES)
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one client connection may take (seconds, or a count)."""
+
+    #: From the connection (or the previous response) to the end of the request's headers.
+    header_timeout: float = 10.0
+    #: From the end of the headers to the last byte of the body.
+    body_timeout: float = 30.0
+    #: Open connections; past it a new one gets 503 and is closed.
+    max_connections: int = 1_024
+
+    def __post_init__(self) -> None:
+        for name in ("header_timeout", "body_timeout"):
+            value = getattr(self, name)
+            if not isinstance(value, int | float) or isinstance(value, bool) or not value > 0:
+                raise ValueError(f"{name}: expected a number of seconds above 0, got {value!r}")
+        if not isinstance(self.max_connections, int) or self.max_connections < 1:
+            raise ValueError(f"max_connections: expected a count of at least 1, got {self.max_connections!r}")
+
+
+def _plain_response(status: bytes, text: bytes) -> bytes:
+    return (b"HTTP/1.1 " + status + b"\r\ncontent-type: application/json\r\nconnection: close\r\n"
+            b"content-length: " + str(len(text)).encode() + b"\r\n\r\n" + text)
+
+
+TIMEOUT_408 = _plain_response(b"408 Request Timeout", b'{"error":"the request was not received in time"}')
+FULL_503 = _plain_response(b"503 Service Unavailable", b'{"error":"too many open connections; retry later"}')
+
+
+def guarded_protocol(limits: Limits) -> type[Any]:
+    """uvicorn's httptools protocol with ``limits`` applied (pass it as ``uvicorn.Config(http=...)``)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    class GuardedHttpToolsProtocol(HttpToolsProtocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if len(self.connections) > limits.max_connections:
+                self._refuse(FULL_503)
+                return
+            self._arm(limits.header_timeout)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            super().connection_lost(exc)
+
+        def on_message_begin(self) -> None:  # a request's first byte (idle keep-alive: uvicorn's timer)
+            super().on_message_begin()
+            self._arm(limits.header_timeout)
+
+        def on_headers_complete(self) -> None:
+            self._arm(limits.body_timeout)
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            self._disarm()
+            super().on_message_complete()
+
+        def _arm(self, seconds: float) -> None:
+            self._disarm()
+            self._deadline = self.loop.call_later(seconds, self._expired)
+
+        def _disarm(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _expired(self) -> None:
+            self._deadline = None
+            if self.transport.is_closing():
+                return
+            if self.cycle is not None and not self.cycle.response_complete:
+                self.cycle.disconnected = True  # the app reading the body sees the client gone
+                self.cycle.message_event.set()
+                if self.cycle.response_started:  # the app has begun answering: only close
+                    self.transport.close()
+                    return
+            self._refuse(TIMEOUT_408)
+
+        def _refuse(self, response: bytes) -> None:
+            self._disarm()
+            self.transport.write(response)
+            self.transport.close()
+
+    return GuardedHttpToolsProtocol
