@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from _openai_server import FakeOpenAI
 
@@ -35,9 +36,25 @@ def pairs() -> list[LabelledPair]:
     return load_pairs(PAIRS_FILE)
 
 
+class PairVectors:
+    """The bundled model's vectors for every text of the set, computed in one batch: each write
+    embeds the same vector it would compute itself (a text outside the set goes to the model)."""
+
+    def __init__(self, model: Any, texts: list[str]) -> None:
+        self.model, self.dim, self.model_id = model, model.dim, model.model_id
+        unique = list(dict.fromkeys(texts))
+        self._vectors = dict(zip(unique, model.embed(unique), strict=True))
+
+    def embed(self, texts: list[str]) -> Any:
+        missing = [t for t in texts if t not in self._vectors]
+        if missing:
+            self._vectors.update(zip(missing, self.model.embed(missing), strict=True))
+        return np.stack([self._vectors[t] for t in texts])
+
+
 @pytest.fixture(scope="module")
-def embedder(minilm: Any) -> Any:
-    return minilm
+def embedder(minilm: Any, pairs: list[LabelledPair]) -> Any:
+    return PairVectors(minilm, [t for p in pairs for t in (p.old, p.new)])
 
 
 def label_oracle(pairs: list[LabelledPair]) -> Callable[[str], str]:

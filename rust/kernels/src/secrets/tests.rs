@@ -1,5 +1,3 @@
-use std::time::Instant;
-
 use super::*;
 
 fn ids(s: &Scanner, text: &str) -> Vec<String> {
@@ -280,13 +278,14 @@ fn large_text_scans_rules_in_parallel_with_the_same_result() {
     assert_eq!(found, expected);
 }
 
-/// Inputs built to make a backtracking engine (or a quadratic iterator) blow up. The bound is
-/// generous; the point is that none of them is quadratic (1 MiB squared would take minutes).
+/// Inputs built to make a backtracking engine (or a quadratic iterator) blow up: each scans and
+/// redacts, and nothing the scanner finds is left in the redacted text. Their time against size
+/// (linear) is measured in benches/bench_secrets_adversarial.py.
 #[test]
-fn adversarial_inputs_scan_in_linear_time() {
+fn adversarial_inputs_scan_and_redact() {
     let s = Scanner::builtin();
-    let mib = 1 << 20;
-    let fill = |unit: &str| unit.repeat(mib / unit.len());
+    let size = 64 << 10;
+    let fill = |unit: &str| unit.repeat(size / unit.len());
     let inputs = [
         fill("a"),
         fill("sk-"),
@@ -314,12 +313,8 @@ fn adversarial_inputs_scan_in_linear_time() {
         fill("xY9"),
     ];
     for text in &inputs {
-        let t0 = Instant::now();
-        let _ = s.scan(text, Offsets::Chars);
-        let _ = s.redact(text, "#");
-        let dt = t0.elapsed().as_secs_f64();
-        // Debug builds are ~20x slower than release; still far from quadratic.
-        let bound = if cfg!(debug_assertions) { 60.0 } else { 2.0 };
-        assert!(dt < bound, "{:?}… took {dt:.2}s", &text[..20]);
+        let redacted = s.redact(text, "#");
+        let start: String = text.chars().take(20).collect();
+        assert!(s.scan(&redacted, Offsets::Chars).is_empty(), "{start:?}… redacted still holds a finding");
     }
 }
