@@ -210,6 +210,7 @@ class Store:
             storage_options=dict(storage_options),
         )
         self._tables: dict[str, Table] = {}
+        self._claimed: set[str] = set()  # tables whose embedding model this handle recorded or checked
         self._locks: dict[str, Lock] = {}
         self._lock = threading.RLock()
         self._embedder: EmbedderLike | None = None
@@ -454,6 +455,12 @@ class Store:
                 except EmbedderMismatchError:
                     t = None  # retired (still held by whoever opened it with the old model): start afresh
                     del self._tables[name]
+            if (t is not None and info is not None and t._bound == (info.model_id, info.dim)
+                    and (not explicit or name in self._claimed) and not missing_fields(t._schema, wanted)):
+                # Checked against the store's records when first bound to this model, and a
+                # re-embedding since would have retired the handle above: nothing to read again.
+                t._bind(emb, info.model_id, info.dim)  # type: ignore[arg-type]
+                return t
             lance = t._tbl if t is not None else self._try_open(name)
             bind = False
             if lance is not None and info is not None:
@@ -477,6 +484,7 @@ class Store:
             if bind and emb is not None and info is not None:
                 if explicit:
                     self._claim("table-embedding", name, info, f"table {name!r}")
+                    self._claimed.add(name)
                 t._bind(emb, info.model_id, info.dim)
         return t
 
