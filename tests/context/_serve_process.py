@@ -17,7 +17,7 @@ import httpx
 import mindcore
 
 PACKAGE_ROOT = Path(mindcore.__file__).resolve().parents[1]
-_LISTENING = re.compile(r"serving store \S+ on (http://\S+)")
+_LISTENING = re.compile(r"serving store \S+ on (http://[^\s\"]+)")
 
 
 class ServeProcess:
@@ -37,6 +37,15 @@ class ServeProcess:
             [sys.executable, "-m", "mindcore", "serve", "--port", "0", "--store", str(self.store), *self.args],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         threading.Thread(target=self._read, daemon=True).start()
+        try:
+            self._wait_ready()
+        except BaseException:
+            self.__exit__(None, None, None)  # never leave a server behind
+            raise
+        return self
+
+    def _wait_ready(self) -> None:
+        assert self._proc is not None
         deadline = time.monotonic() + 300  # a generous bound: the loop ends as soon as it answers
         while True:
             if self._proc.poll() is not None:
@@ -45,7 +54,7 @@ class ServeProcess:
             if self._ready.is_set():
                 try:
                     if httpx.get(f"{self.url}/health", timeout=5).status_code == 200:
-                        return self
+                        return
                 except httpx.TransportError:
                     pass
             assert time.monotonic() < deadline, "mindcore serve did not start:\n" + "\n".join(self.lines)

@@ -5,6 +5,8 @@
 method  path                               answer
 ======  =================================  ========================================================
 GET     /health                            ``{"status": "ok"}``
+GET     /metrics                           counters and latency histograms in Prometheus' text format
+                                           (:mod:`mindcore.server.metrics`)
 POST    /api/v1/datasets/{id}/tools        201 ``{"registered": n}``
 GET     /api/v1/datasets/{id}/tools        ``{"tools": [...], "has_more"}`` in registration order
                                            (``limit``, at most 1,000; ``offset``)
@@ -17,8 +19,11 @@ POST    /api/v1/context                    the assembled context (``summary`` an
                                            when a ``compacted`` summary was written)
 ======  =================================  ========================================================
 
+Every answer carries an ``x-request-id`` header: the request's own when it sent a usable one (1 to
+128 of ``A-Z a-z 0-9 . _ : -``), else a new one; the request's log line names it.
+
 Errors are ``{"error": "..."}``: 400 for a bad request (malformed JSON included), 401 without the
-bearer token when one is configured, 404 for an unknown turn or route, 413 for a body over the
+bearer token when one is configured (on ``/api`` and ``/metrics``), 404 for an unknown turn or route, 413 for a body over the
 size limit, 422 for ``compacted`` without an LLM, 502 when the embedding model fails. A page
 asked for larger than :data:`MAX_PAGE` (messages, tools, a discovery's ``limit``) is cut to it, and
 ``has_more`` says what is left. Every request but ``/health`` runs in a worker thread, so a heavy
@@ -31,8 +36,10 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
+import re
 import threading
 import time
+import uuid
 from typing import TYPE_CHECKING, Any
 
 from mindcore.context import Context, Tool
@@ -44,7 +51,18 @@ from mindcore.errors import (
     NotFoundError,
     UnsupportedStrategyError,
 )
-from mindcore.server.http import ClientGone, HttpError, Receive, Request, Scope, Send, read_request, send_json
+from mindcore.server.http import (
+    ClientGone,
+    HttpError,
+    Receive,
+    Request,
+    Scope,
+    Send,
+    read_request,
+    send_bytes,
+    send_json,
+)
+from mindcore.server.metrics import Metrics, route_of
 from mindcore.store import StoreLike, resolve_store
 from mindcore.validation import check_int, describe
 
@@ -61,6 +79,8 @@ DEFAULT_MAX_BODY = 16 * 1024 * 1024
 COMPACTED_NEEDS_LLM = "Compacted strategy requires LLM configuration"
 #: The most messages, tools or discovered tools one answer holds; a larger ``limit`` is cut to it.
 MAX_PAGE = 1_000
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
+_PROMETHEUS = b"text/plain; version=0.0.4; charset=utf-8"
 
 
 def create_app(
@@ -106,6 +126,8 @@ class ContextServer:
         self._owns_store = self.store is not store
         self._contexts: dict[str, Context] = {}
         self._lock = threading.Lock()
+        #: What ``/metrics`` shows; ``mindcore serve`` hands ``metrics.connections`` to its connection guard.
+        self.metrics = Metrics(commits=lambda: self.store.commits)
 
     def context(self, dataset: str) -> Context:
         got = self._contexts.get(dataset)
@@ -132,21 +154,39 @@ class ContextServer:
         if scope["type"] != "http":
             return
         started = time.perf_counter()
+        given = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
+        request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        route = route_of(scope["path"].split("/")[1:])
+        body: bytes | None = None
         try:
             request = await read_request(scope, receive, self.max_body)
             self._authorize(request)
             if request.segments == ["health"]:  # answered on the event loop, whatever else is running
                 status, payload = self.handle(request)
+            elif request.segments == ["metrics"] and request.method == "GET":
+                status, body = 200, self.metrics.render().encode()
             else:
-                status, payload = await asyncio.to_thread(self.handle, request)
+                self.metrics.worker(1)
+                try:
+                    status, payload = await asyncio.to_thread(self.handle, request)
+                finally:
+                    self.metrics.worker(-1)
         except ClientGone:
             return
         except HttpError as exc:
             status, payload = exc.status, {"error": exc.message}
-        await send_json(send, status, payload)
-        client = scope.get("client") or ("-", 0)
-        log.info('%s "%s %s" %d %.1fms', client[0], scope["method"], scope["path"], status,
-                 (time.perf_counter() - started) * 1000)
+        headers = [(b"x-request-id", request_id.encode())]
+        if body is not None:
+            await send_bytes(send, status, body, _PROMETHEUS, headers)
+        else:
+            await send_json(send, status, payload, headers)
+        elapsed = time.perf_counter() - started
+        self.metrics.observe(route, scope["method"], status, elapsed)
+        client = (scope.get("client") or ("-", 0))[0]
+        log.info('%s "%s %s" %d %.1fms %s', client, scope["method"], scope["path"], status, elapsed * 1000,
+                 request_id, extra={"http": {"request_id": request_id, "client": client, "method": scope["method"],
+                                             "path": scope["path"], "route": route, "status": status,
+                                             "ms": round(elapsed * 1000, 3)}})
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:
@@ -159,7 +199,7 @@ class ContextServer:
                 return
 
     def _authorize(self, request: Request) -> None:
-        if self._token is None or request.segments[:1] != ["api"]:
+        if self._token is None or request.segments[:1] not in (["api"], ["metrics"]):
             return
         given = request.headers.get("authorization", "")
         scheme, _, value = given.partition(" ")
@@ -192,6 +232,8 @@ class ContextServer:
         seg, method = request.segments, request.method
         if seg == ["health"]:
             return _only(method, "GET", lambda: (200, {"status": "ok"}))
+        if seg == ["metrics"]:  # GET is answered before it gets here
+            return _only(method, "GET", lambda: (200, {}))
         if seg[:2] == ["api", "v1"]:
             rest = seg[2:]
             if len(rest) == 3 and rest[0] == "datasets" and rest[2] == "tools":

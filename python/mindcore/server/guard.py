@@ -20,6 +20,8 @@ import resource
 from dataclasses import dataclass
 from typing import Any
 
+from mindcore.server.metrics import ConnectionStats
+
 __all__ = ["Limits", "default_max_connections", "guarded_protocol", "raise_file_limit"]
 
 #: File descriptors kept free of client connections: the store's files, logs, the listening socket.
@@ -76,22 +78,28 @@ TIMEOUT_408 = _plain_response(b"408 Request Timeout", b'{"error":"the request wa
 FULL_503 = _plain_response(b"503 Service Unavailable", b'{"error":"too many open connections; retry later"}')
 
 
-def guarded_protocol(limits: Limits) -> type[Any]:
-    """uvicorn's httptools protocol with ``limits`` applied (pass it as ``uvicorn.Config(http=...)``)."""
+def guarded_protocol(limits: Limits, stats: ConnectionStats | None = None) -> type[Any]:
+    """uvicorn's httptools protocol with ``limits`` applied (pass it as ``uvicorn.Config(http=...)``);
+    ``stats`` counts open, refused and timed-out connections (``/metrics`` shows them)."""
     from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+    counts = stats if stats is not None else ConnectionStats()
 
     class GuardedHttpToolsProtocol(HttpToolsProtocol):
         _deadline: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
+            counts.add("open")
             if len(self.connections) > limits.max_connections:
+                counts.add("refused")
                 self._refuse(FULL_503)
                 return
             self._arm(limits.header_timeout)
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._disarm()
+            counts.add("open", -1)
             super().connection_lost(exc)
 
         def on_message_begin(self) -> None:  # a request's first byte (idle keep-alive: uvicorn's timer)
@@ -125,6 +133,7 @@ def guarded_protocol(limits: Limits) -> type[Any]:
                 if self.cycle.response_started:  # the app has begun answering: only close
                     self.transport.close()
                     return
+            counts.add("timed_out")
             self._refuse(TIMEOUT_408)
 
         def _refuse(self, response: bytes) -> None:

@@ -14,7 +14,7 @@ try:  # part of `mindcore[server]`; the standard library writes the same JSON, m
 except ImportError:  # pragma: no cover - exercised by a test that hides it
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["ClientGone", "HttpError", "Request", "read_request", "send_json"]
+__all__ = ["ClientGone", "HttpError", "Request", "read_request", "send_bytes", "send_json"]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -98,11 +98,15 @@ def encode(payload: Any) -> bytes:
         return json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-async def send_json(send: Send, status: int, payload: Any) -> None:
-    body = encode(payload)
+async def send_json(send: Send, status: int, payload: Any, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    await send_bytes(send, status, encode(payload), b"application/json", headers)
+
+
+async def send_bytes(send: Send, status: int, body: bytes, content_type: bytes,
+                     headers: list[tuple[bytes, bytes]] | None = None) -> None:
     await send({
         "type": "http.response.start",
         "status": status,
-        "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        "headers": [(b"content-type", content_type), (b"content-length", str(len(body)).encode()), *(headers or [])],
     })
     await send({"type": "http.response.body", "body": body})

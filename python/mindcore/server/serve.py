@@ -5,7 +5,9 @@ Options (each also read from the environment): ``--host`` (127.0.0.1), ``--port`
 (``MINDCORE_TOKEN``: required as ``Authorization: Bearer ...`` on ``/api`` requests),
 ``--llm-model`` / ``--llm-base-url`` (``MINDCORE_LLM_MODEL`` / ``MINDCORE_LLM_BASE_URL``: an
 OpenAI-compatible endpoint for ``compacted`` summaries; without one ``compacted`` answers 422),
-``--max-body`` (bytes; larger bodies get 413). One log line per request.
+``--max-body`` (bytes; larger bodies get 413). One log line per request, with its request id
+(``--log-format json``: one JSON object per line, see :mod:`mindcore.server.logs`); counters and
+latency histograms at ``GET /metrics`` (see :mod:`mindcore.server.metrics`).
 
 Slow and idle clients are cut off (see :mod:`mindcore.server.guard`): ``--header-timeout``
 (seconds to send a request's headers, default 10), ``--body-timeout`` (seconds for its body, 30),
@@ -20,7 +22,6 @@ import argparse
 import logging
 import os
 import socket
-import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -85,6 +86,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-connections", type=positive_int, default=None, metavar="N",
                         help="open connections allowed, past which a new one gets 503 (default: the file limit less 128)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    parser.add_argument("--log-format", default="text", choices=["text", "json"],
+                        help="log lines as text (default) or one JSON object each, with the request id")
 
 
 def _llm(model: str | None, base_url: str | None) -> LLM | None:
@@ -103,9 +106,9 @@ def serve(args: argparse.Namespace) -> None:
         raise SystemExit("mindcore serve needs uvicorn and httptools: pip install 'mindcore[server]'") from None
     from mindcore.server.app import create_app
     from mindcore.server.guard import Limits, default_max_connections, guarded_protocol, raise_file_limit
+    from mindcore.server.logs import configure as configure_logs
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    configure_logs(args.log_level, args.log_format)
     app = create_app(args.store, llm=_llm(args.llm_model, args.llm_base_url), token=args.token or None,
                      max_body=args.max_body)
     # Bound here, not by uvicorn, so the address logged is the one listened on (port 0 included).
@@ -116,7 +119,8 @@ def serve(args: argparse.Namespace) -> None:
     limits = Limits(header_timeout=args.header_timeout, body_timeout=args.body_timeout,
                     max_connections=args.max_connections or default_max_connections())
     config = uvicorn.Config(app, host=args.host, port=port, log_level=args.log_level, access_log=False,
-                            lifespan="on", http=guarded_protocol(limits), timeout_keep_alive=args.keep_alive)
+                            lifespan="on", http=guarded_protocol(limits, app.metrics.connections),
+                            timeout_keep_alive=args.keep_alive, log_config=None)
     uvicorn.Server(config).run(sockets=[sock])
 
 

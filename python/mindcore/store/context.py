@@ -8,6 +8,7 @@ stores).
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -17,7 +18,23 @@ from mindcore.store.config import StoreConfig
 from mindcore.store.errors import StoreNotWritableError
 from mindcore.store.locks import Lock
 
-__all__ = ["StoreHandle", "TableContext"]
+__all__ = ["CommitCounter", "StoreHandle", "TableContext"]
+
+
+class CommitCounter:
+    """How many commits the tables of one store handle have made (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._n = 0
+        self._lock = threading.Lock()
+
+    def add(self) -> None:
+        with self._lock:
+            self._n += 1
+
+    @property
+    def value(self) -> int:
+        return self._n
 
 
 class StoreHandle(Protocol):
@@ -61,6 +78,8 @@ class TableContext:
     read_only: bool = False
     #: Object storage: the credentials and endpoint the store was opened with.
     storage_options: Mapping[str, str] = field(default_factory=dict)
+    #: Counts every commit of the store's tables.
+    commits: CommitCounter = field(default_factory=CommitCounter)
 
     def refuse_writes(self, what: str) -> None:
         """Raise ``StoreNotWritableError`` (saying it could not ``what``) on a read-only store."""

@@ -591,6 +591,19 @@ class Store:
         """The embedding model recorded for table ``name``, if one was."""
         return self._recorded("table-embedding", name)
 
+    @property
+    def commits(self) -> int:
+        """Commits made through this handle since it was opened: every write of its tables that
+        landed (writes that shared one group commit count once) and every maintenance commit.
+
+        >>> import mindcore
+        >>> store = mindcore.open("memory://")
+        >>> _ = store.table("notes", {"text": pa.string()}).upsert("a", [{"id": "1", "text": "x"}])
+        >>> store.commits
+        1
+        """
+        return self._context.commits.value
+
     def stats(self) -> StoreStats:
         """What the store holds: every table's :class:`~mindcore.store.TableStats` (internal
         tables excluded), the recorded embedding model and the folder's size. Reads only, so it

@@ -759,6 +759,7 @@ class TableWrites:
             self._ctx.cache.put(self.name, namespace, entry)
 
     def _after_commit(self, old: int, new: int, touched: set[str] | None) -> None:
+        self._ctx.commits.add()
         self._versions.committed(new)
         self._ctx.cache.committed(self.name, touched, old, new)
         with self._state_lock:

@@ -1,0 +1,43 @@
+"""Log lines of ``mindcore serve``: text for people (the default) or one JSON object per line for
+log collectors (``--log-format json``).
+
+A JSON line holds ``ts`` (ISO 8601, UTC), ``level``, ``logger`` and ``message``, plus, on a
+request's line, ``request_id``, ``client``, ``method``, ``path``, ``route``, ``status`` and ``ms``;
+an error's traceback goes in ``exc``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from datetime import UTC, datetime
+
+__all__ = ["JsonFormatter", "configure"]
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per record."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        line = {
+            "ts": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        http = getattr(record, "http", None)
+        if isinstance(http, dict):
+            line.update(http)
+        if record.exc_info:
+            line["exc"] = self.formatException(record.exc_info)
+        return json.dumps(line, ensure_ascii=False, default=str)
+
+
+def configure(level: str, form: str) -> None:
+    """Send the process's logs to stderr at ``level``, as ``text`` or ``json`` lines."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if form == "json" else logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
