@@ -17,7 +17,7 @@ from mindcore.kernels import SecretScanner, simd_path
 
 UNITS = [
     "a", "sk-", "=", "aB3+/x9Z", "-----BEGIN RSA PRIVATE KEY-----\n", "password=", "token: a", "eyJa.",
-    "postgres://u:p@", "https://a:", "xoxb-1", "Q~", "Authorization: Bearer ", "a=", "k ", "A\u200b", "ｇ",
+    "postgres://u:p@", "https://a:", "xoxb-1", "Q~", "Authorization: Bearer ", "a=", "k ", "A\u200b", "\uff47",
     "4111 ", "DE89 ", "my password is ", '<add key="password" value="', "STRIPE_KEY=", "xY9",
 ]
 GROUP = f"secrets: scan and redact {len(UNITS)} adversarial inputs"

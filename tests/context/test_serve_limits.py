@@ -25,8 +25,8 @@ pytest.importorskip("httptools")
 from _openai_server import FakeOpenAI, Fault
 from _serve_process import ServeProcess
 
+from mindcore._http_guard import Limits
 from mindcore.server.app import MAX_PAGE
-from mindcore.server.guard import Limits
 
 SESSION = {"dataset": "d", "namespace": "n", "session": "s"}
 
@@ -183,7 +183,7 @@ def test_a_request_stuck_in_a_worker_never_holds_up_health(tmp_path: Path) -> No
 
 
 def test_the_file_limit_is_raised_and_the_cap_stays_below_it() -> None:
-    code = ("import resource\nfrom mindcore.server.guard import raise_file_limit, default_max_connections\n"
+    code = ("import resource\nfrom mindcore._http_guard import raise_file_limit, default_max_connections\n"
             "soft = raise_file_limit()\nprint(soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0], "
             "default_max_connections())")
     soft, now, cap = map(int, subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

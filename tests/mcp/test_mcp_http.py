@@ -65,3 +65,28 @@ def test_streamable_http_lists_and_calls_tools(tmp_path: Path) -> None:
     assert f"closed store {store}" in err
     with mindcore.open(store) as reopened, pytest.raises(EmbedderMismatchError, match="MiniLM"):
         mindcore.Mind(reopened, agent="web", embedder=HashEmbedder())  # the store holds the bundled model's vectors
+
+
+def test_a_client_that_never_finishes_its_headers_is_cut_off(tmp_path: Path) -> None:
+    """The same connection guard as ``mindcore serve``: 408 and a close, and the server goes on."""
+    port = free_port()
+    options = ("--agent", "web", "--http", "--port", str(port), "--header-timeout", "1")
+    proc = subprocess.Popen(command(tmp_path / "store", *options), env=server_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(proc, port)
+        with socket.create_connection(("127.0.0.1", port), timeout=120) as sock:
+            sock.sendall(b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n")  # and nothing more
+            answer = b""
+            while chunk := sock.recv(4096):
+                answer += chunk
+        assert answer.startswith(b"HTTP/1.1 408 "), answer
+
+        async def still_serving() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                assert "mind_believe" in [t.name for t in (await client.list_tools()).tools]
+
+        asyncio.run(still_serving())
+    finally:
+        proc.terminate()
+        proc.communicate(timeout=60)

@@ -35,36 +35,6 @@ def add_store_argument(parser: argparse.ArgumentParser, *, help: str = "the stor
                         help=f"{help} (default: $MINDCORE_HOME, else ./.mindcore)")
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type``: an int of at least 1 (a count, a limit, a batch size)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a number of at least 1, got {value}")
-    return value
-
-
-def non_negative_float(text: str) -> float:
-    """An argparse ``type``: a finite number of at least 0 (a duration in seconds)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError(f"expected a finite number of at least 0, got {text}")
-    return value
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse ``type``: a finite number of seconds above 0 (a timeout)."""
-    value = non_negative_float(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("expected a number of seconds above 0, got 0")
-    return value
-
-
 def add_embedder_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--embedder", choices=EMBEDDER_CHOICES, default="recorded",

@@ -17,11 +17,11 @@ import argparse
 import warnings
 from datetime import timedelta
 
+from mindcore._argtypes import non_negative_float
 from mindcore.cli._common import (
     Progress,
     add_store_argument,
     human_bytes,
-    non_negative_float,
     open_store,
     stop_between_steps,
     table,

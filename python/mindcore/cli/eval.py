@@ -21,7 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mindcore.cli._common import Progress, positive_int, table
+from mindcore._argtypes import positive_int
+from mindcore.cli._common import Progress, table
 from mindcore.embed import Embedder
 from mindcore.errors import MindcoreError
 

@@ -27,13 +27,13 @@ from typing import Any
 
 import numpy as np
 
+from mindcore._argtypes import positive_int
 from mindcore.cli._common import (
     Progress,
     add_embedder_argument,
     add_store_argument,
     embedder_for,
     open_store,
-    positive_int,
     stop_between_steps,
 )
 from mindcore.cli._transfer import (

@@ -18,14 +18,8 @@ import argparse
 import json
 from typing import Any
 
-from mindcore.cli._common import (
-    add_embedder_argument,
-    add_store_argument,
-    embedder_for,
-    open_store,
-    positive_int,
-    table,
-)
+from mindcore._argtypes import positive_int
+from mindcore.cli._common import add_embedder_argument, add_store_argument, embedder_for, open_store, table
 from mindcore.errors import MindcoreError
 from mindcore.store import Store
 

@@ -17,14 +17,8 @@ from __future__ import annotations
 
 import argparse
 
-from mindcore.cli._common import (
-    Progress,
-    Stopped,
-    add_store_argument,
-    open_store,
-    positive_int,
-    stop_between_steps,
-)
+from mindcore._argtypes import positive_int
+from mindcore.cli._common import Progress, Stopped, add_store_argument, open_store, stop_between_steps
 from mindcore.embed import Embedder
 from mindcore.errors import MindcoreError
 

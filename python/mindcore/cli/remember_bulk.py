@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+from mindcore._argtypes import positive_int
 from mindcore.cli._common import (
     Progress,
     Stopped,
@@ -22,7 +23,6 @@ from mindcore.cli._common import (
     add_store_argument,
     embedder_for,
     open_store,
-    positive_int,
     stop_between_steps,
 )
 

@@ -49,6 +49,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp instead of stdio")
     parser.add_argument("--host", default=DEFAULT_HOST, help=f"address to bind with --http (default {DEFAULT_HOST})")
     parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port with --http (default {DEFAULT_PORT})")
+    from mindcore._http_guard import add_limit_arguments
+
+    add_limit_arguments(parser)  # with --http
     parser.add_argument("--embedder", default="default", choices=["default", "hash"],
                         help="'default': the bundled offline model; 'hash': the hashing embedder, no model "
                              "(for testing only: its recall is far weaker)")
@@ -97,7 +100,11 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(KeyboardInterrupt):
             if args.http:
                 log.info("serving store %s on http://%s:%d/mcp", service.store.uri, args.host, args.port)
-                serve_http(server, host=args.host, port=args.port, log_level=args.log_level)
+                from mindcore._http_guard import limits_from, raise_file_limit
+
+                raise_file_limit()
+                serve_http(server, host=args.host, port=args.port, log_level=args.log_level,
+                           limits=limits_from(args))
             else:
                 import anyio
 

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
     import mcp_types as types
     from mcp.server import Server, ServerRequestContext
 
+    from mindcore._http_guard import Limits
+
 __all__ = ["RESOURCE_NOT_FOUND", "create_server", "mcp_installed", "serve_http", "serve_stdio"]
 
 #: The JSON-RPC error code MCP gives a read of an unknown resource.
@@ -154,13 +156,23 @@ def _parse_error(exc: Exception) -> Any:
     return SessionMessage(types.JSONRPCError(jsonrpc="2.0", id=request_id, error=error))
 
 
-def serve_http(server: Server[Any], *, host: str, port: int, log_level: str = "warning") -> None:
+def serve_http(server: Server[Any], *, host: str, port: int, log_level: str = "warning",
+               limits: Limits | None = None) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (SIGINT or SIGTERM).
-    On a loopback ``host`` only requests naming a loopback host are accepted (DNS rebinding)."""
+    On a loopback ``host`` only requests naming a loopback host are accepted (DNS rebinding).
+    Slow and greedy clients are cut off as ``mindcore serve`` cuts them off (``limits``, default
+    :class:`~mindcore._http_guard.Limits` with the connection cap under the open-file limit, which
+    is raised to its hard limit first)."""
     try:
+        import httptools  # noqa: F401  (the guarded protocol is uvicorn's httptools one)
         import uvicorn
     except ImportError:
-        raise ImportError("mindcore mcp --http needs uvicorn: pip install 'mindcore[mcp]'") from None
+        raise ImportError("mindcore mcp --http needs uvicorn and httptools: pip install 'mindcore[mcp]'") from None
+    from mindcore._http_guard import Limits, default_max_connections, guarded_protocol, raise_file_limit
 
+    raise_file_limit()
+    if limits is None:
+        limits = Limits(max_connections=default_max_connections())
     app = server.streamable_http_app(host=host)
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="on")
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="on",
+                http=guarded_protocol(limits), timeout_keep_alive=5)

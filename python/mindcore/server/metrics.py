@@ -22,9 +22,10 @@ import bisect
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 
-__all__ = ["ConnectionStats", "Metrics", "route_of"]
+from mindcore._http_guard import ConnectionStats
+
+__all__ = ["Metrics", "route_of"]
 
 #: Upper bounds (seconds) of the latency histogram's buckets.
 LATENCY_BUCKETS: tuple[float, ...] = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0,
@@ -44,20 +45,6 @@ def route_of(segments: Sequence[str]) -> str:
     if len(segments) == 5 and segments[:3] == ["api", "v1", "datasets"] and segments[4] in ("tools", "discover"):
         return "/api/v1/datasets/{id}/" + segments[4]
     return "other"
-
-
-@dataclass
-class ConnectionStats:
-    """Counts the connection guard keeps (see :mod:`mindcore.server.guard`)."""
-
-    open: int = 0
-    refused: int = 0
-    timed_out: int = 0
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def add(self, name: str, n: int = 1) -> None:
-        with self._lock:
-            setattr(self, name, getattr(self, name) + n)
 
 
 class _Histogram:

@@ -9,7 +9,7 @@ OpenAI-compatible endpoint for ``compacted`` summaries; without one ``compacted`
 (``--log-format json``: one JSON object per line, see :mod:`mindcore.server.logs`); counters and
 latency histograms at ``GET /metrics`` (see :mod:`mindcore.server.metrics`).
 
-Slow and idle clients are cut off (see :mod:`mindcore.server.guard`): ``--header-timeout``
+Slow and idle clients are cut off (see :mod:`mindcore._http_guard`): ``--header-timeout``
 (seconds to send a request's headers, default 10), ``--body-timeout`` (seconds for its body, 30),
 ``--keep-alive`` (seconds an idle connection stays open, 5), each answered 408 and closed, and
 ``--max-connections`` (default: the file limit less 128, after raising the soft limit to the hard
@@ -34,17 +34,6 @@ DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9119
 
 
-def port_number(text: str) -> int:
-    """An argparse ``type``: a TCP port, 0 (any free port) to 65535."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a port number, got {text!r}") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"expected a port in 0..65535, got {value}")
-    return value
-
-
 def listen(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` (its real port read back when ``port`` is 0); a one-line
     error when the address cannot be bound (in use, not this machine's)."""
@@ -64,7 +53,8 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from mindcore.cli._common import positive_int, positive_seconds
+    from mindcore._argtypes import port_number, positive_seconds
+    from mindcore._http_guard import add_limit_arguments
     from mindcore.server.app import DEFAULT_MAX_BODY
 
     env = os.environ.get
@@ -77,14 +67,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--llm-base-url", default=env("MINDCORE_LLM_BASE_URL"),
                         help="OpenAI-compatible endpoint for compacted summaries")
     parser.add_argument("--max-body", type=int, default=DEFAULT_MAX_BODY, help="largest request body in bytes")
-    parser.add_argument("--header-timeout", type=positive_seconds, default=10.0, metavar="SECONDS",
-                        help="time a client has to send a request's headers (default 10; then 408)")
-    parser.add_argument("--body-timeout", type=positive_seconds, default=30.0, metavar="SECONDS",
-                        help="time a client has to send a request's body (default 30; then 408)")
+    add_limit_arguments(parser)
     parser.add_argument("--keep-alive", type=positive_seconds, default=5.0, metavar="SECONDS",
                         help="time an idle connection stays open (default 5)")
-    parser.add_argument("--max-connections", type=positive_int, default=None, metavar="N",
-                        help="open connections allowed, past which a new one gets 503 (default: the file limit less 128)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--log-format", default="text", choices=["text", "json"],
                         help="log lines as text (default) or one JSON object each, with the request id")
@@ -104,8 +89,8 @@ def serve(args: argparse.Namespace) -> None:
         import uvicorn
     except ImportError:
         raise SystemExit("mindcore serve needs uvicorn and httptools: pip install 'mindcore[server]'") from None
+    from mindcore._http_guard import guarded_protocol, limits_from, raise_file_limit
     from mindcore.server.app import create_app
-    from mindcore.server.guard import Limits, default_max_connections, guarded_protocol, raise_file_limit
     from mindcore.server.logs import configure as configure_logs
 
     configure_logs(args.log_level, args.log_format)
@@ -116,8 +101,7 @@ def serve(args: argparse.Namespace) -> None:
     port = sock.getsockname()[1]
     logging.getLogger("mindcore.server").info("serving store %s on http://%s:%d", app.store.uri, args.host, port)
     raise_file_limit()
-    limits = Limits(header_timeout=args.header_timeout, body_timeout=args.body_timeout,
-                    max_connections=args.max_connections or default_max_connections())
+    limits = limits_from(args)
     config = uvicorn.Config(app, host=args.host, port=port, log_level=args.log_level, access_log=False,
                             lifespan="on", http=guarded_protocol(limits, app.metrics.connections),
                             timeout_keep_alive=args.keep_alive, log_config=None)

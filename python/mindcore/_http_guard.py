@@ -1,4 +1,5 @@
-"""Connection limits for ``mindcore serve``: what a slow or abusive client may hold.
+"""Connection limits for ``mindcore serve`` and ``mindcore mcp --http``: what a slow or abusive
+client may hold.
 
 uvicorn closes an idle keep-alive connection (``timeout_keep_alive``) and answers 503 past
 ``limit_concurrency`` once a request's headers are in, but a client that never finishes its headers
@@ -15,17 +16,36 @@ protocol :func:`guarded_protocol` builds on uvicorn's httptools one add:
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import resource
-from dataclasses import dataclass
+import threading
+from dataclasses import dataclass, field
 from typing import Any
 
-from mindcore.server.metrics import ConnectionStats
+__all__ = ["ConnectionStats", "Limits", "add_limit_arguments", "default_max_connections", "guarded_protocol", "limits_from",
+           "raise_file_limit"]
 
-__all__ = ["Limits", "default_max_connections", "guarded_protocol", "raise_file_limit"]
+#: Default seconds a client has for a request's headers, and for its body.
+HEADER_TIMEOUT = 10.0
+BODY_TIMEOUT = 30.0
 
 #: File descriptors kept free of client connections: the store's files, logs, the listening socket.
 RESERVED_FILES = 128
+
+
+@dataclass
+class ConnectionStats:
+    """Counts the connection guard keeps (``/metrics`` of ``mindcore serve`` shows them)."""
+
+    open: int = 0
+    refused: int = 0
+    timed_out: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self, name: str, n: int = 1) -> None:
+        with self._lock:
+            setattr(self, name, getattr(self, name) + n)
 
 
 def raise_file_limit() -> int:
@@ -54,9 +74,9 @@ class Limits:
     """What one client connection may take (seconds, or a count)."""
 
     #: From the connection (or the previous response) to the end of the request's headers.
-    header_timeout: float = 10.0
+    header_timeout: float = HEADER_TIMEOUT
     #: From the end of the headers to the last byte of the body.
-    body_timeout: float = 30.0
+    body_timeout: float = BODY_TIMEOUT
     #: Open connections; past it a new one gets 503 and is closed.
     max_connections: int = 1_024
 
@@ -67,6 +87,27 @@ class Limits:
                 raise ValueError(f"{name}: expected a number of seconds above 0, got {value!r}")
         if not isinstance(self.max_connections, int) or self.max_connections < 1:
             raise ValueError(f"max_connections: expected a count of at least 1, got {self.max_connections!r}")
+
+
+def add_limit_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--header-timeout``, ``--body-timeout`` and ``--max-connections`` (read by :func:`limits_from`)."""
+    from mindcore._argtypes import positive_int, positive_seconds
+
+    parser.add_argument("--header-timeout", type=positive_seconds, default=HEADER_TIMEOUT, metavar="SECONDS",
+                        help=f"time a client has to send a request's headers (default {HEADER_TIMEOUT:g}; "
+                             "then 408)")
+    parser.add_argument("--body-timeout", type=positive_seconds, default=BODY_TIMEOUT, metavar="SECONDS",
+                        help=f"time a client has to send a request's body (default {BODY_TIMEOUT:g}; then 408)")
+    parser.add_argument("--max-connections", type=positive_int, default=None, metavar="N",
+                        help="open connections allowed, past which a new one gets 503 (default: the open-file "
+                             "limit less 128)")
+
+
+def limits_from(args: argparse.Namespace) -> Limits:
+    """The :class:`Limits` the options of :func:`add_limit_arguments` ask for; call it after
+    :func:`raise_file_limit`, which the default connection cap depends on."""
+    return Limits(header_timeout=args.header_timeout, body_timeout=args.body_timeout,
+                  max_connections=args.max_connections or default_max_connections())
 
 
 def _plain_response(status: bytes, text: bytes) -> bytes:
