@@ -72,6 +72,17 @@ def cpu_flags() -> set[str]:
 
 
 HANG = 300.0  # seconds: a guard against a hung child or thread only, never what decides a test's outcome
+FULL = "MINDCORE_TEST_FULL"  # set (not "0") for the longer crash and race runs (CI sets it)
+
+
+def rounds(variable: str, *, default: int, full: int) -> int:
+    """How many kills, trials or races a crash or concurrency test runs: ``$variable`` when set,
+    else ``full`` under ``$MINDCORE_TEST_FULL`` (as CI runs), else ``default`` (enough to catch a
+    regression on a user's run of the suite, in less time)."""
+    given = os.environ.get(variable)
+    if given:
+        return int(given)
+    return full if os.environ.get(FULL, "") not in ("", "0") else default
 
 
 def kill_at(argv: list[str], env: dict[str, str], *markers: str) -> None:

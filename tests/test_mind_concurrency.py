@@ -3,7 +3,6 @@ version ever holds more active goals or pinned reflections than the caps."""
 
 from __future__ import annotations
 
-import os
 import sys
 from collections import Counter
 from collections.abc import Iterator
@@ -15,9 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _mind_procs as procs
-from conftest import HANG
+from conftest import HANG, rounds
 
-RUNS = int(os.environ.get("MINDCORE_MIND_RUNS", "200"))
+RUNS = rounds("MINDCORE_MIND_RUNS", default=100, full=200)
 
 
 @pytest.fixture(scope="module")

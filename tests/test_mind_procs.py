@@ -3,7 +3,6 @@ always opens, and holds all of a run's writes or none; nothing committed earlier
 
 from __future__ import annotations
 
-import os
 import random
 import sys
 from collections import Counter
@@ -15,9 +14,9 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import _mind_procs as procs
-from conftest import kill_forked_at
+from conftest import kill_forked_at, rounds
 
-KILLS = int(os.environ.get("MINDCORE_MIND_KILLS", "50"))
+KILLS = rounds("MINDCORE_MIND_KILLS", default=20, full=50)
 
 
 @pytest.fixture(scope="module")

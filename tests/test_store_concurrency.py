@@ -19,12 +19,12 @@ from pathlib import Path
 
 import pyarrow as pa
 import pytest
-from conftest import HANG, kill_at, start_together
+from conftest import HANG, kill_at, rounds, start_together
 
 import mindcore
 from mindcore.store import StoreConfig, col
 
-TRIALS = int(os.environ.get("MINDCORE_STORE_KILL_TRIALS", "16"))
+TRIALS = rounds("MINDCORE_STORE_KILL_TRIALS", default=8, full=16)
 
 WRITER = r"""
 import sys

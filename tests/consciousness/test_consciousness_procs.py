@@ -4,7 +4,6 @@ the saved history or delivered again: none is lost and none appears twice."""
 
 from __future__ import annotations
 
-import os
 import random
 import re
 import time
@@ -15,14 +14,14 @@ from typing import Any
 
 import pytest
 from _conscious_procs import cycle_forever, fork_context, open_agent, open_store, reply
-from conftest import HANG, kill_forked_at
+from conftest import HANG, kill_forked_at, rounds
 
 from mindcore.consciousness.compact import SUMMARY_HEADER
 from mindcore.consciousness.messages import check_sequence
 
 pytestmark = pytest.mark.filterwarnings("ignore:optimize\\(cleanup_older_than=0\\):UserWarning")
 
-KILLS = int(os.environ.get("MINDCORE_CONSCIOUSNESS_KILLS", "50"))
+KILLS = rounds("MINDCORE_CONSCIOUSNESS_KILLS", default=20, full=50)
 TAG = re.compile(r"#\d+#")
 
 

@@ -7,7 +7,6 @@ letters)."""
 from __future__ import annotations
 
 import itertools
-import os
 import random
 import time
 from collections import Counter
@@ -18,10 +17,10 @@ from typing import Any
 import pytest
 from _inbox_procs import churn, consume, fork_context, open_inbox, push, receive_and_hang
 from _redis_server import RedisServer, server_binary
-from conftest import HANG, kill_forked_at
+from conftest import HANG, kill_forked_at, rounds
 
 AGENT = "proc-agent"
-KILLS = int(os.environ.get("MINDCORE_INBOX_KILLS", "50"))
+KILLS = rounds("MINDCORE_INBOX_KILLS", default=20, full=50)
 # Where the kill test's children are killed: just after these log lines (the kill races what follows).
 STOPS = ("pushing", "pushed", "acking", "acked")
 
