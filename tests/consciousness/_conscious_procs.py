@@ -22,9 +22,10 @@ from mindcore.store import StoreConfig
 
 AGENT = "crash-agent"
 VISIBILITY = 0.4  # seconds: a killed child's leased events come back within a trial or two
-# Compaction every ~80 cycles of ~540 tokens, so kills land in snapshots and prunes too, while the
-# summary lines of every cycle a test runs still fit (the oldest would give way otherwise).
-MAX_TOKENS = 60_000
+# Compaction every ~25 cycles of ~540 tokens (a run of 20 kills has ~50 cycles), so kills land in
+# snapshots and prunes too, while the summary lines of every cycle a test runs still fit (the
+# oldest would give way otherwise).
+MAX_TOKENS = 20_000
 PAD = 2_000
 MAX_ATTEMPTS = 1_000_000
 

@@ -131,7 +131,11 @@ class Context:
         :class:`Tool` objects or the agentified wire form (dicts)."""
         if isinstance(tools, Mapping | str | bytes) or not isinstance(tools, Iterable):
             raise ContextError(f"tools: expected a list of tools, got {describe(tools)}")
-        checked = [self._screened(t if isinstance(t, Tool) else Tool.from_wire(t)) for t in tools]
+        given = [t if isinstance(t, Tool) else Tool.from_wire(t) for t in tools]
+        # One parallel scan of every tool's texts; only when it finds something is each tool screened
+        # on its own (for the message naming the field, or to redact under a redacting policy).
+        clean = self.config.secrets.first_refused([_screened_parts(t) for t in given]) is None
+        checked = given if clean else [self._screened(t) for t in given]
         catalog = self._catalog()
         changed = [t for t in dict((t.name, t) for t in checked).values() if not self._stored_as(catalog, t)]
         if changed:
@@ -368,3 +372,10 @@ def _names(values: Sequence[str] | None, name: str) -> list[str]:
         if not isinstance(v, str):
             raise ContextError(f"{name}[{i}]: expected a string, got {describe(v)}")
     return list(values)
+
+
+def _screened_parts(tool: Tool) -> list[Any]:
+    """Everything of ``tool`` the secret policy reads (what :meth:`Context._screened` screens)."""
+    return [tool.name, tool.description, dict(tool.parameters),
+            None if tool.metadata is None else dict(tool.metadata),
+            None if tool.fields is None else tool.fields.to_wire()]
