@@ -23,8 +23,15 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ConnectionStats", "Limits", "add_limit_arguments", "default_max_connections", "guarded_protocol", "limits_from",
-           "raise_file_limit"]
+__all__ = [
+    "ConnectionStats",
+    "Limits",
+    "add_limit_arguments",
+    "default_max_connections",
+    "guarded_protocol",
+    "limits_from",
+    "raise_file_limit",
+]
 
 #: Default seconds a client has for a request's headers, and for its body.
 HEADER_TIMEOUT = 10.0

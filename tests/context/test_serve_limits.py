@@ -50,6 +50,13 @@ def quick_limits(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProc
         yield server
 
 
+@pytest.fixture(scope="module")
+def roomy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProcess]:
+    """The default limits: for large bodies, which may arrive in many packets on a busy machine."""
+    with ServeProcess(tmp_path_factory.mktemp("roomy") / "store") as server:
+        yield server
+
+
 def test_headers_that_never_finish_get_408_and_a_close(quick_limits: ServeProcess) -> None:
     with connect(quick_limits) as sock:
         sock.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")  # no blank line: the headers go on
@@ -117,8 +124,8 @@ def test_connections_past_the_cap_get_503_and_health_answers_once_some_close(tmp
                 sock.close()
 
 
-def test_pages_are_cut_to_the_cap(quick_limits: ServeProcess) -> None:
-    with httpx.Client(base_url=quick_limits.url, timeout=120) as http:
+def test_pages_are_cut_to_the_cap(roomy: ServeProcess) -> None:
+    with httpx.Client(base_url=roomy.url, timeout=120) as http:
         n = MAX_PAGE + 200
         sent = http.post("/api/v1/messages", json={**SESSION, "session": "big",
                                                     "messages": [{"role": "user", "content": f"m{i}"} for i in range(n)]})
@@ -140,8 +147,8 @@ def test_pages_are_cut_to_the_cap(quick_limits: ServeProcess) -> None:
         assert found.status_code == 200 and 0 < len(found.json()["tools"]) <= MAX_PAGE
 
 
-def test_json_nested_far_too_deep_is_a_400_and_the_server_goes_on(quick_limits: ServeProcess) -> None:
-    with httpx.Client(base_url=quick_limits.url, timeout=120) as http:
+def test_json_nested_far_too_deep_is_a_400_and_the_server_goes_on(roomy: ServeProcess) -> None:
+    with httpx.Client(base_url=roomy.url, timeout=120) as http:
         deep = b'{"messages":' + b"[" * 200_000 + b"]" * 200_000 + b"}"
         answer = http.post("/api/v1/messages", content=deep, headers={"content-type": "application/json"})
         assert answer.status_code == 400 and "too deeply" in answer.json()["error"]
