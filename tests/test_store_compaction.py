@@ -241,9 +241,11 @@ def test_a_writer_thread_loses_nothing_while_maintenance_runs(tmp_path: Path) ->
     stop.set()
     th.join()
     assert not errors
-    assert sum(r.fragments_removed for r in results) > 0
     assert _ids(t) == sorted([str(i) for i in range(2000)] + written)
-    t.compact()
+    # Under a writer that commits without pause every run may be deferred (a conflict each time);
+    # once it stops, the next run merges what they left.
+    results.append(t.compact())
+    assert sum(r.fragments_removed for r in results) > 0
     assert t.count("u") == 2000 + len(written)
 
 
