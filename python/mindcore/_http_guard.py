@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = [
+    "BODY_TIMEOUT",
+    "HEADER_TIMEOUT",
     "ConnectionStats",
     "Limits",
     "add_limit_arguments",

@@ -267,7 +267,11 @@ def test_compacted_through_an_openai_compatible_llm(tmp_path: Path, openai_serve
 def test_serve_options_and_their_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     import argparse
 
-    from mindcore.server.serve import _llm, add_arguments
+    from mindcore.server.serve import add_arguments
+    from mindcore.server.settings import ServeSettings
+
+    def _llm(model: str | None, base_url: str | None) -> object:
+        return ServeSettings(llm_model=model, llm_base_url=base_url).llm()
 
     def parse(*argv: str) -> argparse.Namespace:
         parser = argparse.ArgumentParser()
@@ -282,7 +286,7 @@ def test_serve_options_and_their_environment(monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("MINDCORE_LLM_BASE_URL", "http://127.0.0.1:1/v1")
     env = parse()
     llm = _llm(env.llm_model, env.llm_base_url)
-    assert env.token == "t0k" and llm is not None and llm.model == "llama3.2"
+    assert env.token == "t0k" and llm is not None and llm.model == "llama3.2"  # type: ignore[attr-defined]
     assert parse("--token", "other").token == "other"
 
 

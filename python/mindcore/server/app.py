@@ -36,10 +36,8 @@ from __future__ import annotations
 import asyncio
 import hmac
 import logging
-import re
 import threading
 import time
-import uuid
 from typing import TYPE_CHECKING, Any
 
 from mindcore.context import Context, Tool
@@ -52,6 +50,7 @@ from mindcore.errors import (
     UnsupportedStrategyError,
 )
 from mindcore.server.http import (
+    DEFAULT_MAX_BODY,
     ClientGone,
     HttpError,
     Receive,
@@ -62,7 +61,9 @@ from mindcore.server.http import (
     send_bytes,
     send_json,
 )
+from mindcore.server.logs import log_request
 from mindcore.server.metrics import Metrics, route_of
+from mindcore.server.starting import request_id_of
 from mindcore.store import StoreLike, resolve_store
 from mindcore.validation import check_int, describe
 
@@ -74,12 +75,9 @@ __all__ = ["DEFAULT_MAX_BODY", "MAX_PAGE", "ContextServer", "create_app"]
 
 log = logging.getLogger("mindcore.server")
 
-#: Largest request body accepted (bytes); larger ones get 413.
-DEFAULT_MAX_BODY = 16 * 1024 * 1024
 COMPACTED_NEEDS_LLM = "Compacted strategy requires LLM configuration"
 #: The most messages, tools or discovered tools one answer holds; a larger ``limit`` is cut to it.
 MAX_PAGE = 1_000
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 _PROMETHEUS = b"text/plain; version=0.0.4; charset=utf-8"
 
 
@@ -154,8 +152,7 @@ class ContextServer:
         if scope["type"] != "http":
             return
         started = time.perf_counter()
-        given = dict(scope.get("headers", [])).get(b"x-request-id", b"").decode("latin-1")
-        request_id = given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
+        request_id = request_id_of(scope)
         route = route_of(scope["path"].split("/")[1:])
         body: bytes | None = None
         try:
@@ -182,11 +179,7 @@ class ContextServer:
             await send_json(send, status, payload, headers)
         elapsed = time.perf_counter() - started
         self.metrics.observe(route, scope["method"], status, elapsed)
-        client = (scope.get("client") or ("-", 0))[0]
-        log.info('%s "%s %s" %d %.1fms %s', client, scope["method"], scope["path"], status, elapsed * 1000,
-                 request_id, extra={"http": {"request_id": request_id, "client": client, "method": scope["method"],
-                                             "path": scope["path"], "route": route, "status": status,
-                                             "ms": round(elapsed * 1000, 3)}})
+        log_request(scope, route, status, elapsed, request_id)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -14,7 +14,10 @@ try:  # part of `mindcore[server]`; the standard library writes the same JSON, m
 except ImportError:  # pragma: no cover - exercised by a test that hides it
     orjson = None  # type: ignore[assignment]
 
-__all__ = ["ClientGone", "HttpError", "Request", "read_request", "send_bytes", "send_json"]
+__all__ = ["DEFAULT_MAX_BODY", "ClientGone", "HttpError", "Request", "read_request", "send_bytes", "send_json"]
+
+#: Largest request body accepted (bytes); larger ones get 413.
+DEFAULT_MAX_BODY = 16 * 1024 * 1024
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]

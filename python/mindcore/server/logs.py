@@ -11,9 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from collections.abc import Mapping
 from datetime import UTC, datetime
+from typing import Any
 
-__all__ = ["JsonFormatter", "configure"]
+__all__ = ["JsonFormatter", "configure", "log_request"]
+
+log = logging.getLogger("mindcore.server")
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -41,3 +45,12 @@ def configure(level: str, form: str) -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter() if form == "json" else logging.Formatter(TEXT_FORMAT))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)
+
+
+def log_request(scope: Mapping[str, Any], route: str, status: int, seconds: float, request_id: str) -> None:
+    """The one line a request gets: client, method, path, status, time and request id."""
+    client = (scope.get("client") or ("-", 0))[0]
+    method, path = scope["method"], scope["path"]
+    log.info('%s "%s %s" %d %.1fms %s', client, method, path, status, seconds * 1000, request_id,
+             extra={"http": {"request_id": request_id, "client": client, "method": method, "path": path,
+                             "route": route, "status": status, "ms": round(seconds * 1000, 3)}})

@@ -19,14 +19,12 @@ one), past which a new connection gets 503.
 from __future__ import annotations
 
 import argparse
+import inspect
 import logging
 import os
 import socket
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from mindcore.llm import LLM
+from typing import Any
 
 __all__ = ["add_arguments", "main", "serve"]
 
@@ -53,9 +51,9 @@ def listen(host: str, port: int) -> socket.socket:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from mindcore._argtypes import port_number, positive_seconds
+    from mindcore._argtypes import port_number, positive_int, positive_seconds
     from mindcore._http_guard import add_limit_arguments
-    from mindcore.server.app import DEFAULT_MAX_BODY
+    from mindcore.server.http import DEFAULT_MAX_BODY
 
     env = os.environ.get
     parser.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default 127.0.0.1)")
@@ -70,17 +68,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_limit_arguments(parser)
     parser.add_argument("--keep-alive", type=positive_seconds, default=5.0, metavar="SECONDS",
                         help="time an idle connection stays open (default 5)")
+    parser.add_argument("--workers", type=positive_int, default=int(env("MINDCORE_WORKERS", "1")), metavar="N",
+                        help="serving processes over the one store (default 1; writes are serialised by the "
+                             "store's locks)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     parser.add_argument("--log-format", default="text", choices=["text", "json"],
                         help="log lines as text (default) or one JSON object each, with the request id")
-
-
-def _llm(model: str | None, base_url: str | None) -> LLM | None:
-    if model is None and base_url is None:
-        return None
-    from mindcore.llm import OpenAICompatibleLLM
-
-    return OpenAICompatibleLLM(model or "default", base_url=base_url)
 
 
 def serve(args: argparse.Namespace) -> None:
@@ -89,23 +82,59 @@ def serve(args: argparse.Namespace) -> None:
         import uvicorn
     except ImportError:
         raise SystemExit("mindcore serve needs uvicorn and httptools: pip install 'mindcore[server]'") from None
-    from mindcore._http_guard import guarded_protocol, limits_from, raise_file_limit
-    from mindcore.server.app import create_app
+    from mindcore._http_guard import limits_from, raise_file_limit
     from mindcore.server.logs import configure as configure_logs
+    from mindcore.server.settings import SETTINGS_ENV, ServeSettings
 
     configure_logs(args.log_level, args.log_format)
-    app = create_app(args.store, llm=_llm(args.llm_model, args.llm_base_url), token=args.token or None,
-                     max_body=args.max_body)
+    workers = getattr(args, "workers", 1)
+    if workers > 1:
+        _check_store(args.store)  # once here, not in every worker a supervisor would restart
     # Bound here, not by uvicorn, so the address logged is the one listened on (port 0 included).
     sock = listen(args.host, args.port)
     port = sock.getsockname()[1]
-    logging.getLogger("mindcore.server").info("serving store %s on http://%s:%d", app.store.uri, args.host, port)
     raise_file_limit()
     limits = limits_from(args)
-    config = uvicorn.Config(app, host=args.host, port=port, log_level=args.log_level, access_log=False,
-                            lifespan="on", http=guarded_protocol(limits, app.metrics.connections),
-                            timeout_keep_alive=args.keep_alive, log_config=None)
-    uvicorn.Server(config).run(sockets=[sock])
+    settings = ServeSettings(store=args.store, token=args.token or None, llm_model=args.llm_model,
+                             llm_base_url=args.llm_base_url, max_body=args.max_body,
+                             header_timeout=limits.header_timeout, body_timeout=limits.body_timeout,
+                             max_connections=limits.max_connections, log_level=args.log_level,
+                             log_format=args.log_format)
+    os.environ[SETTINGS_ENV] = settings.to_env()  # read by each serving process (mindcore.server.worker)
+    store = args.store or os.environ.get("MINDCORE_HOME") or "./.mindcore"
+    logging.getLogger("mindcore.server").info(
+        "serving store %s on http://%s:%d%s", store, args.host, port, f" with {workers} workers" if workers > 1 else "")
+    config = uvicorn.Config("mindcore.server.worker:app", factory=True, host=args.host, port=port,
+                            log_level=args.log_level, access_log=False, lifespan="on",
+                            http="mindcore.server.worker:Protocol", timeout_keep_alive=args.keep_alive,
+                            log_config=None, workers=workers)
+    server = uvicorn.Server(config)
+    from mindcore.server import worker  # after the settings are in the environment
+
+    if workers > 1:
+        from uvicorn.supervisors import Multiprocess
+
+        supervisor: Any = Multiprocess
+        if "target" in inspect.signature(supervisor).parameters:  # older uvicorn takes the serving function too
+            supervisor(config, target=server.run, sockets=[sock]).run()
+        else:
+            supervisor(config, sockets=[sock]).run()
+        return
+    worker.on_failure = lambda _exc: setattr(server, "should_exit", True)
+    server.run(sockets=[sock])
+    if worker.started is not None and worker.started.failure is not None:
+        raise SystemExit(f"mindcore serve: cannot open the store: {worker.started.failure}")
+
+
+def _check_store(store: str | None) -> None:
+    """Open (creating it when missing) and close the store, or exit with one line saying why."""
+    from mindcore.errors import MindcoreError
+    from mindcore.store import resolve_store
+
+    try:
+        resolve_store(store).close()
+    except (MindcoreError, OSError, ValueError) as exc:
+        raise SystemExit(f"mindcore serve: cannot open the store: {exc}") from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -1,0 +1,143 @@
+"""``mindcore serve`` is up before its store is: ``/health`` answers while the store opens in a
+thread, other requests wait for it, and a store that cannot be opened stops the server with one
+line. Also ``--workers N``: several processes over one store, the real agentified SDK as client."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("uvicorn")
+httpx = pytest.importorskip("httpx")
+
+from _serve_process import PACKAGE_ROOT, ServeProcess  # noqa: E402
+
+from mindcore.server.starting import StartingApp  # noqa: E402
+
+
+class _Echo:
+    """A stand-in for the built app: answers every request with its path."""
+
+    closed = False
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        body = scope["path"].encode()
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    def close(self) -> None:
+        self.closed = True
+
+
+async def _request(app: StartingApp, path: str, method: str = "GET") -> tuple[int, bytes]:
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": method, "path": path, "headers": [(b"x-request-id", b"probe-1")]}
+    await app(scope, receive, send)
+    return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
+
+
+def test_health_answers_while_the_app_is_built_and_other_requests_wait_for_it() -> None:
+    release = threading.Event()
+    built = _Echo()
+
+    def build() -> _Echo:
+        release.wait()
+        return built
+
+    app = StartingApp(build)
+
+    async def scenario() -> None:
+        assert await _request(app, "/health") == (200, b'{"status": "ok"}')  # the build is still blocked
+        waiting = asyncio.create_task(_request(app, "/api/v1/messages"))
+        await asyncio.sleep(0)
+        assert not waiting.done()
+        release.set()
+        assert await waiting == (200, b"/api/v1/messages")
+        assert await _request(app, "/health") == (200, b"/health")  # now the built app answers it
+
+    asyncio.run(scenario())
+
+
+def test_a_failed_build_answers_503_and_is_reported_once() -> None:
+    failures: list[BaseException] = []
+
+    def build() -> _Echo:
+        raise OSError("disk gone")
+
+    app = StartingApp(build, on_failure=failures.append)
+
+    async def scenario() -> None:
+        for path in ("/api/v1/context", "/health"):
+            status, body = await _request(app, path)
+            assert status == 503 and b"disk gone" in body
+
+    asyncio.run(scenario())
+    assert [str(f) for f in failures] == ["disk gone"]
+
+
+@pytest.mark.parametrize("workers", ["1", "2"])
+def test_a_store_that_cannot_be_opened_stops_serve_with_one_line(tmp_path: Path, workers: str) -> None:
+    not_a_folder = tmp_path / "file"
+    not_a_folder.write_text("not a store")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "mindcore", "serve", "--port", "0", "--log-level", "warning",
+                           "--workers", workers, "--store", str(not_a_folder)],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        f"mindcore serve: cannot open the store: cannot create the store folder {not_a_folder}: File exists"]
+    assert not_a_folder.read_text() == "not a store"
+
+
+def test_two_workers_share_one_store_through_the_real_sdk(tmp_path: Path) -> None:
+    pytest.importorskip("agentified")
+    from agentified import Agentified, BackendTool, RegisterInput
+
+    tools = [BackendTool(name=f"tool_{i}", description=f"look up order status, variant {i}", parameters={},
+                         handler=lambda args: {"ok": True}) for i in range(30)]
+    namespaces: set[str] = set()
+
+    async def client(url: str, k: int) -> list[int]:
+        ag = Agentified()
+        await ag.connect(url)  # a connection of its own, to whichever worker accepts it
+        try:
+            found = []
+            for j in range(8):
+                session = (await ag.dataset("shop").register(RegisterInput(tools=tools))).session(f"s{k}")
+                namespaces.add(session.namespace_id)
+                await session.update_conversation([{"role": "user", "content": f"client {k} message {i}"}
+                                                   for i in range(j + 1)])
+                found.append(len(await ag._sdk.discover("shop", "order status", limit=50, strategy="bm25")))
+            return found
+        finally:
+            await ag.disconnect()
+
+    async def clients(url: str) -> list[int]:
+        parts = await asyncio.gather(*(client(url, k) for k in range(8)))
+        return [n for part in parts for n in part]
+
+    with ServeProcess(tmp_path / "store", "--workers", "2") as server:
+        assert set(asyncio.run(clients(server.url))) == {30}  # every worker sees every tool
+        (namespace,) = namespaces
+        with httpx.Client(base_url=server.url, timeout=120) as http:
+            for k in range(8):
+                page = http.get("/api/v1/messages", params={"dataset": "shop", "namespace": namespace,
+                                                            "session": f"s{k}", "limit": 1000}).json()
+                assert [m["content"] for m in page["messages"]] == [f"client {k} message {i}" for i in range(8)]
+                assert [m["seq"] for m in page["messages"]] == list(range(1, 9))
+    pids = {line.rsplit("[", 1)[1] for line in server.lines if "Started server process" in line}
+    assert len(pids) == 2, server.lines
