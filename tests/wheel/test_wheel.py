@@ -41,6 +41,8 @@ SUITE = tuple(os.environ.get("MINDCORE_WHEEL_SUITE", "").split()) or (
     "test_kernels.py", "test_tokens.py", "test_bm25.py", "test_secrets.py", "test_dedupe.py",
     "test_scoring.py", "test_packing.py", "test_hashing.py", "test_validation.py", "test_package.py",
     "test_stubs.py", "test_readme.py", "test_mind.py", "test_working.py",
+    # docker/Dockerfile's command, run from this venv (installed with the `server` extra, as the image is).
+    "test_docker_recipe.py",
 )
 # What those files import beyond the wheel's own dependencies.
 SUITE_DEPS = ("pytest>=8", "hypothesis>=6.100", "tiktoken>=0.9", "pydantic>=2", "mypy>=1.10")
@@ -178,7 +180,7 @@ def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     subprocess.run([str(python), "-m", "venv", str(venv)], check=True, env=env, timeout=300)
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--only-binary", ":all:",
-         str(_host_wheel()), *SUITE_DEPS],
+         f"{_host_wheel()}[server]", *SUITE_DEPS],
         env=env, capture_output=True, text=True, timeout=1200,
     )
     assert done.returncode == 0, f"pip install of the wheel failed:\n{done.stdout}\n{done.stderr}"
@@ -234,10 +236,12 @@ def test_mindcore_demo_runs(installed: Installed, tmp_path: Path) -> None:
 
 
 def _tests_copy(tmp: Path) -> Path:
-    """``tests/`` (without this folder) and the README its examples test, away from the checkout."""
+    """``tests/`` (without this folder), the README its examples test and the Docker recipe, away
+    from the checkout."""
     root = tmp / "suite"
     shutil.copytree(ROOT / "tests", root / "tests", ignore=shutil.ignore_patterns("wheel", "__pycache__"))
     shutil.copy(ROOT / "README.md", root / "README.md")
+    shutil.copytree(ROOT / "docker", root / "docker")
     # An empty config: the checkout's pyproject points pytest at python/ (doctests), which is not here.
     (root / "pytest.ini").write_text("[pytest]\n")
     return root
