@@ -247,9 +247,70 @@ def test_an_embedding_failure_is_a_502(tmp_path: Path) -> None:
     with Running(create_app(tmp_path / "store", embedder=BrokenEmbedder())) as served, \
             httpx.Client(base_url=served.url) as http:
         http.post("/api/v1/datasets/d/tools", json={"tools": [{"name": "t", "description": "d"}]})
-        r = http.post("/api/v1/datasets/d/discover", json={"query": "q", "strategy": "semantic"})
+        for _ in range(10_000):  # until the background pass has failed: BM25 answers meanwhile
+            r = http.post("/api/v1/datasets/d/discover", json={"query": "q", "strategy": "semantic"})
+            if r.status_code != 200:
+                break
+            assert r.json()["strategy_used"] == "bm25"
         assert r.status_code == 502 and "endpoint down" in r.json()["error"]
         assert http.post("/api/v1/datasets/d/discover", json={"query": "q"}).status_code == 200  # bm25 needs no model
+
+
+class GatedEmbedder:
+    """Embeds only once ``release`` is set, counting the texts it was asked for."""
+
+    dim = 16
+    model_id = "gated-16"
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.asked = threading.Event()
+        self.texts = 0
+        self._inner = mindcore.embed.HashEmbedder(dim=16)
+
+    def embed(self, texts: list[str]) -> Any:
+        self.asked.set()
+        assert self.release.wait(300)
+        self.texts += len(texts)
+        return self._inner.embed(texts)
+
+
+TRAVEL = [{"name": "get_weather", "description": "Weather forecast for a city"},
+          {"name": "book_flight", "description": "Book a flight"}]
+
+
+def test_registration_never_waits_for_embeddings_and_discovery_says_what_it_used(tmp_path: Path) -> None:
+    embedder = GatedEmbedder()
+    with Running(create_app(tmp_path / "store", embedder=embedder)) as served, \
+            httpx.Client(base_url=served.url, timeout=120) as http:
+        assert http.post("/api/v1/datasets/d/tools", json={"tools": TRAVEL}).status_code == 201
+        assert embedder.asked.wait(300)  # the background pass has started, and is held
+        for strategy in ("semantic", "hybrid"):
+            got = http.post("/api/v1/datasets/d/discover", json={"query": "weather", "strategy": strategy}).json()
+            assert got["strategy_used"] == "bm25" and got["tools"][0]["name"] == "get_weather"
+        assert http.post("/api/v1/datasets/d/discover", json={"query": "weather"}).json()["strategy_used"] == "bm25"
+        embedder.release.set()
+        for _ in range(100_000):  # until the vectors are in
+            got = http.post("/api/v1/datasets/d/discover", json={"query": "weather", "strategy": "semantic"}).json()
+            if got["strategy_used"] == "semantic":
+                break
+        assert got["strategy_used"] == "semantic" and len(got["tools"]) == 2
+        assert embedder.texts == 4 + 1  # each tool's name and description once, and the one query ranked by meaning
+
+
+def test_on_demand_embedding_waits_for_the_first_semantic_discovery(tmp_path: Path) -> None:
+    embedder = GatedEmbedder()
+    embedder.release.set()
+    with Running(create_app(tmp_path / "store", embedder=embedder, embed_tools="on-demand")) as served, \
+            httpx.Client(base_url=served.url, timeout=120) as http:
+        http.post("/api/v1/datasets/d/tools", json={"tools": TRAVEL}).raise_for_status()
+        http.post("/api/v1/datasets/d/discover", json={"query": "weather", "strategy": "bm25"}).raise_for_status()
+        assert not embedder.asked.is_set()  # BM25 alone never embeds
+        first = http.post("/api/v1/datasets/d/discover", json={"query": "weather", "strategy": "hybrid"}).json()
+        assert first["strategy_used"] in ("bm25", "hybrid")
+        assert embedder.asked.wait(300)
+    with pytest.raises(mindcore.errors.InvalidInputError, match="embed_tools"):
+        create_app(tmp_path / "store", embed_tools="eager")  # type: ignore[arg-type]
 
 
 def test_compacted_through_an_openai_compatible_llm(tmp_path: Path, openai_server: Any) -> None:

@@ -130,7 +130,7 @@ def test_two_workers_share_one_store_through_the_real_sdk(tmp_path: Path) -> Non
         parts = await asyncio.gather(*(client(url, k) for k in range(8)))
         return [n for part in parts for n in part]
 
-    with ServeProcess(tmp_path / "store", "--workers", "2") as server:
+    with ServeProcess(tmp_path / "store", "--workers", "2", "--embed-tools", "on-demand") as server:
         assert set(asyncio.run(clients(server.url))) == {30}  # every worker sees every tool
         (namespace,) = namespaces
         with httpx.Client(base_url=server.url, timeout=120) as http:

@@ -241,6 +241,18 @@ class Context:
             self._repo.hold_tools(*held_by, [t.name for t in out])
         return out
 
+    def embed_tools(self) -> None:
+        """Embed what semantic discovery compares for every registered tool now (or read the
+        vectors stored earlier), so a semantic or hybrid :meth:`discover` finds them at hand.
+        Discovery does this itself on first use; call it from a background thread to keep that
+        first discovery fast (``mindcore serve`` does so after each registration)."""
+        self._field_vectors(self._catalog())
+
+    def tools_embedded(self) -> bool:
+        """Whether the tools registered now have their vectors at hand, so a semantic or hybrid
+        :meth:`discover` would neither embed nor read stored vectors first."""
+        return self._catalog().has_field_vectors(self.embedder.model_id)
+
     def _embed(self, texts: list[str]) -> np.ndarray:
         emb = self.embedder
         return check_vectors(emb.embed(texts), len(texts), emb.dim, f"embedder {emb.model_id!r}")

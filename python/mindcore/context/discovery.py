@@ -108,6 +108,8 @@ class Catalog:
         self._vectors: tuple[str, FieldVectors] | None = None
         # Guards the lazily built parts: concurrent requests (the server's threads) build each once.
         self._lock = threading.RLock()
+        # Apart from the BM25 lock: ranking by BM25 never waits for tools being embedded.
+        self._vectors_lock = threading.Lock()
 
     # -- rows -----------------------------------------------------------------------------------
 
@@ -212,10 +214,15 @@ class Catalog:
 
     # -- semantic -------------------------------------------------------------------------------
 
+    def has_field_vectors(self, model_id: str) -> bool:
+        """Whether :meth:`field_vectors` for ``model_id`` would answer at once (nothing to fetch or embed)."""
+        held = self._vectors
+        return self.n == 0 or (held is not None and held[0] == model_id)
+
     def field_vectors(self, model_id: str, source: Callable[[list[str]], np.ndarray]) -> FieldVectors:
         """The unit field vectors of every tool for embedding model ``model_id``, fetched (or
         embedded) once per catalog and model; ``source(texts)`` returns their vectors."""
-        with self._lock:
+        with self._vectors_lock:
             return self._field_vectors_locked(model_id, source)
 
     def _field_vectors_locked(self, model_id: str, source: Callable[[list[str]], np.ndarray]) -> FieldVectors:

@@ -10,7 +10,7 @@ GET     /metrics                           counters and latency histograms in Pr
 POST    /api/v1/datasets/{id}/tools        201 ``{"registered": n}``
 GET     /api/v1/datasets/{id}/tools        ``{"tools": [...], "has_more"}`` in registration order
                                            (``limit``, at most 1,000; ``offset``)
-POST    /api/v1/datasets/{id}/discover     ``{"tools": [ranked tool, ...]}``
+POST    /api/v1/datasets/{id}/discover     ``{"tools": [ranked tool, ...], "strategy_used"}``
 POST    /api/v1/turns                      201 ``{"turn_id": "..."}``
 POST    /api/v1/messages                   ``{"appended", "first_seq", "last_seq"}``
 GET     /api/v1/messages                   ``{"messages", "has_more", "max_seq"}`` (``limit``:
@@ -34,11 +34,13 @@ turn and session.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hmac
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING, Any, Literal
 
 from mindcore.context import Context, Tool
 from mindcore.errors import (
@@ -65,7 +67,7 @@ from mindcore.server.logs import log_request
 from mindcore.server.metrics import Metrics, route_of
 from mindcore.server.starting import request_id_of
 from mindcore.store import StoreLike, resolve_store
-from mindcore.validation import check_int, describe
+from mindcore.validation import check_choice, check_int, describe
 
 if TYPE_CHECKING:
     from mindcore.embed import Embedder
@@ -76,6 +78,8 @@ __all__ = ["DEFAULT_MAX_BODY", "MAX_PAGE", "ContextServer", "create_app"]
 log = logging.getLogger("mindcore.server")
 
 COMPACTED_NEEDS_LLM = "Compacted strategy requires LLM configuration"
+EmbedTools = Literal["background", "on-demand"]
+EMBED_TOOLS: tuple[EmbedTools, ...] = ("background", "on-demand")
 #: The most messages, tools or discovered tools one answer holds; a larger ``limit`` is cut to it.
 MAX_PAGE = 1_000
 _PROMETHEUS = b"text/plain; version=0.0.4; charset=utf-8"
@@ -88,17 +92,22 @@ def create_app(
     embedder: Embedder | None = None,
     token: str | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    embed_tools: EmbedTools = "background",
 ) -> ContextServer:
     """The ASGI app over ``store`` (a :class:`~mindcore.store.Store` or a path, created if
     missing). ``llm`` writes ``compacted`` summaries (without one, ``compacted`` answers 422);
     ``embedder`` serves semantic and hybrid discovery (default: the store's, else the bundled
     model); ``token``, when given, is required as ``Authorization: Bearer <token>`` on every
-    ``/api`` request.
+    ``/api`` request. ``embed_tools``: ``"background"`` (default) embeds a dataset's tools in a
+    background thread after each registration; ``"on-demand"`` only once a semantic or hybrid
+    discovery asks for them (a BM25-only server never loads the model). Either way no request
+    waits for embeddings: until a dataset's vectors are ready its semantic and hybrid discoveries
+    rank by BM25, and the answer's ``strategy_used`` says ``"bm25"``.
 
     >>> import uvicorn  # doctest: +SKIP
     >>> uvicorn.run(create_app("./memory"), host="127.0.0.1", port=9119)  # doctest: +SKIP
     """
-    return ContextServer(store, llm=llm, embedder=embedder, token=token, max_body=max_body)
+    return ContextServer(store, llm=llm, embedder=embedder, token=token, max_body=max_body, embed_tools=embed_tools)
 
 
 class ContextServer:
@@ -113,8 +122,10 @@ class ContextServer:
         embedder: Embedder | None = None,
         token: str | None = None,
         max_body: int = DEFAULT_MAX_BODY,
+        embed_tools: EmbedTools = "background",
     ) -> None:
         self.max_body = check_int(max_body, "max_body", minimum=1)
+        check_choice(embed_tools, "embed_tools", EMBED_TOOLS)
         if token is not None and (not isinstance(token, str) or not token):
             raise InvalidInputError("token: expected a non-empty string")
         self._token = token.encode() if token else None
@@ -124,6 +135,11 @@ class ContextServer:
         self._owns_store = self.store is not store
         self._contexts: dict[str, Context] = {}
         self._lock = threading.Lock()
+        self._embed_after_register = embed_tools == "background"
+        # One thread embeds tools off the request path; a dataset is queued at most once at a time.
+        self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mindcore-embed")
+        self._embed_queued: set[str] = set()
+        self._embed_failed: set[str] = set()
         #: What ``/metrics`` shows; ``mindcore serve`` hands ``metrics.connections`` to its connection guard.
         self.metrics = Metrics(commits=lambda: self.store.commits)
 
@@ -139,7 +155,27 @@ class ContextServer:
                     self._contexts[dataset] = got
         return got
 
+    def _embed_later(self, dataset: str) -> None:
+        """Embed ``dataset``'s tools in the background (once, however often it is asked meanwhile)."""
+        with self._lock:
+            if dataset in self._embed_queued:
+                return
+            self._embed_queued.add(dataset)
+        with contextlib.suppress(RuntimeError):  # shutting down: nothing more to embed
+            self._embedding.submit(self._embed_now, dataset)
+
+    def _embed_now(self, dataset: str) -> None:
+        with self._lock:
+            self._embed_queued.discard(dataset)  # a registration from now on queues another pass
+        try:
+            self.context(dataset).embed_tools()
+        except Exception as exc:  # the next semantic discovery embeds in the request and reports it
+            log.warning("embedding the tools of dataset %r failed: %s", dataset, exc)
+            with self._lock:
+                self._embed_failed.add(dataset)
+
     def close(self) -> None:
+        self._embedding.shutdown(wait=True, cancel_futures=True)
         if self._owns_store:
             self.store.close()
 
@@ -250,7 +286,10 @@ class ContextServer:
         if not isinstance(tools, list):
             raise HttpError(400, f"tools: expected a list of tools, got {describe(tools)}")
         ctx = self.context(dataset)
-        return 201, {"registered": ctx.register([Tool.from_wire(t) for t in tools])}
+        registered = ctx.register([Tool.from_wire(t) for t in tools])
+        if self._embed_after_register:
+            self._embed_later(dataset)
+        return 201, {"registered": registered}
 
     def _list_tools(self, dataset: str, query: dict[str, str]) -> tuple[int, Any]:
         limit = _page(_query_int(query, "limit"), MAX_PAGE)
@@ -264,10 +303,14 @@ class ContextServer:
     def _discover(self, dataset: str, body: dict[str, Any]) -> tuple[int, Any]:
         namespace, session = _opt_str(body, "namespace"), _opt_str(body, "session")
         limit = 5 if body.get("limit") is None else body["limit"]  # Context.discover checks its type
-        found = self.context(dataset).discover(
+        ctx = self.context(dataset)
+        strategy = ctx.default_strategy if body.get("strategy") is None else body["strategy"]
+        if strategy in ("semantic", "hybrid") and not self._vectors_at_hand(ctx):
+            strategy = "bm25"  # until the tools' vectors are ready, rather than wait for the model
+        found = ctx.discover(
             _str(body, "query"),
             min(limit, MAX_PAGE) if type(limit) is int else limit,
-            strategy=body.get("strategy"),
+            strategy=strategy,
             exclude=body.get("exclude"),
             turn_id=_opt_str(body, "turn_id"),
             weights=body.get("embedding_weights"),
@@ -275,7 +318,20 @@ class ContextServer:
             namespace=namespace if session is not None else None,
             session=session if namespace is not None else None,
         )
-        return 200, {"tools": [t.to_wire() for t in found]}
+        return 200, {"tools": [t.to_wire() for t in found], "strategy_used": strategy}
+
+    def _vectors_at_hand(self, ctx: Context) -> bool:
+        """Whether semantic discovery over ``ctx`` can answer now; if not, its tools are queued
+        for embedding. After a failed background pass it answers yes, so the request embeds
+        itself and reports the error (502)."""
+        with self._lock:
+            if ctx.dataset in self._embed_failed:
+                self._embed_failed.discard(ctx.dataset)
+                return True
+        if ctx.tools_embedded():
+            return True
+        self._embed_later(ctx.dataset)
+        return False
 
     def _turn(self, body: dict[str, Any]) -> tuple[int, Any]:
         tools = body.get("tools_loaded")

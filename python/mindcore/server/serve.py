@@ -68,6 +68,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_limit_arguments(parser)
     parser.add_argument("--keep-alive", type=positive_seconds, default=5.0, metavar="SECONDS",
                         help="time an idle connection stays open (default 5)")
+    parser.add_argument("--embed-tools", choices=["background", "on-demand"],
+                        default=env("MINDCORE_EMBED_TOOLS", "background"),
+                        help="embed registered tools in the background after each registration (default), or "
+                             "only once a semantic or hybrid discovery asks (a BM25-only server never loads the "
+                             "model); until then such discoveries rank by BM25 and say so in strategy_used")
     parser.add_argument("--workers", type=positive_int, default=int(env("MINDCORE_WORKERS", "1")), metavar="N",
                         help="serving processes over the one store (default 1; writes are serialised by the "
                              "store's locks)")
@@ -98,7 +103,8 @@ def serve(args: argparse.Namespace) -> None:
     settings = ServeSettings(store=args.store, token=args.token or None, llm_model=args.llm_model,
                              llm_base_url=args.llm_base_url, max_body=args.max_body,
                              header_timeout=limits.header_timeout, body_timeout=limits.body_timeout,
-                             max_connections=limits.max_connections, log_level=args.log_level,
+                             max_connections=limits.max_connections, embed_tools=args.embed_tools,
+                             log_level=args.log_level,
                              log_format=args.log_format)
     os.environ[SETTINGS_ENV] = settings.to_env()  # read by each serving process (mindcore.server.worker)
     store = args.store or os.environ.get("MINDCORE_HOME") or "./.mindcore"

@@ -31,6 +31,7 @@ class ServeSettings:
     header_timeout: float = HEADER_TIMEOUT
     body_timeout: float = BODY_TIMEOUT
     max_connections: int = 1_024
+    embed_tools: str = "background"
     log_level: str = "info"
     log_format: str = "text"
 

@@ -35,7 +35,8 @@ started: StartingApp | None = None
 def _build() -> ContextServer:
     from mindcore.server.app import create_app
 
-    server = create_app(_settings.store, llm=_settings.llm(), token=_settings.token, max_body=_settings.max_body)
+    server = create_app(_settings.store, llm=_settings.llm(), token=_settings.token, max_body=_settings.max_body,
+                        embed_tools=_settings.embed_tools)  # type: ignore[arg-type]  # create_app checks it
     server.metrics.connections = connections
     return server
 
