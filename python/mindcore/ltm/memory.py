@@ -53,6 +53,7 @@ from mindcore.ltm.tools import build_toolset
 from mindcore.ltm.types import DEFAULT_KIND, ExtractionReport, Memory, MemoryVersion, RememberResult
 from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset
+from mindcore.tracing import span
 from mindcore.validation import check_bool, check_callable
 
 if TYPE_CHECKING:
@@ -260,6 +261,10 @@ class LongTermMemory:
 
     def recall_many(self, queries: Sequence[str], k: int = 5, *, touch: bool = True) -> list[list[Memory]]:
         """:meth:`recall` for several queries at once (one embedding call, then one ranking pass per query)."""
+        with span("ltm.recall", queries=len(queries) if isinstance(queries, Sequence) else None, k=k):
+            return self._recall_many(queries, k, touch=touch)
+
+    def _recall_many(self, queries: Sequence[str], k: int = 5, *, touch: bool = True) -> list[list[Memory]]:
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise TypeError("queries: expected a sequence of strings")
         for query in queries:
@@ -366,6 +371,16 @@ class LongTermMemory:
         retired). ``dedupe=False`` stores every item as it is. Raises ``ValueError`` (storing
         nothing) if any item is malformed.
         """
+        with span("ltm.remember", user_id=self.user_id, source=source):
+            return self._remember_many(items, dedupe=dedupe, source=source)
+
+    def _remember_many(
+        self,
+        items: Iterable[str | Mapping[str, Any] | Candidate],
+        *,
+        dedupe: bool = True,
+        source: str = "manual",
+    ) -> list[RememberResult]:
         return self._pipeline.ingest(validate_items(items), dedupe=dedupe, source=source)[0]
 
     def _plan_eviction(self, ids: Sequence[str], new: Sequence[Memory], new_vectors: np.ndarray,

@@ -67,6 +67,7 @@ from mindcore.server.logs import log_request
 from mindcore.server.metrics import Metrics, route_of
 from mindcore.server.starting import request_id_of
 from mindcore.store import StoreLike, resolve_store
+from mindcore.tracing import span
 from mindcore.validation import check_choice, check_int, describe
 
 if TYPE_CHECKING:
@@ -238,7 +239,8 @@ class ContextServer:
     def handle(self, request: Request) -> tuple[int, Any]:
         """Answer one request: ``(status, JSON payload)`` (blocking)."""
         try:
-            return self._route(request)
+            with span("server.request", route=route_of(request.segments), method=request.method):
+                return self._route(request)
         except HttpError as exc:
             return exc.status, {"error": exc.message}
         except NotFoundError as exc:
