@@ -44,6 +44,11 @@ class ServeProcess:
             raise
         return self
 
+    @property
+    def pid(self) -> int:
+        assert self._proc is not None
+        return self._proc.pid
+
     def _wait_ready(self) -> None:
         assert self._proc is not None
         deadline = time.monotonic() + 300  # a generous bound: the loop ends as soon as it answers

@@ -57,6 +57,7 @@ def test_metrics_count_requests_latency_connections_and_commits(tmp_path: Path) 
         assert got["mindcore_http_connections_open"] >= 1  # this client's
         assert got["mindcore_store_commits_total"] >= 2  # the tools and the message at least
         assert got["mindcore_http_requests_in_worker"] == 0
+        assert got["mindcore_tools_embedding_queue"] >= 0 and got["mindcore_process_id"] == server.pid
         assert http.post("/metrics").status_code == 405
     assert all(line.startswith("{") for line in server.lines), server.output  # every line JSON, uvicorn's too
     lines = [json.loads(line) for line in server.lines]

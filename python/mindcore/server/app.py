@@ -142,7 +142,7 @@ class ContextServer:
         self._embed_queued: set[str] = set()
         self._embed_failed: set[str] = set()
         #: What ``/metrics`` shows; ``mindcore serve`` hands ``metrics.connections`` to its connection guard.
-        self.metrics = Metrics(commits=lambda: self.store.commits)
+        self.metrics = Metrics(commits=lambda: self.store.commits, embedding_queue=lambda: len(self._embed_queued))
 
     def context(self, dataset: str) -> Context:
         got = self._contexts.get(dataset)

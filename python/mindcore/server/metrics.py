@@ -10,6 +10,9 @@ metric                                                 type       what
 ``mindcore_http_connections_refused_total``            counter    connections answered 503 (over the cap)
 ``mindcore_http_requests_timed_out_total``             counter    requests answered 408 (too slow to arrive)
 ``mindcore_store_commits_total``                       counter    commits this server made to the store
+``mindcore_tools_embedding_queue``                     gauge      datasets waiting for their tools to be embedded
+``mindcore_process_id``                                gauge      this process (with ``--workers``, each scrape
+                                                                  reaches one worker; sum over this label)
 =====================================================  =========  ==========================================
 
 ``route`` is the path with its dataset id replaced by ``{id}`` (``/api/v1/datasets/{id}/discover``),
@@ -19,6 +22,7 @@ so one series stands for every dataset.
 from __future__ import annotations
 
 import bisect
+import os
 import threading
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -65,9 +69,10 @@ class Metrics:
     """The server's counters and latency histograms, rendered by :meth:`render` (thread-safe)."""
 
     def __init__(self, connections: ConnectionStats | None = None,
-                 commits: Callable[[], int] | None = None) -> None:
+                 commits: Callable[[], int] | None = None, embedding_queue: Callable[[], int] | None = None) -> None:
         self.connections = connections if connections is not None else ConnectionStats()
         self._commits = commits
+        self._embedding_queue = embedding_queue
         self._lock = threading.Lock()
         self._requests: Counter[tuple[str, str, int]] = Counter()
         self._latency: dict[str, _Histogram] = {}
@@ -118,6 +123,10 @@ class Metrics:
         if self._commits is not None:
             lines += _one("mindcore_store_commits_total", "counter", "Commits this server made to the store.",
                           self._commits())
+        if self._embedding_queue is not None:
+            lines += _one("mindcore_tools_embedding_queue", "gauge",
+                          "Datasets waiting for their tools to be embedded in the background.", self._embedding_queue())
+        lines += _one("mindcore_process_id", "gauge", "The serving process that answered this scrape.", os.getpid())
         return "\n".join(lines) + "\n"
 
 
