@@ -9,6 +9,12 @@ mindcore and the Python ``re`` version must report the same findings; detect-sec
 rules, so only its count is recorded. Quality figures (precision, recall, F1, false-positive
 rate on the gitleaks and secretlint rule tests) are attached to the mindcore rows.
 
+The policy's bulk screen (``SecretPolicy.screen_batch``: the raw text and its decoded forms, the
+JSON-escaped, percent-encoded and base64 ones) over the strings of 1,000 synthetic tool
+definitions, as registering them screens them: mindcore decodes in Rust, in one parallel call;
+the baseline is the Python decoding loop (``decoded_views`` per text) it replaced. A third row,
+the raw scan alone (``contains_batch``, no decoded forms: not a full screen), is the floor.
+
 Run: ``pytest benches/bench_secrets.py --benchmark-only -q`` (``MINDCORE_BENCH_QUICK=1`` for a
 quick check). ``python benches/bench_secrets.py`` prints the quality figures alone (precision,
 recall, F1, false-positive rate per dev set, and turns flagged in LoCoMo).
@@ -408,6 +414,124 @@ def test_contains_each_turn_python_re(benchmark: Any) -> None:
         nbytes=sum(len(t.encode()) for t in texts),
         items=len(texts),
         rounds=1 if not QUICK else 2,
+    )
+
+
+TOOLS_GROUP = "secrets: SecretPolicy.screen_batch over the strings of 1,000 tool definitions"
+
+_WORDS = [
+    "get", "list", "create", "update", "delete", "search", "find", "fetch", "send", "compute",
+    "convert", "book", "cancel", "weather", "forecast", "city", "country", "currency", "amount",
+    "order", "invoice", "customer", "account", "flight", "hotel", "date", "time", "zone", "unit",
+    "temperature", "location", "query", "limit", "offset", "page", "sort", "filter", "user",
+    "email", "message", "channel", "calendar", "event", "reminder", "file", "folder", "path",
+    "name", "title", "status", "priority", "language", "region", "price",
+]
+
+
+def tool_definitions(n: int = 1000, seed: int = 0) -> list[dict[str, Any]]:
+    """JSON-schema tool definitions of the usual shape: snake_case names and parameter names (some
+    long enough to read as base64 runs), English descriptions, enums, an example URL with
+    percent-escapes now and then."""
+    rng = random.Random(seed)
+
+    def words(lo: int, hi: int) -> str:
+        return " ".join(rng.choice(_WORDS) for _ in range(rng.randint(lo, hi)))
+
+    tools = []
+    for i in range(n):
+        properties: dict[str, Any] = {}
+        for _ in range(rng.randint(1, 5)):
+            prop: dict[str, Any] = {"type": rng.choice(["string", "integer", "number", "boolean"])}
+            prop["description"] = words(5, 14).capitalize() + "."
+            if rng.random() < 0.2:
+                prop["enum"] = [rng.choice(_WORDS) for _ in range(rng.randint(2, 5))]
+            if rng.random() < 0.05:
+                prop["description"] += f" e.g. https://api.example.com/v1/{rng.choice(_WORDS)}?q=new%20york"
+            properties["_".join(rng.choice(_WORDS) for _ in range(rng.randint(1, 3)))] = prop
+        tools.append({
+            "name": "_".join(rng.choice(_WORDS) for _ in range(rng.randint(2, 4))) + f"_{i}",
+            "description": words(8, 30).capitalize() + ".",
+            "parameters": {"type": "object", "properties": properties, "required": list(properties)[:2]},
+        })
+    return tools
+
+
+@cache
+def tool_strings() -> list[str]:
+    """Every string of the tool definitions (dict keys too), as ``SecretPolicy.first_refused``
+    collects them."""
+    out: list[str] = []
+
+    def walk(value: Any) -> None:
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, dict):
+            for k, v in value.items():
+                out.append(k)
+                walk(v)
+        elif isinstance(value, list):
+            for v in value:
+                walk(v)
+
+    for tool in tool_definitions():
+        walk(tool)
+    return out
+
+
+def python_decoding_screen(texts: list[str]) -> list[str | None]:
+    """The screen as it was: one parallel raw scan, then Python's decoded views of every text."""
+    from mindcore.policy import decoded_views
+
+    s = scanner()
+    hits = s.contains_batch(texts)
+    hidden = [
+        hit or any(s.contains(view) for _how, view, _span in decoded_views(t))
+        for t, hit in zip(texts, hits, strict=True)
+    ]
+    return [None if h else t for t, h in zip(texts, hidden, strict=True)]
+
+
+def test_screen_tool_strings_mindcore(benchmark: Any) -> None:
+    from mindcore.policy import SecretPolicy
+
+    texts = tool_strings()
+    policy = SecretPolicy()
+    kept = run(
+        benchmark,
+        TOOLS_GROUP,
+        "mindcore",
+        lambda: policy.screen_batch(texts),
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=20,
+    )
+    assert kept == python_decoding_screen(texts) == texts
+
+
+def test_screen_tool_strings_python_decoding(benchmark: Any) -> None:
+    texts = tool_strings()
+    run(
+        benchmark,
+        TOOLS_GROUP,
+        "python-decoding",
+        lambda: python_decoding_screen(texts),
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=5,
+    )
+
+
+def test_screen_tool_strings_raw_scan_only(benchmark: Any) -> None:
+    texts = tool_strings()
+    run(
+        benchmark,
+        TOOLS_GROUP,
+        "raw-scan-only (contains_batch, no decoded forms)",
+        lambda: scanner().contains_batch(texts),
+        nbytes=sum(len(t.encode()) for t in texts),
+        items=len(texts),
+        rounds=20,
     )
 
 

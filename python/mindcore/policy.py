@@ -92,6 +92,9 @@ def _b64_text(run: str) -> str | None:
     return decoded if decoded and printable == len(decoded) else None
 
 
+# The Rust kernel makes these same forms for the bulk screen (`SecretScanner.contains_batch_decoded`,
+# rust/kernels/src/secrets/decode.rs): a change to the rules here is a change there too
+# (tests/test_secrets_decoded_parity.py holds the two to the same answers).
 def decoded_views(text: str) -> Iterator[tuple[str, str, tuple[int, int] | None]]:
     """The decoded forms of ``text`` a secret may hide in: ``(how, decoded text, span)``, where
     ``span`` is the encoded run in ``text`` (``None`` when the whole text was decoded).
@@ -169,10 +172,27 @@ class SecretPolicy:
 
     def contains(self, text: str) -> bool:
         """Whether the policy would refuse ``text`` (the raw text, then its decoded forms)."""
-        return self._scanner.contains(text) or self._hidden(text)
+        return self._refused_each([text])[0]
+
+    def _refused_each(self, texts: list[str]) -> list[bool]:
+        """:meth:`contains` of each text: the raw text and its :func:`decoded_views` judged in
+        one parallel Rust call."""
+        refused = self._scanner.contains_batch_decoded(
+            texts, max_chars=DECODE_MAX_CHARS, max_runs=DECODE_MAX_RUNS
+        )
+        joined = "".join(texts)
+        if not joined.isascii() and not _is_utf8(joined):
+            # The kernel reads a lone surrogate as "?"; the JSON-unescaped form pairs it with its
+            # neighbours as Python's UTF-16 codec does, so those texts are also judged here.
+            for i, text in enumerate(texts):
+                if not refused[i] and not _is_utf8(text):
+                    refused[i] = self._hidden(text)
+        return refused
 
     def _hidden(self, text: str) -> bool:
-        """Whether a decoded form of ``text`` (JSON escapes, percent or base64 runs) holds a secret."""
+        """Whether a decoded form of ``text`` (JSON escapes, percent or base64 runs) holds a secret,
+        judged in Python: for texts with lone surrogates, and as the reference the tests hold the
+        Rust path to."""
         return any(self._scanner.contains(view) for _how, view, _span in decoded_views(text))
 
     def screen(self, text: str, field: str) -> str:
@@ -238,8 +258,7 @@ class SecretPolicy:
         """
         items = list(texts)
         out: list[str | None] = list(items)
-        hits = self._scanner.contains_batch(items)
-        flagged = [i for i, hit in enumerate(hits) if hit or self._hidden(items[i])]
+        flagged = [i for i, hit in enumerate(self._refused_each(items)) if hit]
         if flagged and self.action == "redact":
             for i in flagged:
                 out[i] = self._redact(items[i])
@@ -295,6 +314,15 @@ def _strings_in(value: Any, out: list[str]) -> None:
     elif isinstance(value, list | tuple):
         for v in value:
             _strings_in(v, out)
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether ``text`` holds no lone surrogate (every ``str`` without one encodes as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 @functools.cache

@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 DEFAULT_PLACEHOLDER = "[REDACTED:{rule_id}]"
+_NO_CAP = 1 << 62
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +301,34 @@ class SecretScanner:
             return self._native.contains_batch(items)
         except UnicodeEncodeError:
             return self._native.contains_batch([_without_surrogates(t) for t in items])
+
+    def contains_batch_decoded(self, texts: Iterable[str], *, max_chars: int, max_runs: int) -> list[bool]:
+        """:meth:`contains` of each text, or of one of its decoded forms, in parallel: its JSON
+        string escapes decoded (over its first `max_chars` characters), then each percent-encoded
+        run and each base64 run of 16 or more characters that decodes to printable text, of the
+        text and of its unescaped form, at most `max_runs` runs in all. These are the forms
+        :func:`mindcore.policy.decoded_views` lists; :class:`~mindcore.policy.SecretPolicy`
+        refuses what this finds.
+
+        Examples
+        --------
+        >>> SecretScanner().contains_batch_decoded(
+        ...     ["fine", "id=%67hp%5F2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS"], max_chars=1 << 20, max_runs=256)
+        [False, True]
+        """
+        items = _texts(texts)
+        for arg, value in (("max_chars", max_chars), ("max_runs", max_runs)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise KernelTypeError(f"{arg}: expected int, got {type(value).__name__}")
+            if value < 0:
+                raise KernelError(f"{arg}: expected a count >= 0, got {value}")
+        # Any count past what a text can hold means "no cap" (and still fits the native size type).
+        max_chars, max_runs = min(max_chars, _NO_CAP), min(max_runs, _NO_CAP)
+        try:
+            return self._native.contains_batch_decoded(items, max_chars, max_runs)
+        except UnicodeEncodeError:
+            clean = [_without_surrogates(t) for t in items]
+            return self._native.contains_batch_decoded(clean, max_chars, max_runs)
 
     def redact(self, text: str, placeholder: str = DEFAULT_PLACEHOLDER) -> str:
         """`text` with each secret replaced by `placeholder`, where ``{rule_id}`` becomes the id

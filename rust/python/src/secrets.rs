@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use mindcore_kernels::secrets::{Finding, Offsets, Scanner, Selection, BUILTIN};
+use mindcore_kernels::secrets::{DecodeLimits, Finding, Offsets, Scanner, Selection, BUILTIN};
 use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyString;
@@ -104,6 +104,21 @@ impl PySecretScanner {
     fn contains_batch(&self, py: Python<'_>, texts: &Bound<'_, PyAny>) -> PyResult<Vec<bool>> {
         let texts = str_items(texts)?;
         Ok(py.detach(|| self.inner.contains_batch(&texts)))
+    }
+
+    /// `contains` of each text or of one of its decoded forms (JSON string escapes over its
+    /// first `max_chars` characters, then at most `max_runs` percent-encoded and base64 runs),
+    /// in parallel: what `SecretPolicy` refuses.
+    fn contains_batch_decoded(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        max_chars: usize,
+        max_runs: usize,
+    ) -> PyResult<Vec<bool>> {
+        let texts = str_items(texts)?;
+        let limits = DecodeLimits { max_chars, max_runs };
+        Ok(py.detach(|| self.inner.contains_decoded_batch(&texts, limits)))
     }
 
     fn redact(&self, py: Python<'_>, text: PyBackedStr, placeholder: PyBackedStr) -> String {

@@ -14,6 +14,7 @@
 //! vendor's exact format (a rule's `exact` group) is reported whatever its body looks like.
 
 mod checks;
+pub mod decode;
 pub mod normalize;
 mod pii;
 pub mod rules;
@@ -25,6 +26,7 @@ use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 
 use crate::{KernelError, Result};
 use checks::MatchParts;
+pub use decode::DecodeLimits;
 pub use checks::{PLACEHOLDER_MAX_CHARS, PLACEHOLDER_SUBSTRINGS, PLACEHOLDER_VALUES, PRIVATE_KEY_MIN_BASE64};
 use normalize::Normalized;
 pub use rules::{BuiltinRule, Category, Check, Kind, BUILTIN};
@@ -369,6 +371,17 @@ impl Scanner {
 
     pub fn contains_batch<S: AsRef<str> + Sync>(&self, texts: &[S]) -> Vec<bool> {
         texts.par_iter().map(|t| self.contains(t.as_ref())).collect()
+    }
+
+    /// Whether `text` holds a finding as written, or in one of its decoded forms (JSON string
+    /// escapes, percent-encoded and base64 runs; see [`decode`]) within `limits`: what
+    /// `SecretPolicy` refuses.
+    pub fn contains_decoded(&self, text: &str, limits: DecodeLimits) -> bool {
+        self.contains(text) || decode::any_view(text, limits, |view| self.contains(view))
+    }
+
+    pub fn contains_decoded_batch<S: AsRef<str> + Sync>(&self, texts: &[S], limits: DecodeLimits) -> Vec<bool> {
+        texts.par_iter().map(|t| self.contains_decoded(t.as_ref(), limits)).collect()
     }
 
     pub fn redact_batch<S: AsRef<str> + Sync>(&self, texts: &[S], placeholder: &str) -> Vec<String> {

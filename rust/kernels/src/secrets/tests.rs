@@ -318,3 +318,32 @@ fn adversarial_inputs_scan_and_redact() {
         assert!(s.scan(&redacted, Offsets::Chars).is_empty(), "{start:?}… redacted still holds a finding");
     }
 }
+
+#[test]
+fn contains_decoded_reads_each_encoding_and_the_batch_agrees() {
+    let s = Scanner::builtin();
+    let limits = DecodeLimits {
+        max_chars: 1 << 20,
+        max_runs: 256,
+    };
+    let token = "ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS";
+    let escaped: String = token.chars().map(|c| format!("\\u{:04x}", c as u32)).collect();
+    let percent: String = token.bytes().map(|b| format!("%{b:02X}")).collect();
+    // base64 of "token ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS"
+    let b64 = "dG9rZW4gZ2hwXzJGREVFdGZqZ1Z2VnFFMVNrSGJuODhIeGpTSTZiV0h0UDNmUw==";
+    let texts = [
+        format!("key {escaped}"),
+        format!("url?t={percent}"),
+        format!("blob {b64} end"),
+        "a plain description of a tool".to_owned(),
+        token.to_owned(),
+    ];
+    let each: Vec<bool> = texts.iter().map(|t| s.contains_decoded(t, limits)).collect();
+    assert_eq!(each, [true, true, true, false, true]);
+    assert!(!s.contains(&texts[0]) && !s.contains(&texts[1]) && !s.contains(&texts[2]));
+    assert_eq!(s.contains_decoded_batch(&texts, limits), each);
+    // Past the character cap nothing is decoded; with no runs allowed no run is.
+    let late = format!("{} {escaped}", "x".repeat(64));
+    assert!(!s.contains_decoded(&late, DecodeLimits { max_chars: 64, ..limits }));
+    assert!(!s.contains_decoded(&texts[2], DecodeLimits { max_runs: 0, ..limits }));
+}
