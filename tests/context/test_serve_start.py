@@ -141,3 +141,41 @@ def test_two_workers_share_one_store_through_the_real_sdk(tmp_path: Path) -> Non
                 assert [m["seq"] for m in page["messages"]] == list(range(1, 9))
     pids = {line.rsplit("[", 1)[1] for line in server.lines if "Started server process" in line}
     assert len(pids) == 2, server.lines
+
+
+def test_two_workers_over_an_s3_store(s3: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same over object storage (the moto server): the store's options come from the
+    environment, as S3 clients read them."""
+    for key, value in {"AWS_ENDPOINT": s3["aws_endpoint"], "AWS_ACCESS_KEY_ID": s3["aws_access_key_id"],
+                       "AWS_SECRET_ACCESS_KEY": s3["aws_secret_access_key"], "AWS_REGION": s3["aws_region"],
+                       "AWS_ALLOW_HTTP": "true"}.items():
+        monkeypatch.setenv(key, value)
+    uri = "s3://mindcore-test/serve-workers"
+
+    answers: list[int] = []
+
+    def client(url: str, k: int) -> None:
+        with httpx.Client(base_url=url, timeout=300) as http:
+            for j in range(4):
+                answers.append(http.post("/api/v1/messages", json={
+                    "dataset": "d", "namespace": "n", "session": "s",
+                    "messages": [{"role": "user", "content": f"client {k} message {j}"}]}).status_code)
+
+    with ServeProcess(uri, "--workers", "2", "--embed-tools", "on-demand") as server:  # type: ignore[arg-type]
+        with httpx.Client(base_url=server.url, timeout=300) as http:
+            http.post("/api/v1/datasets/d/tools", json={"tools": [
+                {"name": f"t{i}", "description": f"order status {i}"} for i in range(5)]}).raise_for_status()
+        threads = [threading.Thread(target=client, args=(server.url, k)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert answers == [200] * 16, server.lines[-40:]
+        with httpx.Client(base_url=server.url, timeout=300) as http:
+            page = http.get("/api/v1/messages", params={"dataset": "d", "namespace": "n", "session": "s",
+                                                        "limit": 100}).json()
+            assert sorted(m["content"] for m in page["messages"]) == sorted(
+                f"client {k} message {j}" for k in range(4) for j in range(4))
+            assert [m["seq"] for m in page["messages"]] == list(range(1, 17))
+            found = http.post("/api/v1/datasets/d/discover", json={"query": "order status", "limit": 10}).json()
+            assert len(found["tools"]) == 5

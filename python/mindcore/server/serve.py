@@ -103,7 +103,7 @@ def serve(args: argparse.Namespace) -> None:
     settings = ServeSettings(store=args.store, token=args.token or None, llm_model=args.llm_model,
                              llm_base_url=args.llm_base_url, max_body=args.max_body,
                              header_timeout=limits.header_timeout, body_timeout=limits.body_timeout,
-                             max_connections=limits.max_connections, embed_tools=args.embed_tools,
+                             max_connections=limits.max_connections, embed_tools=args.embed_tools, workers=workers,
                              log_level=args.log_level,
                              log_format=args.log_format)
     os.environ[SETTINGS_ENV] = settings.to_env()  # read by each serving process (mindcore.server.worker)

@@ -32,6 +32,7 @@ class ServeSettings:
     body_timeout: float = BODY_TIMEOUT
     max_connections: int = 1_024
     embed_tools: str = "background"
+    workers: int = 1
     log_level: str = "info"
     log_format: str = "text"
 

@@ -11,6 +11,7 @@ import multiprocessing
 import os
 import signal
 from collections.abc import Callable
+from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mindcore._http_guard import ConnectionStats, guarded_protocol
@@ -20,6 +21,7 @@ from mindcore.server.starting import StartingApp
 
 if TYPE_CHECKING:
     from mindcore.server.app import ContextServer
+    from mindcore.store import Store
 
 __all__ = ["Protocol", "app", "connections", "on_failure", "started"]
 
@@ -32,13 +34,39 @@ Protocol: type[Any] = guarded_protocol(_settings.limits, connections)
 started: StartingApp | None = None
 
 
-def _build() -> ContextServer:
-    from mindcore.server.app import create_app
+class _Serving:
+    """The app and the store this process opened for it (closed with it)."""
 
-    server = create_app(_settings.store, llm=_settings.llm(), token=_settings.token, max_body=_settings.max_body,
-                        embed_tools=_settings.embed_tools)  # type: ignore[arg-type]  # create_app checks it
-    server.metrics.connections = connections
-    return server
+    def __init__(self, server: ContextServer, store: Store) -> None:
+        self.server = server
+        self.store = store
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.server(scope, receive, send)
+
+    def close(self) -> None:
+        try:
+            self.server.close()
+        finally:
+            self.store.close()
+
+
+def _build() -> _Serving:
+    from mindcore.server.app import create_app
+    from mindcore.store import StoreConfig, open
+
+    # With several workers a read must see what another worker just wrote (read your own writes
+    # through any worker): object storage is then checked for new versions on every read.
+    config = StoreConfig(read_consistency=timedelta(0)) if _settings.workers > 1 else None
+    store = open(_settings.store, config=config)
+    try:
+        server = create_app(store, llm=_settings.llm(), token=_settings.token, max_body=_settings.max_body,
+                            embed_tools=_settings.embed_tools)  # type: ignore[arg-type]  # create_app checks it
+        server.metrics.connections = connections
+    except BaseException:
+        store.close()
+        raise
+    return _Serving(server, store)
 
 
 def _terminate(exc: BaseException) -> None:

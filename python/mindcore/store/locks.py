@@ -239,7 +239,10 @@ _CLIENT_KEYS = {
 def _split_options(options: Mapping[str, str]) -> tuple[dict[str, str], dict[str, Any]]:
     config: dict[str, str] = {}
     client: dict[str, Any] = {}
-    for k, v in options.items():
+    # LanceDB reads the HTTP client's options from the environment too (AWS_ALLOW_HTTP, ...), as
+    # obstore reads only credentials and endpoints there: read them alike, given options first.
+    from_env = {key: os.environ[f"AWS_{key.upper()}"] for key in _CLIENT_KEYS if f"AWS_{key.upper()}" in os.environ}
+    for k, v in {**from_env, **options}.items():
         key = k.lower()
         if key in _CLIENT_KEYS:
             client[key] = str(v).lower() in ("1", "true", "yes") if key.startswith(("allow_", "http")) else v
