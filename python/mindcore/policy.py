@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import bisect
 import functools
 import json
 import re
@@ -281,15 +282,13 @@ class SecretPolicy:
         1
         """
         texts: list[str] = []
-        owners: list[int] = []
-        for at, value in enumerate(values):
-            start = len(texts)
+        ends: list[int] = []  # ends[at]: how many strings values[: at + 1] hold
+        for value in values:
             _strings_in(value, texts)
-            owners.extend([at] * (len(texts) - start))
-        for i, kept in enumerate(self.screen_batch(texts)):
-            if kept != texts[i]:
-                return owners[i]
-        return None
+            ends.append(len(texts))
+        # A flagged string is one screen() would refuse, or change when redacting.
+        first = next((i for i, hit in enumerate(self._refused_each(texts)) if hit), None)
+        return None if first is None else bisect.bisect_right(ends, first)
 
     def screen_value(self, value: Any, field: str) -> Any:
         """Every string inside a JSON-like value (dict keys too) screened; the value rebuilt when
