@@ -105,3 +105,36 @@ def test_tool_call_parts_check_their_text_arguments() -> None:
     for history in (False, True):
         with pytest.raises(InvalidMessageError, match=r"messages\[0\]\.content\[0\]\.args: .*limit is 100"):
             normalize_messages([{"role": "assistant", "content": [part]}], max_chars=100, history=history)
+
+
+def test_a_plain_text_history_reads_as_the_one_message_at_a_time_path_reads_it() -> None:
+    """Plain text messages are checked together; the answer and the first error named are those
+    of the checks made one message at a time."""
+    plain = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"message {i}"} for i in range(50)]
+    out = normalize_messages(plain, max_chars=100)
+    assert out == plain and all(o is not m for o, m in zip(out, plain, strict=True))  # copies, not the input
+    assert normalize_messages([], max_chars=10) == []
+    tool = {"role": "tool", "content": "22", "tool_call_id": "c1"}
+    mixed = [*plain[:3], tool, {**plain[3], "name": "ann"}, {"role": "assistant", "content": None, "tool_calls": [CALL]}]
+    assert normalize_messages(mixed, max_chars=200) == [*plain[:3], tool, plain[3],
+                                                        {"role": "assistant", "content": "", "tool_calls": [CALL]}]
+    # In a history a plain tool message still needs its call id.
+    with pytest.raises(InvalidMessageError, match=r"messages\[0\]\.tool_call_id"):
+        normalize_messages([{"role": "tool", "content": "22"}], max_chars=100, history=True)
+    for bad, fragment in [("x" * 101, r"messages\[7\]\.content: is 101 characters"),
+                          ("bad \ud800", r"messages\[7\]\.content: contains a lone surrogate"),
+                          ("a\x00b", r"messages\[7\]\.content: contains a NUL")]:
+        given = [*plain[:7], {"role": "user", "content": bad}, *plain[7:]]
+        with pytest.raises(InvalidMessageError, match=fragment):
+            normalize_messages(given, max_chars=100)
+        # A bad message of another kind earlier in the list is the one named.
+        with pytest.raises(InvalidMessageError, match=r"messages\[2\]\.role: 'robot'"):
+            normalize_messages([*given[:2], {"role": "robot", "content": "hi", "x": 1}, *given[2:]], max_chars=100)
+    # A role that is no str (not even hashable) is named, not a crash of the batch check.
+    with pytest.raises(InvalidMessageError, match=r"messages\[1\]\.role: \['user'\]"):
+        normalize_messages([plain[0], {"role": ["user"], "content": "hi"}], max_chars=100)
+    # Str subclasses and other mappings take the one-at-a-time path and read the same.
+    class Text(str):
+        pass
+
+    assert normalize_messages([{"role": "user", "content": Text("hi")}], max_chars=10) == [{"role": "user", "content": "hi"}]

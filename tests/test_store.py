@@ -240,6 +240,23 @@ def test_append_assigns_fresh_ids_in_one_commit(notes: Table) -> None:
     assert notes.count("other") == 0
 
 
+def test_append_takes_an_arrow_table(notes: Table) -> None:
+    """Rows given as an Arrow table are checked column by column and get fresh ids, as dicts do."""
+    v0 = notes.version
+    r = notes.append("u", pa.table({"text": ["one", "two"], "n": [1, 2]}))
+    assert r.inserted == 2 and r.version == v0 + 1
+    rows = notes.scan("u", order_by="n")
+    assert [(x["text"], x["n"], x["tags"], x["metadata"]) for x in rows] == [("one", 1, [], None), ("two", 2, [], None)]
+    assert len({x["id"] for x in rows}) == 2 and all(x["created_at"] == x["updated_at"] > 0 for x in rows)
+    with pytest.raises(ValueError, match="fresh ids"):
+        notes.append("u", pa.table({"id": ["r1"], "text": ["x"]}))
+    with pytest.raises(ValueError, match="unknown columns"):
+        notes.append("u", pa.table({"nope": ["x"]}))
+    assert notes.append("u", pa.table({"text": pa.array([], pa.string())})).version == r.version  # no commit
+    notes.append("u", lambda: pa.table({"text": ["three"], "n": [3]}))
+    assert [x["n"] for x in notes.scan("u", order_by="n")] == [1, 2, 3]
+
+
 def test_modify_reads_and_writes_one_row(notes: Table) -> None:
     def bump(row: dict[str, object] | None) -> dict[str, object]:
         return {"text": "counter", "n": 1 if row is None else int(row["n"]) + 1}  # type: ignore[call-overload]

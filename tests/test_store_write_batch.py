@@ -86,6 +86,8 @@ def test_new_ids_encode_as_new_id() -> None:
     raw = np.random.default_rng(0).integers(0, 256, (500, 16), dtype=np.uint8)
     raw[0], raw[1] = 0, 255
     assert _encode_many(raw) == [_encode(int.from_bytes(r.tobytes(), "big")) for r in raw]
+    bits = np.array([list((1 << k).to_bytes(16, "big")) for k in range(128)], dtype=np.uint8)  # every digit boundary
+    assert _encode_many(bits) == [_encode(1 << k) for k in range(128)]
     ids = new_ids(2000)
     assert len(set(ids)) == 2000 and all(len(i) == 26 for i in ids)
     assert len({i[:10] for i in ids}) == 1 and new_id()[:10] >= ids[0][:10]  # one timestamp, time-ordered

@@ -82,6 +82,25 @@ def test_full_takes_the_oldest_and_ignores_keep_first(ctx: Context) -> None:
     assert seqs(s.context.messages(strategy="full").assemble()) == [1, 2, 3, 4, 5]
 
 
+def test_assembled_messages_are_the_stored_messages(ctx: Context) -> None:
+    """Assembly builds its messages straight from the session's columns: each is what
+    get_messages gives (tool fields, ids, seq and created_at included), a fresh object each time."""
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    s = ctx.session("s")
+    s.append([msg("user", "weather?"), msg("assistant", "", tool_calls=[call]), msg("tool", "22C", tool_call_id="c1"),
+              *(msg("assistant" if i % 2 else "user", f"m{i}") for i in range(60))])
+    stored = s.get_messages(limit=100).messages
+    for strategy in ("full", "recent"):
+        got = s.context.messages(strategy=strategy, max_tokens=10**6).assemble().messages
+        assert got == stored and all(type(m) is StoredMessage for m in got)
+        assert [(m.seq, m.id, m.created_at) for m in got] == [(m.seq, m.id, m.created_at) for m in stored]
+        assert got[1] == {"role": "assistant", "content": "", "tool_calls": [call]} and "tool_calls" not in got[0]
+    first = s.context.messages(strategy="full").assemble().messages
+    first[1]["tool_calls"][0]["id"] = "changed"
+    first[0]["content"] = "changed"
+    assert s.context.messages(strategy="full").assemble().messages == stored
+
+
 def test_tokens_are_floor_of_utf8_bytes_over_four_per_message(ctx: Context) -> None:
     s = ctx.session("s")
     s.append([msg("user", "é" * 10), msg("user", "abc"), msg("user", "abcdefgh")])  # 20 bytes, 3, 8

@@ -3,6 +3,8 @@ log's lock, edits kept as versions, message keys, logs that never see each other
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 import mindcore
@@ -158,3 +160,58 @@ def test_keys_compare_what_is_stored(log: MessageLog) -> None:
     assert keys[1] == message_key({"role": "user", "content": "hi"}) != message_key({"role": "user", "content": "hi",
                                                                                      "tool_call_id": "c1"})
     assert keys[0].shape == ("assistant", None, keys[0].tool_calls)
+
+
+def test_messages_of_every_shape_are_stored_as_given(log: MessageLog) -> None:
+    """A list of plain messages is written column by column, any other list message by message:
+    both store the same rows, and a bad message anywhere is named and stores nothing."""
+    plain = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(40)]
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    mixed = [*plain[:2], {"role": "assistant", "content": "", "tool_calls": calls},
+             {"role": "tool", "content": "42", "tool_call_id": "c1"}, {**plain[2], "name": "ann"}]
+    assert log.append("plain", plain) == (1, 40) and log.append("mixed", mixed) == (1, 5)
+    got = log.page("plain", limit=100).messages
+    assert [(m["seq"], m["role"], m["content"], m["tool_calls"], m["tool_call_id"]) for m in got] == [
+        (i + 1, m["role"], m["content"], None, None) for i, m in enumerate(plain)]
+    assert len({m["id"] for m in got}) == 40
+    got = log.page("mixed").messages
+    assert [(m["content"], m["tool_calls"], m["tool_call_id"]) for m in got] == [
+        ("m0", None, None), ("m1", None, None), ("", calls, None), ("42", None, "c1"), ("m2", None, None)]
+    for bad, where in [({"role": "user", "content": 5}, "messages[3]"), ("text", "messages[3]"),
+                       ({"role": "user", "content": "x", "tool_call_id": 7}, "messages[3]")]:
+        with pytest.raises(InvalidInputError, match=re.escape(where)):
+            log.append("plain", [*plain[:3], bad, *plain[3:]])  # type: ignore[list-item]
+    assert log.max_seq("plain") == 40
+
+
+def test_records_read_the_same_from_cached_columns_and_from_the_table(log: MessageLog) -> None:
+    """A view reads messages from its cached columns for many ranks (or once they are cached)
+    and from the table for a few: both give the same rows, edited logs and tool calls included."""
+    calls = [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]
+    log.append("a", [*msgs(*(f"m{i}" for i in range(60))), {"role": "assistant", "content": "", "tool_calls": calls},
+                     {"role": "tool", "content": "42", "tool_call_id": "c1"}])
+    log.write("a", LogChange(edits={5: {"role": "user", "content": "five"}}))  # an edited log: rows out of order
+    view = log.view("a")
+    assert view.order is not None
+    few, scattered = [61, 3, 4], [0, 4, 60, 61, 17]
+    from_table = [view.messages(few), view.messages(scattered)]
+    assert not view._columns  # a few ranks of a log read nothing else
+    everything = view.messages(range(len(view)))  # most of the log: from the columns, now cached
+    assert view._columns
+    assert [view.messages(few), view.messages(scattered)] == from_table
+    assert [everything[i] for i in few] == from_table[0] and [everything[i] for i in scattered] == from_table[1]
+    assert everything[4]["content"] == "five" and everything[60]["tool_calls"] == calls
+    assert everything[61]["tool_call_id"] == "c1" and [m["seq"] for m in everything] == list(range(1, 63))
+    assert view.records([2, 3]) == [tuple(m.values()) for m in everything[2:4]] and view.messages([]) == []
+    # Decoded tool calls are the caller's to change: the next read decodes them again.
+    everything[60]["tool_calls"][0]["id"] = "changed"
+    assert view.messages([60])[0]["tool_calls"] == calls
+    # A log as appended: a run of ranks is read as a slice of the stored rows, others are taken.
+    log.append("b", [*msgs(*(f"b{i}" for i in range(60))), {"role": "assistant", "content": "", "tool_calls": calls}])
+    view = log.view("b")
+    assert view.order is None
+    run, scattered = view.messages([58, 59, 60]), view.messages([60, 2, 7])
+    assert not view._columns
+    everything = view.messages(range(len(view)))
+    assert run == everything[58:] and scattered == [everything[60], everything[2], everything[7]]
+    assert [m["content"] for m in run] == ["b58", "b59", ""] and run[2]["tool_calls"] == calls

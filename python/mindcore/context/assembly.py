@@ -368,7 +368,17 @@ def _first_user(view: LogView) -> int | None:
 
 
 def _messages(view: LogView, ranks: np.ndarray | Sequence[int]) -> list[StoredMessage]:
-    return [StoredMessage.from_row(r) for r in view.messages(ranks)]
+    """The messages at ``ranks``, built straight from the view's records (what
+    :meth:`StoredMessage.from_row` makes of a row, without a dict per row in between)."""
+    out = []
+    for id_, seq, role, content, call_id, calls, created_at in view.records(ranks):
+        message: dict[str, Any] = {"role": role, "content": content}
+        if calls is not None:
+            message["tool_calls"] = calls
+        if call_id is not None:
+            message["tool_call_id"] = call_id
+        out.append(StoredMessage(message, seq=seq, id=id_, created_at=created_at or 0))
+    return out
 
 
 def _pruned(older: list[StoredMessage], threshold: int) -> list[StoredMessage]:

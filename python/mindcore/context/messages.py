@@ -38,7 +38,9 @@ def normalize(
     converted = normalize_messages(messages, max_chars=max_chars, max_messages=max_messages, error=ContextError)
     # One parallel scan of every message; each is screened on its own only when it finds something
     # (for the message naming the field, or to redact under a redacting policy).
-    parts = [[m["content"], m.get("tool_calls"), m.get("tool_call_id")] for m in converted]
+    # A plain text message is screened as its text alone (the same strings, fewer to walk).
+    parts = [m["content"] if len(m) == 2 else [m["content"], m.get("tool_calls"), m.get("tool_call_id")]
+             for m in converted]
     if policy.first_refused(parts) is None:
         return converted
     return [_screen(m, f"messages[{i}]", policy) for i, m in enumerate(converted)]

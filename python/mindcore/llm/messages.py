@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mindcore.errors import InvalidMessageError, MindcoreError
-from mindcore.validation import check_storable, check_text, describe
+from mindcore.validation import check_storable, check_text, describe, text_problem
 
 __all__ = ["ROLES", "check_tool_pairs", "compact_json", "normalize_messages"]
 
@@ -99,8 +99,15 @@ def normalize_messages(
         raise error(f"{where}: expected a list of messages, got {describe(messages)}")
     if max_messages is not None and len(messages) > max_messages:
         raise error(f"{where}: {len(messages):,} messages at once; the limit is {max_messages:,}")
+    plain = _plain_contents(messages, rules)
+    if plain and None not in plain:  # plain text throughout, checked: each message is its copy
+        return [{"role": m["role"], "content": text} for m, text in zip(messages, plain, strict=True)]
     out: list[dict[str, Any]] = []
     for i, message in enumerate(messages):
+        text = plain[i]
+        if text is not None:  # checked already, with the others: the message is its copy
+            out.append({"role": message["role"], "content": text})
+            continue
         at = f"{where}[{i}]"
         converted = _one(message, at, rules)
         if strict and not history:  # a history's calls were checked as they were rebuilt
@@ -108,6 +115,32 @@ def normalize_messages(
                 for j, call in enumerate(m.get("tool_calls") or ()):
                     _call(call, f"{at}.tool_calls[{j}]", rules)
         out += converted
+    return out
+
+
+def _plain_contents(messages: Sequence[Any], r: _Rules) -> list[str | None]:
+    """The content of each message that is plain text (a dict of exactly ``role``, one of
+    ``r.roles`` other than ``tool``, and a str ``content``), ``None`` for the others; all ``None``
+    when one of those texts would fail its check (every message then takes the full path, which
+    names the first bad one).
+
+    Plain text is what a chat history mostly holds: its texts are checked together, one length
+    scan and one UTF-8 encoding of them all, instead of one call per message.
+    """
+    roles = tuple(role for role in r.roles if role != "tool")  # a tool message names its call
+    out: list[str | None] | None = None
+    if set(map(type, messages)) == {dict} and set(map(len, messages)) == {2}:
+        # The usual history, told by a few passes at C speed: pairs of str role and content.
+        contents = [m.get("content") for m in messages]
+        given = [m.get("role") for m in messages]
+        if set(map(type, contents)) == {str} == set(map(type, given)) and set(given).issubset(roles):
+            out = contents
+    if out is None:
+        out = [m["content"] if type(m) is dict and len(m) == 2 and type(m.get("content")) is str
+               and m.get("role") in roles else None for m in messages]
+    texts = [t for t in out if t is not None]
+    if texts and (max(map(len, texts)) > r.max_chars or text_problem("".join(texts)) is not None):
+        return [None] * len(out)
     return out
 
 

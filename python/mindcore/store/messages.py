@@ -42,7 +42,7 @@ import pyarrow as pa
 
 from mindcore.errors import InvalidInputError
 from mindcore.store.filters import col
-from mindcore.store.ids import new_id
+from mindcore.store.ids import new_id, new_ids
 from mindcore.store.schema import now_ms
 from mindcore.validation import check_int
 
@@ -66,6 +66,7 @@ COLUMNS: dict[str, pa.DataType] = {
 }
 _READ = ["id", "seq", "role", "content", "tool_call_id", "tool_calls", "created_at"]
 _VERSION_READ = [*_READ, "updated_at", "replaced_at"]
+_CALLS = _READ.index("tool_calls")
 
 
 class MessageKey(NamedTuple):
@@ -208,14 +209,33 @@ class LogView:
     def messages(self, ranks: Sequence[int] | np.ndarray) -> list[dict[str, Any]]:
         """The rows at these ranks (0 = oldest) as dicts: ``id``, ``seq``, ``role``, ``content``,
         ``tool_call_id``, ``tool_calls`` (decoded JSON, or ``None``) and ``created_at``."""
+        return [dict(zip(_READ, values, strict=True)) for values in self.records(ranks)]
+
+    def records(self, ranks: Sequence[int] | np.ndarray) -> list[tuple[Any, ...]]:
+        """:meth:`messages` as tuples of the values in that order (no dict per row: for callers
+        that build their own objects)."""
         idx = np.asarray(ranks, dtype=np.int64)
-        if self.order is not None:
-            idx = self.order[idx]
-        rows: list[dict[str, Any]] = self.entry.scalars.select(_READ).take(pa.array(idx, type=pa.int64())).to_pylist()
-        for row in rows:
-            raw = row["tool_calls"]
-            row["tool_calls"] = None if raw is None else json.loads(raw)
-        return rows
+        n, lo = idx.shape[0], _run_start(idx)
+        if n * _FROM_COLUMNS >= len(self) or all(name in self._columns for name in _READ):
+            # Most of the log (or columns read before): from the cached columns, which later
+            # reads of this view (and of the views extending it) reuse.
+            every = [self.column(name) for name in _READ]
+            if lo is not None:
+                columns = [c[lo:lo + n] for c in every]
+            else:
+                at = idx.tolist()
+                columns = [[c[i] for i in at] for c in every]
+        else:
+            rows = self.entry.scalars.select(_READ)
+            if lo is not None and self.order is None:  # a page: a run of rows as stored
+                picked = rows.slice(lo, n)
+            else:
+                picked = rows.take(pa.array(idx if self.order is None else self.order[idx], type=pa.int64()))
+            columns = [c.to_pylist() for c in picked.columns]
+        calls = columns[_CALLS]
+        if calls.count(None) != len(calls):  # some message makes tool calls
+            columns[_CALLS] = [None if raw is None else json.loads(raw) for raw in calls]
+        return list(zip(*columns, strict=True))
 
 
 class MessageLog:
@@ -369,14 +389,12 @@ class MessageLog:
             got = change(view) if callable(change) else change
             if not isinstance(got, LogChange):
                 raise TypeError(f"write: expected a LogChange, got {type(got).__name__}")
-            rows = [_row(m, f"messages[{i}]") for i, m in enumerate(got.append)]
             first = view.max_seq + 1
-            for offset, row in enumerate(rows):
-                row["seq"] = first + offset
-            done = LogWrite(first, first + len(rows) - 1, tuple(sorted(got.edits)))
+            added = _appended(got.append, first)
+            done = LogWrite(first, first + added.num_rows - 1, tuple(sorted(got.edits)))
             if not got.edits:
-                if rows:
-                    self.table.append(log, rows)
+                if added.num_rows:
+                    self.table.append(log, added)
                 return done
             now = now_ms()
             replaced: list[dict[str, Any]] = []
@@ -393,8 +411,11 @@ class MessageLog:
                     "id": new_id(), "seq": seq, "created_at": old["updated_at"] or old["created_at"],
                     "updated_at": at, "replaced_at": at,
                 })
+            if added.num_rows:
+                ids = pa.array(new_ids(added.num_rows), type=pa.string())
+                replaced += added.append_column("id", ids).to_pylist()
             with self.table.unit_of_work(log) as uow:
-                uow.upsert(replaced + [{**row, "id": new_id()} for row in rows])
+                uow.upsert(replaced)
             return done
 
     def _stored(self, view: LogView, rank: int) -> dict[str, Any]:
@@ -434,12 +455,39 @@ def _extended(seen: LogView | None, entry: CacheEntry, order: np.ndarray | None)
 
 
 _KEYS = "\0keys"  # where LogView keeps its keys (no column has this name)
+# LogView.records reads the cached columns for at least one rank in this many of the log's rows.
+_FROM_COLUMNS = 8
+
+
+def _run_start(idx: np.ndarray) -> int | None:
+    """The first of ``idx`` when they run on without gaps (``lo, lo + 1, ...``), else ``None``."""
+    n = idx.shape[0]
+    if n and int(idx[-1]) - int(idx[0]) == n - 1 and (n < 3 or bool(np.all(np.diff(idx) == 1))):
+        return int(idx[0])
+    return None
 
 
 def _key(role: str, call_id: str | None, calls: str | None, content: str) -> MessageKey:
     if calls is not None:
         calls = json.dumps(json.loads(calls), ensure_ascii=False, sort_keys=True, separators=(",", ":"))
     return MessageKey(role, call_id, calls, content)
+
+
+def _appended(messages: Sequence[Mapping[str, Any]], first_seq: int) -> pa.Table:
+    """``messages`` as the log's columns, ``seq`` from ``first_seq``: built column by column when
+    every message is a dict of just a str ``role`` and ``content``, else (a tool call, another
+    key, a str subclass, a bad message, which it names) message by message."""
+    given = list(messages)
+    columns: dict[str, list[Any]] = {}
+    if set(map(type, given)) == {dict} and set(map(len, given)) == {2}:  # told at C speed, not row by row
+        columns = {"role": [m.get("role") for m in given], "content": [m.get("content") for m in given]}
+        if set(map(type, columns["role"])) != {str} or set(map(type, columns["content"])) != {str}:
+            columns = {}
+    if not columns:
+        rows = [_row(m, f"messages[{i}]") for i, m in enumerate(given)]
+        columns = {name: [r[name] for r in rows] for name in ("role", "content", "tool_call_id", "tool_calls")}
+    table = pa.table({name: pa.array(values, type=COLUMNS[name]) for name, values in columns.items()})
+    return table.append_column("seq", pa.array(np.arange(first_seq, first_seq + len(given), dtype=np.int64)))
 
 
 def _row(message: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -280,8 +280,10 @@ def _arrow_rows(data: pa.Table, schema: pa.Schema, namespace: str | None, ts: in
         elif not have:
             if name in ("created_at", "updated_at"):
                 arrays.append(pa.array(np.full(n, ts, dtype=np.int64)))
-            elif name == "tags":
-                arrays.append(pa.array([[]] * n, type=field.type))
+            elif name == "tags":  # n empty lists: n + 1 zero offsets over no values
+                offsets: Any = pa.array(np.zeros(n + 1, dtype=np.int32))
+                arrays.append(pa.ListArray.from_arrays(offsets, pa.array([], type=field.type.value_type),
+                                                       type=field.type))
             else:
                 arrays.append(pa.nulls(n, field.type))
         elif name in ("created_at", "updated_at"):

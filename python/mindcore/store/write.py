@@ -37,7 +37,7 @@ from mindcore.store.cache import CacheEntry, split_by_namespace
 from mindcore.store.context import TableContext
 from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
-from mindcore.store.ids import check_ids, check_namespace, new_id
+from mindcore.store.ids import check_ids, check_namespace, new_ids
 from mindcore.store.locks import Lock
 from mindcore.store.schema import Row, now_ms, rows_from_arrow, rows_to_arrow
 from mindcore.store.versions import VersionTracker
@@ -432,16 +432,16 @@ class TableWrites:
     def append(
         self,
         namespace: str,
-        rows: Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]],
+        rows: Iterable[Mapping[str, Any]] | pa.Table | Callable[[], Iterable[Mapping[str, Any]] | pa.Table],
     ) -> WriteResult:
         """Append rows under fresh ids (:func:`new_id`), in one commit: the cheapest write.
 
-        For append-only records (logs, inboxes, versioned documents). Rows must not carry an
-        ``id``: fresh ones are assigned, so an append never collides with a stored row. ``rows``
-        may be a function, called under the table's write lock after the table is brought to its
-        latest version, so a writer can read-then-append atomically across processes (read the
-        latest row inside it, append its successor). Appends of given rows by several threads
-        at once share one commit.
+        For append-only records (logs, inboxes, versioned documents). Rows (dicts, or an Arrow
+        table, checked column by column) must not carry an ``id``: fresh ones are assigned, so an
+        append never collides with a stored row. ``rows`` may be a function, called under the
+        table's write lock after the table is brought to its latest version, so a writer can
+        read-then-append atomically across processes (read the latest row inside it, append its
+        successor). Appends of given rows by several threads at once share one commit.
 
         >>> import mindcore
         >>> t = mindcore.open("memory://").table("log", {"line": pa.string()})
@@ -465,8 +465,15 @@ class TableWrites:
         self._note_write()
         return res
 
-    def _fresh_rows(self, namespace: str, rows: Iterable[Mapping[str, Any]]) -> pa.Table | None:
+    def _fresh_rows(self, namespace: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> pa.Table | None:
         """``rows`` validated under fresh ids (``None`` when there are none)."""
+        if isinstance(rows, pa.Table):
+            if "id" in rows.column_names:
+                raise ValueError("append: rows get fresh ids; do not pass 'id' (use upsert to replace rows)")
+            if not rows.num_rows:
+                return None
+            ids = pa.array(new_ids(rows.num_rows), type=pa.string())
+            return rows_to_arrow(rows.append_column("id", ids), self._schema, namespace)
         given = list(rows)
         if any(not isinstance(r, Mapping) for r in given):
             raise TypeError("append: rows must be dicts")
@@ -474,7 +481,8 @@ class TableWrites:
             raise ValueError("append: rows get fresh ids; do not pass 'id' (use upsert to replace rows)")
         if not given:
             return None
-        return rows_to_arrow([{**r, "id": new_id()} for r in given], self._schema, namespace)
+        fresh = new_ids(len(given))
+        return rows_to_arrow([{**r, "id": i} for r, i in zip(given, fresh, strict=True)], self._schema, namespace)
 
     def _commit(self, namespace: str, ops: list[_Op], *, purge: bool = False) -> WriteResult:
         if not ops and not purge:
@@ -834,7 +842,7 @@ class TableWrites:
     async def aappend(
         self,
         namespace: str,
-        rows: Iterable[Mapping[str, Any]] | Callable[[], Iterable[Mapping[str, Any]]],
+        rows: Iterable[Mapping[str, Any]] | pa.Table | Callable[[], Iterable[Mapping[str, Any]] | pa.Table],
     ) -> WriteResult:
         return await asyncio.to_thread(self.append, namespace, rows)
 
