@@ -61,3 +61,13 @@ def test_an_escaping_error_is_recorded_on_its_span(spans: InMemorySpanExporter) 
     assert probe.name == "mindcore.probe" and dict(probe.attributes) == {"mindcore.n": 1}
     assert probe.status.status_code == trace.StatusCode.ERROR
     assert probe.events[0].name == "exception"
+
+
+def test_a_traced_call_with_bad_arguments_raises_the_functions_own_error(spans: InMemorySpanExporter) -> None:
+    ctx = mindcore.Context(None, dataset="d")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'limmit'"):
+        ctx.discover("weather", limmit=2)  # type: ignore[call-arg]
+    assert spans.get_finished_spans() == ()
+    with pytest.raises(mindcore.MindcoreError):
+        ctx.discover("weather", limit=-1)
+    assert [s.name for s in spans.get_finished_spans()] == ["mindcore.context.discover"]

@@ -29,7 +29,7 @@ from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import ContextError, InvalidTypeError, NotFoundError
 from mindcore.llm.base import check_llm
 from mindcore.store import StoreLike, resolve_store
-from mindcore.tracing import span
+from mindcore.tracing import traced
 from mindcore.validation import check_choice, check_int, check_text, describe
 
 if TYPE_CHECKING:
@@ -125,15 +125,12 @@ class Context:
 
     # -- tools ----------------------------------------------------------------------------------
 
+    @traced("context.register", dataset=lambda call: call["self"].dataset)
     def register(self, tools: Iterable[Tool | Mapping[str, Any]]) -> int:
         """Add tools to the dataset, or replace the ones with the same name; return how many
         were given. Every tool is checked (and screened for secrets) before anything is stored,
         and all are stored in one commit: a bad tool rejects the whole batch. ``tools`` are
         :class:`Tool` objects or the agentified wire form (dicts)."""
-        with span("context.register", dataset=self.dataset):
-            return self._register(tools)
-
-    def _register(self, tools: Iterable[Tool | Mapping[str, Any]]) -> int:
         if isinstance(tools, Mapping | str | bytes) or not isinstance(tools, Iterable):
             raise ContextError(f"tools: expected a list of tools, got {describe(tools)}")
         given = [t if isinstance(t, Tool) else Tool.from_wire(t) for t in tools]
@@ -189,6 +186,7 @@ class Context:
 
     # -- discovery ------------------------------------------------------------------------------
 
+    @traced("context.discover", dataset=lambda call: call["self"].dataset, strategy="strategy", limit="limit")
     def discover(
         self,
         query: str,
@@ -211,22 +209,6 @@ class Context:
         holds; the session then holds what is returned. ``weights`` overrides the semantic field
         weights. An unknown ``turn_id`` raises :class:`~mindcore.errors.NotFoundError`.
         """
-        with span("context.discover", dataset=self.dataset, strategy=strategy, limit=limit):
-            return self._discover(query, limit, strategy=strategy, exclude=exclude, turn_id=turn_id,
-                                  weights=weights, namespace=namespace, session=session)
-
-    def _discover(
-        self,
-        query: str,
-        limit: int = 5,
-        *,
-        strategy: SearchStrategy | None = None,
-        exclude: Sequence[str] | None = None,
-        turn_id: str | None = None,
-        weights: EmbeddingWeights | Mapping[str, float] | None = None,
-        namespace: str | None = None,
-        session: str | None = None,
-    ) -> list[RankedTool]:
         check_text(query, "query", max_chars=self.config.max_query_chars, allow_blank=True, error=ContextError)
         limit = min(check_int(limit, "limit", minimum=0, error=ContextError), MAX_DISCOVER_LIMIT)
         chosen: SearchStrategy = self.default_strategy if strategy is None else check_choice(

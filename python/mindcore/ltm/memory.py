@@ -53,7 +53,7 @@ from mindcore.ltm.tools import build_toolset
 from mindcore.ltm.types import DEFAULT_KIND, ExtractionReport, Memory, MemoryVersion, RememberResult
 from mindcore.store import StoreLike, resolve_store
 from mindcore.toolspec import Toolset
-from mindcore.tracing import span
+from mindcore.tracing import traced
 from mindcore.validation import check_bool, check_callable
 
 if TYPE_CHECKING:
@@ -74,6 +74,11 @@ MAX_QUERY_CHARS = 8_000
 # At equal times, history lists a version's first entry, then what happened to it, then repeats.
 _ORDER = {"created": 0, "updated": 1, "superseded": 1, "evicted": 1, "forgotten": 1, "restored": 1, "related": 3,
           "duplicate": 3}
+
+
+def _count(queries: Any) -> int | None:
+    """How many queries a :meth:`LongTermMemory.recall_many` call was given (for its span)."""
+    return len(queries) if isinstance(queries, Sequence) and not isinstance(queries, str) else None
 
 
 def _now_ms() -> int:
@@ -259,12 +264,9 @@ class LongTermMemory:
         """
         return self.recall_many([query], k, touch=touch)[0]
 
+    @traced("ltm.recall", k="k", queries=lambda call: _count(call["queries"]))
     def recall_many(self, queries: Sequence[str], k: int = 5, *, touch: bool = True) -> list[list[Memory]]:
         """:meth:`recall` for several queries at once (one embedding call, then one ranking pass per query)."""
-        with span("ltm.recall", queries=len(queries) if isinstance(queries, Sequence) else None, k=k):
-            return self._recall_many(queries, k, touch=touch)
-
-    def _recall_many(self, queries: Sequence[str], k: int = 5, *, touch: bool = True) -> list[list[Memory]]:
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise TypeError("queries: expected a sequence of strings")
         for query in queries:
@@ -354,6 +356,7 @@ class LongTermMemory:
         return await asyncio.to_thread(self.remember, text, kind, importance, created_at=created_at,
                                        context=context)
 
+    @traced("ltm.remember", source="source", user_id=lambda call: call["self"].user_id)
     def remember_many(
         self,
         items: Iterable[str | Mapping[str, Any] | Candidate],
@@ -371,16 +374,6 @@ class LongTermMemory:
         retired). ``dedupe=False`` stores every item as it is. Raises ``ValueError`` (storing
         nothing) if any item is malformed.
         """
-        with span("ltm.remember", user_id=self.user_id, source=source):
-            return self._remember_many(items, dedupe=dedupe, source=source)
-
-    def _remember_many(
-        self,
-        items: Iterable[str | Mapping[str, Any] | Candidate],
-        *,
-        dedupe: bool = True,
-        source: str = "manual",
-    ) -> list[RememberResult]:
         return self._pipeline.ingest(validate_items(items), dedupe=dedupe, source=source)[0]
 
     def _plan_eviction(self, ids: Sequence[str], new: Sequence[Memory], new_vectors: np.ndarray,
