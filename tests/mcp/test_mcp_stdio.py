@@ -281,3 +281,12 @@ def test_the_mindcore_command_serves_it_too(tmp_path: Path) -> None:
             return await call(client, "ltm_remember", {"text": "Prefers window seats", "kind": "preference"})
 
     assert asyncio.run(main())["status"] == "ok"
+
+
+def test_a_stop_signal_is_recognised_bare_or_inside_a_task_groups_exception_group() -> None:
+    from mindcore.mcp.command import _is_a_stop
+
+    assert _is_a_stop(KeyboardInterrupt())
+    assert _is_a_stop(BaseExceptionGroup("tasks", [KeyboardInterrupt(), BaseExceptionGroup("inner", [KeyboardInterrupt()])]))
+    assert not _is_a_stop(BaseExceptionGroup("tasks", [KeyboardInterrupt(), ValueError("a real failure")]))
+    assert not _is_a_stop(ValueError("a real failure"))

@@ -12,7 +12,6 @@ description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionH
 from __future__ import annotations
 
 import argparse
-import contextlib
 import logging
 import signal
 import sys
@@ -75,8 +74,25 @@ def _stop_on_sigterm() -> None:
     signal.signal(signal.SIGTERM, stop)
 
 
+def _is_a_stop(exc: BaseException) -> bool:
+    """Whether ``exc`` is a stop signal's ``KeyboardInterrupt``, bare or in a group (a task group
+    re-raises it wrapped)."""
+    if isinstance(exc, BaseExceptionGroup):
+        return exc.split(KeyboardInterrupt)[1] is None
+    return isinstance(exc, KeyboardInterrupt)
+
+
 def run(args: argparse.Namespace) -> int:
     """Serve until the client or a signal stops the server; the exit status."""
+    try:
+        return _serve(args)
+    except BaseException as exc:
+        if _is_a_stop(exc):  # a signal that landed outside the serving loop, during shut-down say
+            return 0
+        raise
+
+
+def _serve(args: argparse.Namespace) -> int:
     from mindcore.errors import MindcoreError
     from mindcore.mcp.server import create_server, mcp_installed, serve_http, serve_stdio
     from mindcore.mcp.service import MemoryService
@@ -97,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         server = create_server(service)
         # SIGINT or SIGTERM is a normal stop (uvicorn shuts down, then passes the signal on).
-        with contextlib.suppress(KeyboardInterrupt):
+        try:
             if args.http:
                 log.info("serving store %s on http://%s:%d/mcp", service.store.uri, args.host, args.port)
                 from mindcore._http_guard import limits_from, raise_file_limit
@@ -110,6 +126,9 @@ def run(args: argparse.Namespace) -> int:
 
                 log.info("serving store %s on stdio", service.store.uri)
                 anyio.run(serve_stdio, server)
+        except BaseException as exc:
+            if not _is_a_stop(exc):
+                raise
     finally:
         service.close()
         log.info("closed store %s", service.store.uri)
