@@ -98,6 +98,8 @@ HELD = 2_000
 PROBE_EVERY = 0.02
 #: A request still unanswered after this long counts as an error (a hang).
 REQUEST_TIMEOUT = 30.0
+#: The open loops' offered load over all clients: 64 agents each asking about every 0.6 s.
+OPEN_RATE = 100.0
 KINDS = ("discover_bm25", "discover_default", "context_recent", "append")
 LOAD_SESSION = {"dataset": "bench", "namespace": "load"}
 
@@ -189,16 +191,29 @@ def _request_for(kind: str, client: int, n: int, rng: random.Random, queries: li
     return "POST", "/api/v1/messages", {**LOAD_SESSION, "session": f"c{client}", "messages": messages}
 
 
-async def _client(client: int, port: int, deadline: float, queries: list[str], tally: Tally) -> None:
+async def _client(client: int, port: int, deadline: float, queries: list[str], tally: Tally,
+                  rate: float | None = None) -> None:
+    """One client's loop until ``deadline``: closed (the next request as soon as the last is
+    answered) or, given ``rate`` (requests a second), open: requests fall due as a Poisson process
+    and each one's latency counts from when it fell due, so a late start is measured, not hidden."""
     conn = Connection("127.0.0.1", port)
     rng = random.Random(client)
+    timing = random.Random(-1 - client)
+    due = time.perf_counter()
     n = 0
-    while time.perf_counter() < deadline:
+    while True:
+        if rate is None:
+            due = time.perf_counter()
+        else:
+            due += timing.expovariate(rate)
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        if due >= deadline:
+            break
         kind = rng.choice(KINDS)
         method, path, body = _request_for(kind, client, n, rng, queries)
         n += 1
         tally.sent[kind] += 1
-        started = time.perf_counter()
+        started = due
         try:
             status, data = await asyncio.wait_for(conn.request(method, path, body), REQUEST_TIMEOUT)
         except TRANSPORT_ERRORS as exc:  # no answer (status 0): a refused, reset or hung connection
@@ -216,10 +231,14 @@ async def _client(client: int, port: int, deadline: float, queries: list[str], t
     conn.close()
 
 
-async def _run_clients(port: int, seconds: float, queries: list[str], clients: range) -> tuple[float, Tally]:
+async def _run_clients(port: int, seconds: float, queries: list[str], clients: range,
+                       rate: float | None = None) -> tuple[float, Tally]:
+    """Run ``clients`` for ``seconds``: closed loops, or open ones offering ``rate`` requests a
+    second between them."""
     tally = Tally(clients=clients)
     started = time.perf_counter()
-    await asyncio.gather(*(_client(c, port, started + seconds, queries, tally) for c in clients))
+    each = None if rate is None else rate / len(clients)
+    await asyncio.gather(*(_client(c, port, started + seconds, queries, tally, each) for c in clients))
     return time.perf_counter() - started, tally
 
 
@@ -562,11 +581,14 @@ def _load_figures(elapsed: float, tally: Tally) -> dict[str, Any]:
     return figures
 
 
+@pytest.mark.parametrize("pacing", ["closed", "open"])
 @pytest.mark.parametrize("impl", SERVERS)
-def test_server_load(benchmark: Any, impl: str) -> None:
+def test_server_load(benchmark: Any, impl: str, pacing: str) -> None:
     reference = impl != "mindcore serve"
-    finish(benchmark, _row(impl), f"server load: {CLIENTS} clients (discover, context, append) for {SECONDS:g} s "
-                                  f"beside {HELD:,} idle or trickling connections")
+    rate = OPEN_RATE if pacing == "open" else None
+    load = "closed loops" if rate is None else f"open loops offering {rate:g} requests/s"
+    finish(benchmark, _row(impl), f"server load: {CLIENTS} clients in {load} (discover, context, append) for "
+                                  f"{SECONDS:g} s beside {HELD:,} idle or trickling connections")
     raise_file_limit()  # before starting anything: the server and the helpers inherit it
     queries = _docs()[1]
     with tempfile.TemporaryDirectory(prefix="bench-load-") as tmp, serving(impl, Path(tmp)) as (port, pid):
@@ -582,7 +604,7 @@ def test_server_load(benchmark: Any, impl: str) -> None:
             probe = Helper("probe", "127.0.0.1", str(port))
             cpu = (process_cpu(pid), _cpu_seconds(), machine_cpu())
             elapsed, tally = benchmark.pedantic(
-                lambda: asyncio.run(_run_clients(port, SECONDS, queries, range(CLIENTS))), rounds=1, iterations=1)
+                lambda: asyncio.run(_run_clients(port, SECONDS, queries, range(CLIENTS), rate)), rounds=1, iterations=1)
             cpu = (process_cpu(pid) - cpu[0], _cpu_seconds() - cpu[1], machine_cpu() - cpu[2])
             probed = probe.finish()
             held = holder.finish()
