@@ -202,13 +202,10 @@ async def _client(client: int, port: int, deadline: float, queries: list[str], t
     due = time.perf_counter()
     n = 0
     while True:
-        if rate is None:
-            due = time.perf_counter()
-        else:
-            due += timing.expovariate(rate)
-            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        due = time.perf_counter() if rate is None else due + timing.expovariate(rate)
         if due >= deadline:
             break
+        await asyncio.sleep(max(0.0, due - time.perf_counter()))
         kind = rng.choice(KINDS)
         method, path, body = _request_for(kind, client, n, rng, queries)
         n += 1
