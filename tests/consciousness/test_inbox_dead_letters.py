@@ -264,3 +264,23 @@ def test_async_twins(make: MakeInbox) -> None:
         assert await inbox.adead_letters() == [] and await inbox.apending() == 1
 
     asyncio.run(run())
+
+
+def test_inbox_totals_count_every_agents_pending_events_and_dead_letters(tmp_path: Any) -> None:
+    import mindcore
+    from mindcore.consciousness import InboxTotals, inbox_totals
+
+    store = mindcore.open(tmp_path / "store")
+    assert inbox_totals(store) == {}
+    assert store.table_names() == []  # counting creates nothing
+    support, billing = Inbox(store, agent="support", max_attempts=1), Inbox(store, agent="billing")
+    support.push_many([msg("a"), msg("b"), msg("c")])
+    billing.push(msg("d"))
+    (first, *_rest) = support.receive(max_events=1)
+    support.nack([first.id], error="poisoned")  # its one attempt spent: a dead letter
+    assert inbox_totals(store) == {"billing": InboxTotals(1, 0), "support": InboxTotals(2, 1)}
+    assert support.pending() == 2 and len(support.dead_letters()) == 1  # as each inbox counts itself
+    billing.ack([e.id for e in billing.receive()])
+    support.discard([first.id])
+    assert inbox_totals(tmp_path / "store") == {"support": InboxTotals(2, 0)}  # a folder works as well
+    support.close(), billing.close(), store.close()

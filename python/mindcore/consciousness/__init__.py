@@ -19,7 +19,15 @@ from typing import TYPE_CHECKING, Any
 from mindcore.consciousness.compact import compact
 from mindcore.consciousness.config import ConsciousnessConfig
 from mindcore.consciousness.consciousness import Consciousness, Cycle, OnError
-from mindcore.consciousness.inbox import BaseInbox, DeadLetter, Event, Inbox, InboxConfig
+from mindcore.consciousness.inbox import (
+    BaseInbox,
+    DeadLetter,
+    Event,
+    Inbox,
+    InboxConfig,
+    InboxTotals,
+    inbox_totals,
+)
 from mindcore.consciousness.tokens import estimate_tokens
 
 if TYPE_CHECKING:
@@ -34,10 +42,12 @@ __all__ = [
     "Event",
     "Inbox",
     "InboxConfig",
+    "InboxTotals",
     "OnError",
     "RedisInbox",
     "compact",
     "estimate_tokens",
+    "inbox_totals",
 ]
 
 

@@ -24,11 +24,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from mindcore.consciousness.inbox import lock_name
-from mindcore.store import Filter, Store, UnitOfWork, col, new_id, now_ms
+from mindcore.store import ALL_NAMESPACES, Filter, Store, UnitOfWork, col, new_id, now_ms
 
-__all__ = ["COLUMNS", "DEAD", "TABLE", "InboxRepo", "LeasedRow"]
+__all__ = ["COLUMNS", "DEAD", "TABLE", "InboxRepo", "LeasedRow", "totals"]
 
 TABLE = "consciousness_inbox"
 COLUMNS: dict[str, pa.DataType] = {
@@ -216,6 +217,20 @@ class InboxRepo:
         self.table.refresh()
         where = col("event").is_in(list(events)) & col("lease_until").ge(DEAD)
         return {r["id"]: r["event"] for r in self.table.scan(self.namespace, where, columns=["id", "event"])}
+
+
+def totals(store: Store) -> dict[str, tuple[int, int]]:
+    """``{agent: (events waiting, dead letters)}`` over every inbox in ``store``, read in one scan
+    of two columns; empty when the store has no inbox (nothing is created)."""
+    if TABLE not in store.table_names():
+        return {}
+    rows = store.open_table(TABLE).scan_arrow(ALL_NAMESPACES, columns=["namespace", "lease_until"])
+    flagged = rows.append_column("dead", pc.greater_equal(rows.column("lease_until"), pa.scalar(DEAD, pa.int64())))
+    grouped = flagged.group_by(["namespace", "dead"]).aggregate([("dead", "count")]).to_pydict()
+    counts: dict[str, list[int]] = {}
+    for agent, is_dead, n in zip(grouped["namespace"], grouped["dead"], grouped["dead_count"], strict=True):
+        counts.setdefault(agent, [0, 0])[1 if is_dead else 0] = n
+    return {agent: (live, buried) for agent, (live, buried) in sorted(counts.items())}
 
 
 def _upsert(rows: list[dict[str, Any]]) -> Callable[[UnitOfWork], None]:

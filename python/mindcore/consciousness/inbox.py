@@ -50,7 +50,7 @@ from mindcore.policy import SecretPolicy
 from mindcore.store import StoreLike
 from mindcore.validation import check_int, check_number, check_storable, describe
 
-__all__ = ["BaseInbox", "DeadLetter", "Event", "Inbox", "InboxConfig", "check_agent"]
+__all__ = ["BaseInbox", "DeadLetter", "Event", "Inbox", "InboxConfig", "InboxTotals", "check_agent", "inbox_totals"]
 
 #: Agent names: letters, digits, ``_ . : @ + -`` (any script's letters), starting with a letter or digit.
 _AGENT = re.compile(r"[^\W_][\w.:@+-]{0,199}\Z")
@@ -441,6 +441,37 @@ class BaseInbox(ABC):
 def _listed(ids: Iterable[str]) -> Iterable[str]:
     # A generator is read here, in the caller's thread; anything the checks refuse is passed as is.
     return list(ids) if not isinstance(ids, str | bytes | Mapping) and isinstance(ids, Iterable) else ids
+
+
+@dataclass(frozen=True, slots=True)
+class InboxTotals:
+    """How many events an agent's inbox holds: ``pending`` (pushed and neither acked nor dead, as
+    :meth:`BaseInbox.pending` counts them) and ``dead_letters``."""
+
+    pending: int
+    dead_letters: int
+
+
+def inbox_totals(store: StoreLike) -> dict[str, InboxTotals]:
+    """Every agent's :class:`InboxTotals` in ``store``'s inboxes (:class:`Inbox`), by agent name,
+    in one read; an agent whose inbox is empty is absent. Reading creates nothing: a store without
+    inboxes gives ``{}``.
+
+    >>> import mindcore
+    >>> store = mindcore.open("memory://totals-doc")
+    >>> _ = Inbox(store, agent="assistant").push({"kind": "plan", "text": "Daily report"})
+    >>> inbox_totals(store)
+    {'assistant': InboxTotals(pending=1, dead_letters=0)}
+    """
+    from mindcore.consciousness._inbox_repo import totals
+    from mindcore.store import resolve_store
+
+    resolved = resolve_store(store)
+    try:
+        return {agent: InboxTotals(live, dead) for agent, (live, dead) in totals(resolved).items()}
+    finally:
+        if resolved is not store:
+            resolved.close()
 
 
 class Inbox(BaseInbox):
