@@ -20,7 +20,7 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -29,6 +29,7 @@ import numpy as np
 from mindcore.context import selection
 from mindcore.context._blocking import LoopRunning, run_to_completion
 from mindcore.context.events import ContextAssembledEvent, RecallEvent
+from mindcore.context.messages import stored, wire
 from mindcore.context.types import RankedTool, Recalled, StoredMessage, SummaryRange
 from mindcore.errors import ContextError, UnsupportedStrategyError
 from mindcore.kernels import count_tokens, estimate_tokens
@@ -80,20 +81,25 @@ class AssembledContext:
     def to_wire(self) -> dict[str, Any]:
         """The agentified server's context response (the summary travels in ``summary`` and
         ``summary_range``, not among the messages)."""
-        out: dict[str, Any] = {
-            "messages": [m.to_wire() for m in self.messages if m.seq],
-            "strategy_used": self.strategy_used,
-            "total_messages": self.total_messages,
-            "included_messages": self.included_messages,
-            "recalled": self.recalled.to_wire(),
-            "token_estimate": self.token_estimate,
-            "conversation_messages": self.conversation_messages,
-            "fallback": self.fallback,
-        }
-        if self.summary is not None and self.summary_range is not None:
-            out["summary"] = self.summary
-            out["summary_range"] = self.summary_range.to_wire()
-        return out
+        return _wire_answer(self, [m.to_wire() for m in self.messages if m.seq])
+
+
+def _wire_answer(result: AssembledContext | _Outcome, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """The agentified server's context response of ``result``, its ``messages`` already in wire form."""
+    out: dict[str, Any] = {
+        "messages": messages,
+        "strategy_used": result.strategy_used,
+        "total_messages": result.total_messages,
+        "included_messages": result.included_messages,
+        "recalled": result.recalled.to_wire(),
+        "token_estimate": result.token_estimate,
+        "conversation_messages": result.conversation_messages,
+        "fallback": result.fallback,
+    }
+    if result.summary is not None and result.summary_range is not None:
+        out["summary"] = result.summary
+        out["summary_range"] = result.summary_range.to_wire()
+    return out
 
 
 @dataclass(frozen=True)
@@ -106,21 +112,46 @@ class _Options:
     exact: bool = False
 
 
+_NONE = np.empty(0, dtype=np.int64)
+
+
 @dataclass
 class _Plan:
-    """Everything an assembly decides before the summary (if any) is written."""
+    """Everything an assembly decides before the summary (if any) is written: the messages to
+    send as ranks of ``view``."""
 
     started: float
     options: _Options
     recall: dict[str, Any] | None
     recalled: list[RankedTool]
     total: int
-    messages: list[StoredMessage] = field(default_factory=list)
+    view: LogView | None = None
+    ranks: np.ndarray = field(default_factory=lambda: _NONE)
     tokens: int = 0
     pinned: bool = False
     older: list[StoredMessage] = field(default_factory=list)
     summary_budget: int = 0
-    fallback: Callable[[], tuple[list[StoredMessage], int]] | None = None
+    fallback: Callable[[], tuple[np.ndarray, int]] | None = None
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """What an assembly sends, once the summary (if any) is written: the stored messages at
+    ``ranks`` of the plan's view, with the summary's ``note`` at position ``at``; the other
+    fields are :class:`AssembledContext`'s."""
+
+    ranks: np.ndarray
+    note: StoredMessage | None
+    at: int
+    recalled: Recalled
+    strategy_used: MessageStrategy
+    fallback: bool
+    token_estimate: int
+    conversation_messages: int
+    total_messages: int
+    included_messages: int
+    summary: str | None
+    summary_range: SummaryRange | None
 
 
 class ContextBuilder:
@@ -195,23 +226,37 @@ class ContextBuilder:
     def assemble(self) -> AssembledContext:
         """Assemble the context (blocking); events fire before it returns."""
         plan = self._plan()
-        summary = self._summarise(plan) if plan.older else None
-        result = self._finish(plan, summary)
-        ctx = self._session.ctx
-        for name, event in self._events(plan, result):
-            ctx._emitter.emit(name, event)
+        outcome = self._finish(plan, self._summarise(plan) if plan.older else None)
+        result = self._result(plan, outcome)
+        self._emit(plan, outcome)
         return result
+
+    def assemble_wire(self) -> dict[str, Any]:
+        """``assemble().to_wire()``, the agentified server's context response, with its messages
+        taken from the wire form kept per stored message (none built anew, and the tools to
+        offer, which the response leaves out, not looked up)."""
+        plan = self._plan()
+        outcome = self._finish(plan, self._summarise(plan) if plan.older else None)
+        rows = wire(plan.view)[outcome.ranks].tolist() if plan.view is not None and len(outcome.ranks) else []
+        self._emit(plan, outcome)
+        return _wire_answer(outcome, rows)
 
     async def aassemble(self) -> AssembledContext:
         """The async twin of :meth:`assemble` (the LLM through ``acomplete``; async listeners and
         compaction callables awaited)."""
         plan = await asyncio.to_thread(self._plan)
         summary = await self._asummarise(plan) if plan.older else None
-        result = await asyncio.to_thread(self._finish, plan, summary)
+        outcome = self._finish(plan, summary)
+        result = await asyncio.to_thread(self._result, plan, outcome)
         ctx = self._session.ctx
-        for name, event in self._events(plan, result):
+        for name, event in self._events(plan, outcome):
             await ctx._emitter.aemit(name, event)
         return result
+
+    def _emit(self, plan: _Plan, outcome: _Outcome) -> None:
+        ctx = self._session.ctx
+        for name, event in self._events(plan, outcome):
+            ctx._emitter.emit(name, event)
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -227,7 +272,7 @@ class ContextBuilder:
         view = session._view()
         total = view.max_seq
         if len(view) == 0:
-            return _Plan(started, opts, self._recall, [], 0)
+            return _Plan(started, opts, self._recall, [], 0, view)
         recalled = session._recall(view, **self._recall) if self._recall is not None else []
         budget = opts.max_tokens
         if self._limit is not None:
@@ -235,25 +280,25 @@ class ContextBuilder:
             budget = min(max(self._limit - cost, 0), budget)
         tokens = _tokens(view, opts.exact)
         pinned = _first_user(view) if opts.keep_first else None
-        plan = _Plan(started, opts, self._recall, recalled, total, pinned=pinned is not None)
+        plan = _Plan(started, opts, self._recall, recalled, total, view, pinned=pinned is not None)
 
-        def recent_over(room: int) -> tuple[list[StoredMessage], int]:
+        def recent_over(room: int) -> tuple[np.ndarray, int]:
             ranks = selection.recent(tokens, room, pinned)
             if pinned is not None:
                 ranks = np.concatenate([[pinned], ranks])
-            return _messages(view, ranks), int(tokens[ranks].sum())
+            return ranks, int(tokens[ranks].sum())
 
         if opts.strategy == "full":
             ranks = selection.full(tokens, budget)
-            plan.messages, plan.tokens = _messages(view, ranks), int(tokens[ranks].sum())
+            plan.ranks, plan.tokens = ranks, int(tokens[ranks].sum())
         elif opts.strategy == "recent":
-            plan.messages, plan.tokens = recent_over(budget)
+            plan.ranks, plan.tokens = recent_over(budget)
         else:
             split = selection.compact(tokens, budget, pinned)
             window = split.window if pinned is None else np.concatenate([[pinned], split.window])
-            plan.messages, plan.tokens = _messages(view, window), int(tokens[window].sum())
+            plan.ranks, plan.tokens = window, int(tokens[window].sum())
             if split.older.shape[0]:
-                plan.older = _messages(view, split.older)
+                plan.older = stored(view, split.older)
                 plan.summary_budget = split.summary_budget
                 plan.fallback = lambda: recent_over(budget)
         return plan
@@ -290,17 +335,19 @@ class ContextBuilder:
             log.warning("summarising %d older messages failed; falling back to 'recent'", len(older), exc_info=True)
             return None
 
-    def _finish(self, plan: _Plan, summary: str | None) -> AssembledContext:
+    def _finish(self, plan: _Plan, summary: str | None) -> _Outcome:
         opts = plan.options
-        messages, tokens = plan.messages, plan.tokens
-        included = conversation = len(messages)
+        ranks, tokens = plan.ranks, plan.tokens
+        included = conversation = len(ranks)
         fallback = False
         summary_range = None
+        note = None
+        at = 1 if plan.pinned else 0
         if plan.older:
             if summary is None:
                 assert plan.fallback is not None
-                messages, tokens = plan.fallback()
-                included = conversation = len(messages)
+                ranks, tokens = plan.fallback()
+                included = conversation = len(ranks)
                 fallback = True
             else:
                 first, last = plan.older[0].seq, plan.older[-1].seq
@@ -310,25 +357,34 @@ class ContextBuilder:
                      "content": f"[Summary of messages {first}\u2013{last} ({len(plan.older)} messages compacted)]\n{summary}"},
                     seq=0, id="summary", created_at=0,
                 )
-                at = 1 if plan.pinned else 0
-                messages = [*messages[:at], note, *messages[at:]]
                 tokens += _count(summary, opts.exact)
-                conversation = len(plan.messages) + len(plan.older)
-        return AssembledContext(
-            tools=self._session._offered(self._explicit),
-            messages=messages,
-            recalled=Recalled(list(plan.recalled)),
-            strategy_used=opts.strategy,
-            fallback=fallback,
-            token_estimate=tokens,
-            conversation_messages=conversation,
-            total_messages=plan.total,
-            included_messages=included,
-            summary=summary if summary_range is not None else None,
+                conversation = len(plan.ranks) + len(plan.older)
+        return _Outcome(
+            ranks=ranks, note=note, at=at, recalled=Recalled(list(plan.recalled)), strategy_used=opts.strategy,
+            fallback=fallback, token_estimate=tokens, conversation_messages=conversation, total_messages=plan.total,
+            included_messages=included, summary=summary if summary_range is not None else None,
             summary_range=summary_range,
         )
 
-    def _events(self, plan: _Plan, result: AssembledContext) -> list[tuple[str, Any]]:
+    def _result(self, plan: _Plan, outcome: _Outcome) -> AssembledContext:
+        messages = stored(plan.view, outcome.ranks) if plan.view is not None and len(outcome.ranks) else []
+        if outcome.note is not None:
+            messages.insert(outcome.at, outcome.note)
+        return AssembledContext(
+            tools=self._session._offered(self._explicit),
+            messages=messages,
+            recalled=outcome.recalled,
+            strategy_used=outcome.strategy_used,
+            fallback=outcome.fallback,
+            token_estimate=outcome.token_estimate,
+            conversation_messages=outcome.conversation_messages,
+            total_messages=outcome.total_messages,
+            included_messages=outcome.included_messages,
+            summary=outcome.summary,
+            summary_range=outcome.summary_range,
+        )
+
+    def _events(self, plan: _Plan, result: _Outcome) -> list[tuple[str, Any]]:
         session = self._session
         took = (time.perf_counter() - plan.started) * 1000.0
         ids = {"session_id": session.id, "dataset_id": session.dataset, "namespace_id": session.namespace}
@@ -365,20 +421,6 @@ def _first_user(view: LogView) -> int | None:
         return view.column("role").index("user")
     except ValueError:
         return None
-
-
-def _messages(view: LogView, ranks: np.ndarray | Sequence[int]) -> list[StoredMessage]:
-    """The messages at ``ranks``, built straight from the view's records (what
-    :meth:`StoredMessage.from_row` makes of a row, without a dict per row in between)."""
-    out = []
-    for id_, seq, role, content, call_id, calls, created_at in view.records(ranks):
-        message: dict[str, Any] = {"role": role, "content": content}
-        if calls is not None:
-            message["tool_calls"] = calls
-        if call_id is not None:
-            message["tool_call_id"] = call_id
-        out.append(StoredMessage(message, seq=seq, id=id_, created_at=created_at or 0))
-    return out
 
 
 def _pruned(older: list[StoredMessage], threshold: int) -> list[StoredMessage]:

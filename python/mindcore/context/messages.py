@@ -1,4 +1,5 @@
-"""Messages on their way into a session: checked, converted to OpenAI chat form, screened.
+"""Messages on their way into a session (checked, converted to OpenAI chat form, screened) and
+out of it (:func:`stored`, and :func:`wire` for the agentified server's JSON).
 
 Sessions store OpenAI chat messages: ``role`` (system, developer, user, assistant, tool),
 ``content`` (a string), and ``tool_calls`` / ``tool_call_id`` when present. Messages in content-part
@@ -21,13 +22,19 @@ files are refused, naming the part). Every text then goes through the context's
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
+from mindcore.context.types import StoredMessage
 from mindcore.errors import ContextError
 from mindcore.llm.messages import ROLES, normalize_messages
 from mindcore.policy import SecretPolicy
 
-__all__ = ["ROLES", "normalize"]
+if TYPE_CHECKING:
+    from mindcore.store.messages import LogView
+
+__all__ = ["ROLES", "normalize", "stored", "wire"]
 
 
 def normalize(
@@ -54,3 +61,30 @@ def _screen(message: dict[str, Any], where: str, policy: SecretPolicy) -> dict[s
     if "tool_call_id" in message:
         out["tool_call_id"] = policy.screen(message["tool_call_id"], f"{where}.tool_call_id")
     return out
+
+
+def stored(view: LogView, ranks: Sequence[int] | np.ndarray) -> list[StoredMessage]:
+    """The messages at ``ranks`` of ``view`` (0 is the oldest), built straight from its records
+    (what :meth:`StoredMessage.from_row` makes of a row, without a dict per row in between)."""
+    out = []
+    for id_, seq, role, content, call_id, calls, created_at in view.records(ranks):
+        message: dict[str, Any] = {"role": role, "content": content}
+        if calls is not None:
+            message["tool_calls"] = calls
+        if call_id is not None:
+            message["tool_call_id"] = call_id
+        out.append(StoredMessage(message, seq=seq, id=id_, created_at=created_at or 0))
+    return out
+
+
+def wire(view: LogView) -> np.ndarray:
+    """Every message of ``view`` as :meth:`StoredMessage.to_wire` gives it (an object array by
+    rank), built once per row and kept with the view: a page or a context picks its messages
+    from it instead of building them anew. Shared: never modify them."""
+
+    def compute(lo: int, hi: int) -> np.ndarray:
+        out = np.empty(hi - lo, dtype=object)
+        out[:] = [m.to_wire() for m in stored(view, range(lo, hi))]
+        return out
+
+    return view.per_row("context.wire", compute)

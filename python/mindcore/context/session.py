@@ -11,7 +11,7 @@ import numpy as np
 
 from mindcore.context._merge import plan_update
 from mindcore.context.assembly import ContextBuilder
-from mindcore.context.messages import normalize
+from mindcore.context.messages import normalize, stored, wire
 from mindcore.context.tools import build_toolset
 from mindcore.context.types import MessagePage, MessageVersion, RankedTool, SearchStrategy, StoredMessage
 from mindcore.errors import ContextError
@@ -21,7 +21,7 @@ from mindcore.validation import check_int
 if TYPE_CHECKING:
     from mindcore.context.context import Context
     from mindcore.context.types import EmbeddingWeights
-    from mindcore.store.messages import LogView
+    from mindcore.store.messages import LogView, LogWindow
     from mindcore.toolspec import Toolset
 
 __all__ = ["Session"]
@@ -140,14 +140,26 @@ class Session:
         """A page of messages in ascending ``seq``: the latest ``limit`` (``has_more``: older ones
         exist), or the first ``limit`` after ``after_seq``, or from ``around_seq - limit // 2``
         (``has_more``: later ones exist)."""
+        window = self._window(limit, after_seq, around_seq)
+        return MessagePage(stored(window.view, window.ranks), window.has_more, window.view.max_seq)
+
+    def get_messages_wire(
+        self, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None
+    ) -> dict[str, Any]:
+        """``get_messages(...).to_wire()``, the page as the agentified server writes it, with its
+        messages taken from the wire form kept per stored message (none built anew)."""
+        window = self._window(limit, after_seq, around_seq)
+        return {"messages": wire(window.view)[window.start:window.stop].tolist(), "has_more": window.has_more,
+                "max_seq": window.view.max_seq}
+
+    def _window(self, limit: int, after_seq: int | None, around_seq: int | None) -> LogWindow:
         check_int(limit, "limit", minimum=0, error=ContextError)
         if after_seq is not None and around_seq is not None:
             raise ContextError("cannot specify both after_seq and around_seq")
         for name, value in (("after_seq", after_seq), ("around_seq", around_seq)):
             if value is not None:
                 check_int(value, name, error=ContextError)
-        page = self.ctx._repo.log.page(self._log, limit=limit, after_seq=after_seq, around_seq=around_seq)
-        return MessagePage([StoredMessage.from_row(r) for r in page.messages], page.has_more, page.max_seq)
+        return self.ctx._repo.log.window(self._log, limit=limit, after_seq=after_seq, around_seq=around_seq)
 
     def _view(self) -> LogView:
         return self.ctx._repo.log.view(self._log)

@@ -352,12 +352,11 @@ class ContextServer:
         return 200, {"appended": last - first + 1, "first_seq": first, "last_seq": last}
 
     def _get_messages(self, query: dict[str, str]) -> tuple[int, Any]:
-        page = self._session(query).get_messages(
+        return 200, self._session(query).get_messages_wire(
             limit=_page(_query_int(query, "limit"), 50),
             after_seq=_query_int(query, "after_seq"),
             around_seq=_query_int(query, "around_seq"),
         )
-        return 200, page.to_wire()
 
     def _assemble(self, body: dict[str, Any]) -> tuple[int, Any]:
         session = self._session(body)
@@ -375,7 +374,7 @@ class ContextServer:
                 builder.recall(recall["tools"])
         if body.get("limit_tokens") is not None:
             builder.limit_tokens(body["limit_tokens"])
-        return 200, builder.assemble().to_wire()
+        return 200, builder.assemble_wire()
 
 
 def _page(limit: int | None, default: int) -> int:

@@ -52,7 +52,9 @@ if TYPE_CHECKING:
     from mindcore.store.store import Store
     from mindcore.store.table import Table
 
-__all__ = ["COLUMNS", "LogChange", "LogPage", "LogView", "LogWrite", "MessageKey", "MessageLog", "message_key"]
+__all__ = [
+    "COLUMNS", "LogChange", "LogPage", "LogView", "LogWindow", "LogWrite", "MessageKey", "MessageLog", "message_key",
+]
 
 #: The columns a message log adds to the standard ones (``created_at`` is the append time,
 #: ``updated_at`` the time of the latest edit).
@@ -132,6 +134,21 @@ class LogPage:
     max_seq: int
 
 
+@dataclass(frozen=True)
+class LogWindow:
+    """Where a page lies in a log: ranks ``start`` to ``stop`` (exclusive) of ``view``, and
+    whether messages lie beyond them (``has_more``, as :class:`LogPage` says)."""
+
+    view: LogView
+    start: int
+    stop: int
+    has_more: bool
+
+    @property
+    def ranks(self) -> range:
+        return range(self.start, self.stop)
+
+
 @dataclass
 class LogView:
     """A log at one table version: its rows in ascending ``seq`` (read-only; shared).
@@ -193,8 +210,9 @@ class LogView:
 
     def per_row(self, key: str, compute: Callable[[int, int], np.ndarray]) -> np.ndarray:
         """Values a capability computes per message (token counts, ...), cached under ``key``:
-        ``compute(lo, hi)`` gives those of ranks ``lo`` to ``hi``; only new rows are computed
-        when this view extends one that has them."""
+        ``compute(lo, hi)`` gives those of ranks ``lo`` to ``hi`` (an object array for one
+        Python value per row); only new rows are computed when this view extends one that has
+        them."""
         got = self._per_row.get(key)
         if got is None:
             prev = self.previous
@@ -295,6 +313,14 @@ class MessageLog:
         ``seq >= max(1, s - limit // 2)``. With a cursor ``has_more`` says whether later messages
         exist. ``limit=0`` gives no messages; both cursors at once is an error.
         """
+        w = self.window(log, limit=limit, after_seq=after_seq, around_seq=around_seq)
+        return LogPage(w.view.messages(w.ranks), w.has_more, w.view.max_seq)
+
+    def window(
+        self, log: str, *, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None
+    ) -> LogWindow:
+        """Where :meth:`page` (same arguments) lies in the log's current view, without reading
+        its messages: for callers that build them from the view's cached columns."""
         limit = check_int(limit, "limit", minimum=0)
         if after_seq is not None and around_seq is not None:
             raise InvalidInputError("cannot specify both after_seq and around_seq")
@@ -303,18 +329,16 @@ class MessageLog:
         if around_seq is not None:
             around_seq = check_int(around_seq, "around_seq")
         view = self.view(log)
-        if limit == 0:
-            return LogPage([], False, view.max_seq)
         n = len(view)
+        if limit == 0:
+            return LogWindow(view, n, n, False)
         if after_seq is None and around_seq is None:
             start, stop = max(0, n - limit), n
-            has_more = start > 0
-        else:
-            first = after_seq + 1 if after_seq is not None else max(1, around_seq - limit // 2)  # type: ignore[operator]
-            start = int(np.searchsorted(view.seq, first, side="left"))
-            stop = min(n, start + limit)
-            has_more = stop < n
-        return LogPage(view.messages(np.arange(start, stop)), has_more, view.max_seq)
+            return LogWindow(view, start, stop, start > 0)
+        first = after_seq + 1 if after_seq is not None else max(1, around_seq - limit // 2)  # type: ignore[operator]
+        start = int(np.searchsorted(view.seq, first, side="left"))
+        stop = min(n, start + limit)
+        return LogWindow(view, start, stop, stop < n)
 
     def versions(self, log: str, seq: int) -> list[dict[str, Any]]:
         """Every version of message ``seq``, oldest first (``[]`` if there is no such message):
