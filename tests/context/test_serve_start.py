@@ -4,6 +4,7 @@ line. Also ``--workers N``: several processes over one store, the real agentifie
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import os
 import subprocess
@@ -101,6 +102,41 @@ def test_a_store_that_cannot_be_opened_stops_serve_with_one_line(tmp_path: Path,
     assert done.stderr.strip().splitlines() == [
         f"mindcore serve: cannot open the store: cannot create the store folder {not_a_folder}: File exists"]
     assert not_a_folder.read_text() == "not a store"
+
+
+@pytest.mark.parametrize(("variable", "value", "error"), [
+    ("MINDCORE_WORKERS", "two", "argument --workers: expected a whole number, got 'two' (from MINDCORE_WORKERS)"),
+    ("MINDCORE_EMBED_TOOLS", "lazy", "argument --embed-tools: invalid choice: 'lazy' (choose from 'background', "
+                                     "'on-demand') (from MINDCORE_EMBED_TOOLS)"),
+])
+def test_a_bad_environment_default_is_a_usage_error(tmp_path: Path, variable: str, value: str, error: str) -> None:
+    env = {**os.environ, variable: value,
+           "PYTHONPATH": os.pathsep.join([str(PACKAGE_ROOT), os.environ.get("PYTHONPATH", "")])}
+    done = subprocess.run([sys.executable, "-m", "mindcore", "serve", "--port", "0", "--store", str(tmp_path / "s")],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == f"mindcore serve: error: {error}"
+    assert "Traceback" not in done.stderr and "cannot open the store" not in done.stderr
+    assert not (tmp_path / "s").exists()  # refused before anything was opened
+
+
+def test_the_command_line_overrides_the_environment_and_good_defaults_are_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mindcore.server.serve import add_arguments
+
+    def parsed(*argv: str) -> argparse.Namespace:
+        parser = argparse.ArgumentParser()
+        add_arguments(parser)  # reads the environment now
+        return parser.parse_args(argv)
+
+    monkeypatch.setenv("MINDCORE_WORKERS", "two")
+    monkeypatch.setenv("MINDCORE_EMBED_TOOLS", "lazy")
+    args = parsed("--workers", "3", "--embed-tools", "on-demand")
+    assert (args.workers, args.embed_tools) == (3, "on-demand")
+    monkeypatch.setenv("MINDCORE_WORKERS", "2")
+    monkeypatch.setenv("MINDCORE_EMBED_TOOLS", "on-demand")
+    args = parsed()
+    assert (args.workers, args.embed_tools) == (2, "on-demand") and type(args.embed_tools) is str
 
 
 def test_two_workers_share_one_store_through_the_real_sdk(tmp_path: Path) -> None:

@@ -5,9 +5,16 @@ Options (each also read from the environment): ``--host`` (127.0.0.1), ``--port`
 (``MINDCORE_TOKEN``: required as ``Authorization: Bearer ...`` on ``/api`` requests),
 ``--llm-model`` / ``--llm-base-url`` (``MINDCORE_LLM_MODEL`` / ``MINDCORE_LLM_BASE_URL``: an
 OpenAI-compatible endpoint for ``compacted`` summaries; without one ``compacted`` answers 422),
-``--max-body`` (bytes; larger bodies get 413). One log line per request, with its request id
-(``--log-format json``: one JSON object per line, see :mod:`mindcore.server.logs`); counters and
-latency histograms at ``GET /metrics`` (see :mod:`mindcore.server.metrics`).
+``--max-body`` (bytes; larger bodies get 413), ``--embed-tools`` (``MINDCORE_EMBED_TOOLS``:
+``background``, the default, embeds a dataset's tools after each registration; ``on-demand`` only
+once a semantic or hybrid discovery asks, so a BM25-only server never loads the embedding model),
+``--workers`` (``MINDCORE_WORKERS``: serving processes over the one store, default 1). One log line
+per request, with its request id (``--log-format json``: one JSON object per line, see
+:mod:`mindcore.server.logs`); counters and latency histograms at ``GET /metrics`` (see
+:mod:`mindcore.server.metrics`).
+
+A value read from the environment is checked as if it were given on the command line: a bad one
+is a usage error (exit 2) that names the variable.
 
 Slow and idle clients are cut off (see :mod:`mindcore._http_guard`): ``--header-timeout``
 (seconds to send a request's headers, default 10), ``--body-timeout`` (seconds for its body, 30),
@@ -23,13 +30,56 @@ import inspect
 import logging
 import os
 import socket
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 __all__ = ["add_arguments", "main", "serve"]
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 9119
+EMBED_TOOLS = ("background", "on-demand")
+
+T = TypeVar("T")
+
+
+class _FromEnv(str):
+    """An option's default read from the environment variable ``variable``. argparse converts a
+    text default with the option's ``type`` when the option is not given, so a bad value is a
+    usage error like a bad argument; :func:`_naming_env` adds where it came from."""
+
+    variable: str
+
+
+def _env_default(variable: str, fallback: str) -> str:
+    value = os.environ.get(variable)
+    if value is None:
+        return fallback
+    text = _FromEnv(value)
+    text.variable = variable
+    return text
+
+
+def _naming_env(convert: Callable[[str], T]) -> Callable[[str], T]:
+    """``convert``, its errors naming the environment variable when the text came from one."""
+
+    def checked(text: str) -> T:
+        try:
+            return convert(text)
+        except argparse.ArgumentTypeError as exc:
+            if isinstance(text, _FromEnv):
+                raise argparse.ArgumentTypeError(f"{exc} (from {text.variable})") from None
+            raise
+
+    checked.__name__ = convert.__name__  # argparse names the type in some of its messages
+    return checked
+
+
+def _embed_tools(text: str) -> str:
+    """An argparse ``type``: one of :data:`EMBED_TOOLS` (``choices`` is not checked on defaults)."""
+    if text not in EMBED_TOOLS:
+        raise argparse.ArgumentTypeError(
+            f"invalid choice: {text!r} (choose from {', '.join(repr(c) for c in EMBED_TOOLS)})")
+    return str(text)  # a plain string, not the _FromEnv it may be
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -68,12 +118,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_limit_arguments(parser)
     parser.add_argument("--keep-alive", type=positive_seconds, default=5.0, metavar="SECONDS",
                         help="time an idle connection stays open (default 5)")
-    parser.add_argument("--embed-tools", choices=["background", "on-demand"],
-                        default=env("MINDCORE_EMBED_TOOLS", "background"),
+    parser.add_argument("--embed-tools", type=_naming_env(_embed_tools), metavar="{background,on-demand}",
+                        default=_env_default("MINDCORE_EMBED_TOOLS", "background"),
                         help="embed registered tools in the background after each registration (default), or "
                              "only once a semantic or hybrid discovery asks (a BM25-only server never loads the "
                              "model); until then such discoveries rank by BM25 and say so in strategy_used")
-    parser.add_argument("--workers", type=positive_int, default=int(env("MINDCORE_WORKERS", "1")), metavar="N",
+    parser.add_argument("--workers", type=_naming_env(positive_int), default=_env_default("MINDCORE_WORKERS", "1"),
+                        metavar="N",
                         help="serving processes over the one store (default 1; writes are serialised by the "
                              "store's locks)")
     parser.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
