@@ -42,7 +42,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
-from mindcore.context import Context, Tool
+from mindcore.context import Context, Session, Tool
 from mindcore.errors import (
     EmbeddingError,
     InvalidInputError,
@@ -65,6 +65,7 @@ from mindcore.server.http import (
 )
 from mindcore.server.logs import log_request
 from mindcore.server.metrics import Metrics, route_of
+from mindcore.server.pool import WorkerPool
 from mindcore.server.starting import request_id_of
 from mindcore.store import StoreLike, resolve_store
 from mindcore.tracing import span
@@ -135,7 +136,9 @@ class ContextServer:
         self.store = resolve_store(store)
         self._owns_store = self.store is not store
         self._contexts: dict[str, Context] = {}
+        self._sessions: dict[tuple[str, str, str], Session] = {}
         self._lock = threading.Lock()
+        self._workers = WorkerPool()
         self._embed_after_register = embed_tools == "background"
         # One thread embeds tools off the request path; a dataset is queued at most once at a time.
         self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mindcore-embed")
@@ -153,7 +156,20 @@ class ContextServer:
                     got = Context(self.store, dataset=dataset, llm=self._llm, embedder=self._embedder)
                     if len(self._contexts) > 10_000:  # many datasets: keep memory bounded
                         self._contexts.clear()
+                        self._sessions.clear()
                     self._contexts[dataset] = got
+        return got
+
+    def session(self, dataset: str, session: str, namespace: str) -> Session:
+        """The session of ``dataset`` (checked and screened once, then kept)."""
+        key = (dataset, namespace, session)
+        got = self._sessions.get(key)
+        if got is None:
+            got = self.context(dataset).session(session, namespace)
+            with self._lock:
+                if len(self._sessions) > 100_000:  # many sessions: keep memory bounded
+                    self._sessions.clear()
+                self._sessions[key] = got
         return got
 
     def _embed_later(self, dataset: str) -> None:
@@ -176,6 +192,7 @@ class ContextServer:
                 self._embed_failed.add(dataset)
 
     def close(self) -> None:
+        self._workers.close()
         self._embedding.shutdown(wait=True, cancel_futures=True)
         if self._owns_store:
             self.store.close()
@@ -196,13 +213,13 @@ class ContextServer:
             request = await read_request(scope, receive, self.max_body)
             self._authorize(request)
             if request.segments == ["health"]:  # answered on the event loop, whatever else is running
-                status, payload = self.handle(request)
+                status, payload = self.handle(request, route)
             elif request.segments == ["metrics"] and request.method == "GET":
                 status, body = 200, self.metrics.render().encode()
             else:
                 self.metrics.worker(1)
                 try:
-                    status, payload = await asyncio.to_thread(self.handle, request)
+                    status, payload = await self._workers.run(self.handle, request, route)
                 finally:
                     self.metrics.worker(-1)
         except ClientGone:
@@ -236,10 +253,11 @@ class ContextServer:
         if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), self._token):
             raise HttpError(401, "missing or wrong bearer token")
 
-    def handle(self, request: Request) -> tuple[int, Any]:
-        """Answer one request: ``(status, JSON payload)`` (blocking)."""
+    def handle(self, request: Request, route: str | None = None) -> tuple[int, Any]:
+        """Answer one request: ``(status, JSON payload)`` (blocking). ``route``: the request's
+        :func:`~mindcore.server.metrics.route_of`, when known."""
         try:
-            with span("server.request", route=route_of(request.segments), method=request.method):
+            with span("server.request", route=route or route_of(request.segments), method=request.method):
                 return self._route(request)
         except HttpError as exc:
             return exc.status, {"error": exc.message}
@@ -341,8 +359,8 @@ class ContextServer:
             raise HttpError(400, f"tools_loaded: expected a list of tool names, got {describe(tools)}")
         return 201, {"turn_id": self.context("default").turn(tools, _str(body, "message"))}
 
-    def _session(self, fields: dict[str, Any]) -> Any:
-        return self.context(_str(fields, "dataset")).session(_str(fields, "session"), _str(fields, "namespace"))
+    def _session(self, fields: dict[str, Any]) -> Session:
+        return self.session(_str(fields, "dataset"), _str(fields, "session"), _str(fields, "namespace"))
 
     def _append(self, body: dict[str, Any]) -> tuple[int, Any]:
         messages = body.get("messages")

@@ -83,12 +83,19 @@ async def read_request(scope: Scope, receive: Receive, max_body: int) -> Request
     raw_path: bytes = scope.get("raw_path") or scope["path"].encode("utf-8")
     path = raw_path.split(b"?", 1)[0]
     try:
-        segments = [unquote(s.decode("utf-8"), errors="strict") for s in path.split(b"/")[1:]]
-        query = dict(parse_qsl(scope.get("query_string", b"").decode("utf-8"), keep_blank_values=True,
-                               errors="strict"))
+        segments = [unquote(s, errors="strict") for s in path.decode("utf-8").split("/")[1:]]
+        query = _query(scope.get("query_string", b"").decode("utf-8"))
     except UnicodeDecodeError:
         raise HttpError(400, "the path or query string is not valid UTF-8") from None
-    return Request(scope["method"], segments, query, headers, b"".join(chunks))
+    return Request(scope["method"], segments, query, headers, chunks[0] if len(chunks) == 1 else b"".join(chunks))
+
+
+def _query(text: str) -> dict[str, str]:
+    """The query string's fields, a later one replacing an earlier one of the same name, as
+    ``dict(parse_qsl(text, keep_blank_values=True))``; split by hand when nothing is escaped."""
+    if "%" in text or "+" in text:
+        return dict(parse_qsl(text, keep_blank_values=True, errors="strict"))
+    return {name: value for name, _, value in (field.partition("=") for field in text.split("&") if field)}
 
 
 def encode(payload: Any) -> bytes:

@@ -49,6 +49,8 @@ def configure(level: str, form: str) -> None:
 
 def log_request(scope: Mapping[str, Any], route: str, status: int, seconds: float, request_id: str) -> None:
     """The one line a request gets: client, method, path, status, time and request id."""
+    if not log.isEnabledFor(logging.INFO):  # nothing to build for a line no one keeps
+        return
     client = (scope.get("client") or ("-", 0))[0]
     method, path = scope["method"], scope["path"]
     log.info('%s "%s %s" %d %.1fms %s', client, method, path, status, seconds * 1000, request_id,
