@@ -41,13 +41,13 @@ import numpy as np
 import pyarrow as pa
 
 from mindcore.errors import InvalidInputError
+from mindcore.store.cache import CacheEntry
 from mindcore.store.filters import col
 from mindcore.store.ids import new_id, new_ids
 from mindcore.store.schema import now_ms
 from mindcore.validation import check_int
 
 if TYPE_CHECKING:
-    from mindcore.store.cache import CacheEntry
     from mindcore.store.locks import Lock
     from mindcore.store.store import Store
     from mindcore.store.table import Table
@@ -408,8 +408,8 @@ class MessageLog:
         (['helo', 'hello'], ['hello', 'hi'])
         """
         with self.lock(log).hold():
-            self.table.refresh()  # see every write committed before the lock was taken
-            view = self.view(log)
+            version = self.table.refresh()  # see every write committed before the lock was taken
+            view = self._locked_view(log, version)
             got = change(view) if callable(change) else change
             if not isinstance(got, LogChange):
                 raise TypeError(f"write: expected a LogChange, got {type(got).__name__}")
@@ -441,6 +441,19 @@ class MessageLog:
             with self.table.unit_of_work(log) as uow:
                 uow.upsert(replaced)
             return done
+
+    def _locked_view(self, log: str, version: int) -> LogView:
+        """:meth:`view` for a writer holding the log's lock at table ``version``. A log this
+        process has not read is counted first (the namespace index answers in a millisecond): a
+        new one is held in the store's cache as empty, without the scan that finds nothing
+        (several milliseconds, growing with the table), and its first append then patches it, so
+        reading it after costs no scan either. Nothing else writes the log meanwhile: every write
+        holds its lock."""
+        table = self.table
+        if log not in self._views and not table.count(log):
+            empty = CacheEntry.from_arrow(table.schema.empty_table(), version, table.dim or 0)
+            table._ctx.cache.put(table.name, log, empty)  # as Table.cached would hold it after a scan
+        return self.view(log)
 
     def _stored(self, view: LogView, rank: int) -> dict[str, Any]:
         """The stored row at ``rank`` as written (``tool_calls`` as JSON text), with ``updated_at``."""
