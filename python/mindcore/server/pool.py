@@ -71,11 +71,11 @@ class WorkerPool:
                 result, error = context.run(fn, *args), None
             except BaseException as exc:  # handed to the awaiting task, as to_thread does
                 result, error = None, exc
+            with self._lock:  # before waking the loop, so this thread is soon waiting, not holding the GIL
+                self._idle += 1
             with contextlib.suppress(RuntimeError):  # the loop is closed: no one waits any more
                 loop.call_soon_threadsafe(_settle, future, result, error)
             del loop, future, context, fn, args, result, error
-            with self._lock:
-                self._idle += 1
 
     def close(self) -> None:
         """Let the calls under way finish, then stop the threads (no new call is taken)."""
