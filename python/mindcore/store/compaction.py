@@ -19,7 +19,10 @@ Lance rebases that commit over appends committed meanwhile. A delete or an updat
 fragment being rewritten makes the commit fail as a conflict (nothing is committed, no row is
 lost); the run is then planned and done again over the new version, up to ``RETRIES`` times, after
 which the merge is left for the next run (``CompactionResult.deferred``). Conflicts are expected
-beside busy writers: they are logged at DEBUG (``mindcore.store``), never printed.
+beside busy writers: they are logged at DEBUG (``mindcore.store``), never printed. The files a
+conflicted rewrite wrote are referenced by no version: the run deletes them before it returns
+(Lance's own cleanup would keep them for 7 days, as it cannot tell them from the files of a write
+still in progress).
 
 >>> target_rows([100_000, 1, 1, 1])
 1024
@@ -32,7 +35,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-__all__ = ["BASE_ROWS", "DELETED_SHARE", "FANOUT", "MAX_ROWS", "RETRIES", "CompactionResult", "target_rows"]
+__all__ = ["BASE_ROWS", "DELETED_SHARE", "FANOUT", "MAX_ROWS", "RETRIES", "CompactionResult", "is_retryable_conflict",
+           "target_rows"]
 
 #: Fragments under this many rows are merged at every run.
 BASE_ROWS = 1024
@@ -85,3 +89,16 @@ def target_rows(fragment_rows: Sequence[int], *, base: int = BASE_ROWS, fanout: 
             target = high
         low = high
     return target
+
+
+def is_retryable_conflict(error: BaseException) -> bool:
+    """Whether ``error`` is Lance refusing a commit because a concurrent commit overtook it (nothing
+    was committed; the same change planned again over the new version can succeed).
+
+    >>> is_retryable_conflict(OSError("Retryable commit conflict for version 660: This Rewrite "
+    ...                               "transaction was preempted by concurrent transaction Update"))
+    True
+    >>> is_retryable_conflict(OSError("No space left on device"))
+    False
+    """
+    return isinstance(error, OSError) and "Retryable commit conflict" in str(error)

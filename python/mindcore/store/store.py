@@ -7,10 +7,10 @@ import atexit
 import dataclasses
 import logging
 import os
-import queue
 import re
 import tempfile
 import threading
+import time
 import weakref
 from collections.abc import Mapping
 from contextlib import AbstractContextManager
@@ -24,6 +24,7 @@ import pyarrow as pa
 from mindcore._background import BackgroundLoad
 from mindcore.errors import InvalidInputError
 from mindcore.store.cache import VectorCache
+from mindcore.store.compaction import CompactionResult, is_retryable_conflict
 from mindcore.store.config import StoreConfig
 from mindcore.store.context import TableContext
 from mindcore.store.errors import EmbedderMismatchError, StoreError, StoreNotWritableError
@@ -623,7 +624,9 @@ class Store:
         return StoreStats(uri=self.uri, kind=self.kind, embedding=self.embedding, disk_bytes=disk, tables=tables)
 
     def wait_for_maintenance(self, timeout: float | None = None) -> None:
-        """Block until scheduled background compactions have finished."""
+        """Block until scheduled background compactions have finished, including the reruns of
+        a merge that concurrent writes deferred (not the cleanup that runs ``cleanup_grace``
+        after the last one, which waits for time to pass)."""
         self._maint.join(timeout)
 
     def close(self) -> None:
@@ -667,14 +670,51 @@ class _RefusedLock:
         raise StoreNotWritableError(self._message)
 
 
+@dataclass(frozen=True, slots=True)
+class _Due:
+    """A maintenance pass owed to a table: when it may run (monotonic time), whether
+    ``wait_for_maintenance`` waits for it (``awaited``: scheduled by writes, or the rerun of a
+    deferred merge; not a follow-up waiting for the cleanup grace), and the table's version when
+    it was owed (a follow-up that finds it unchanged is the last)."""
+
+    when: float
+    awaited: bool
+    settle: bool = False
+    version: int | None = None
+
+
 class _Maintainer:
-    """Runs scheduled compactions, on one background thread per store (or inline)."""
+    """Runs maintenance passes (:meth:`Table.compact`) on one background thread per store (or
+    inline, after the write that scheduled them).
+
+    Writes schedule a pass every ``StoreConfig.compact_every`` writes of a table. On the
+    background thread, follow-ups keep a table converging once its writes stop, without a caller
+    asking:
+
+    - a pass whose merge was deferred (every commit of it conflicted with concurrent writes) is
+      run again, at once and then after short pauses (``_RERUN_AFTER``); past those the writers
+      are still busy (perhaps in another process), and it is tried again like a cleanup
+      follow-up, until a pass merges;
+    - ``cleanup_grace`` after a pass, a follow-up pass deletes the versions the grace kept, and
+      merges what was written since as far as a compaction can (every row indexed first, see
+      ``Table._maintain``). One that finds the table as its previous pass left it is the last.
+
+    ``Store.wait_for_maintenance`` and ``close`` wait for scheduled passes and the reruns of
+    ``_RERUN_AFTER``, not for the follow-ups waiting for time to pass. A failure that is not a
+    commit conflict is logged as a one-line warning (the traceback at DEBUG) and tried again by
+    the next scheduled pass, or the follow-up.
+    """
+
+    #: Pauses (seconds) before each rerun of a merge deferred that many times in a row.
+    _RERUN_AFTER = (0.0, 0.25, 1.0, 4.0)
 
     def __init__(self, store: Store) -> None:
         self._store = weakref.ref(store)
-        self._queue: queue.Queue[Table | None] = queue.Queue()
-        self._pending: set[str] = set()
-        self._lock = threading.Lock()
+        self._cond = threading.Condition()
+        self._due: dict[str, _Due] = {}  # table name -> the pass it is owed
+        self._running: str | None = None
+        self._deferred: dict[str, int] = {}  # table name -> merges deferred in a row
+        self._closing = False
         self._thread: threading.Thread | None = None
 
     def schedule(self, table: Table) -> None:
@@ -682,55 +722,102 @@ class _Maintainer:
         if store is None:
             return
         if not store.config.compact_in_background:
-            self._run_one(table)
+            self._run(table)
             return
-        with self._lock:
-            if table.name in self._pending:
+        with self._cond:
+            if self._closing:
                 return
-            self._pending.add(table.name)
+            due = self._due.get(table.name)
+            if due is None or not due.awaited or due.when > time.monotonic():
+                self._due[table.name] = _Due(time.monotonic(), awaited=True)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name=f"mindcore-compact-{store.uri}", daemon=True)
                 self._thread.start()
-        self._queue.put(table)
+            self._cond.notify_all()
 
     @staticmethod
-    def _run_one(table: Table) -> None:
+    def _run(table: Table, *, settle: bool = False) -> CompactionResult | None:
+        """One pass over ``table``; ``None`` when it failed (logged, never raised: maintenance
+        must never break the writer)."""
         try:
-            table.compact()
-        except Exception:  # maintenance must never break the writer; the next schedule retries
-            log.warning("compaction of table %r failed", table.name, exc_info=True)
+            return table._maintain(settle=settle)
+        except Exception as e:
+            if is_retryable_conflict(e):  # a commit beside the merge's lost a race: as a deferred merge
+                log.debug("maintenance of table %r conflicted with a concurrent write", table.name, exc_info=True)
+                return CompactionResult(table.version, deferred=True)
+            log.warning("compaction of table %r failed (the next pass tries again): %s", table.name, e)
+            log.debug("compaction of table %r failed", table.name, exc_info=True)
+            return None
+
+    def _next(self) -> tuple[str, _Due] | None:
+        """The next pass to run, waiting until one is due; ``None`` once closing. Holds the lock."""
+        while True:
+            # Closing: only the awaited passes still run.
+            owed = [n for n, d in self._due.items() if d.awaited or not self._closing]
+            if self._closing and not owed:
+                return None
+            now = time.monotonic()
+            name = min(owed, key=lambda n: self._due[n].when, default=None)
+            if name is not None and self._due[name].when <= now:
+                return name, self._due.pop(name)
+            self._cond.wait(None if name is None else self._due[name].when - now)
 
     def _loop(self) -> None:
         while True:
-            table = self._queue.get()
-            try:
-                if table is None:
+            with self._cond:
+                item = self._next()
+                if item is None:
                     return
-                with self._lock:
-                    self._pending.discard(table.name)
-                self._run_one(table)
+                name, due = item
+                self._running = name
+            try:
+                store = self._store()
+                table = None if store is None else store._tables.get(name)
+                result = None if table is None else self._run(table, settle=due.settle)
+                self._owe(name, due, result, store)
             finally:
-                self._queue.task_done()
+                with self._cond:
+                    self._running = None
+                    self._cond.notify_all()
+
+    def _owe(self, name: str, due: _Due, result: CompactionResult | None, store: Store | None) -> None:
+        """Record the follow-up a pass calls for (if the table is not owed a pass already)."""
+        if store is None:
+            return
+        grace = store.config.cleanup_grace.total_seconds()
+        now = time.monotonic()
+        follow: _Due | None = None
+        if result is not None and result.deferred:
+            n = self._deferred[name] = self._deferred.get(name, 0) + 1
+            if n <= len(self._RERUN_AFTER):
+                log.debug("table %r: merge deferred by concurrent writes; running the pass again", name)
+                follow = _Due(now + self._RERUN_AFTER[n - 1], awaited=True, settle=due.settle)
+            else:
+                follow = _Due(now + max(grace, self._RERUN_AFTER[-1]), awaited=False, settle=True)
+        else:
+            self._deferred.pop(name, None)
+            unchanged = result is not None and due.version == result.version
+            if grace > 0 and not unchanged:
+                follow = _Due(now + grace, awaited=False, settle=True,
+                              version=None if result is None else result.version)
+        with self._cond:
+            if follow is not None and name not in self._due:
+                self._due[name] = follow
 
     def join(self, timeout: float | None = None) -> None:
-        if self._thread is None:
-            return
-        if timeout is None:
-            self._queue.join()
-            return
-        done = threading.Event()
-
-        def wait() -> None:
-            self._queue.join()
-            done.set()
-
-        threading.Thread(target=wait, daemon=True).start()
-        done.wait(timeout)
+        """Wait (at most ``timeout`` seconds) until no awaited pass is owed or running."""
+        with self._cond:
+            self._cond.wait_for(lambda: self._running is None and not any(d.awaited for d in self._due.values()),
+                                timeout)
 
     def close(self) -> None:
-        if self._thread is not None and self._thread.is_alive():
-            self._queue.put(None)
-            self._thread.join()
+        """Run the awaited passes, then stop the thread (the follow-ups are dropped)."""
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+            thread = self._thread
+        if thread is not None and thread.is_alive():
+            thread.join()
 
 
 @atexit.register

@@ -18,7 +18,14 @@ import pyarrow.compute as pc
 
 from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry, split_by_namespace
-from mindcore.store.compaction import DELETED_SHARE, MAX_ROWS, RETRIES, CompactionResult, target_rows
+from mindcore.store.compaction import (
+    DELETED_SHARE,
+    MAX_ROWS,
+    RETRIES,
+    CompactionResult,
+    is_retryable_conflict,
+    target_rows,
+)
 from mindcore.store.context import StoreHandle, TableContext
 from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.filters import Filter, col, to_mask, to_where
@@ -650,11 +657,14 @@ class Table(TableWrites):
         Compaction is tiered (see :mod:`mindcore.store.compaction`): fragments under 1,024 rows
         merge at every run, bigger ones only once eight of a size exist, and big fragments (a
         bulk write, or half a million rows merged over time) are never rewritten, except to drop
-        deleted rows where more than a tenth of a fragment's rows are deleted. The rewrite runs
-        beside the writers; only its commit, and an index update (once a sixteenth of the rows
-        are not indexed yet), hold the table's write lock. A commit that conflicts with a
-        concurrent delete or update is redone over the new version, up to ``RETRIES`` times;
-        after that the merge is left for the next run (``deferred`` in the result).
+        deleted rows where more than a tenth of a fragment's rows are deleted. Rows not indexed
+        yet are folded into the indexes first, so that one call merges as far as compaction can
+        (the automatic passes wait until a sixteenth of the rows are new). The rewrite runs
+        beside the writers; only its commit, and the index update, hold the table's write lock.
+        A commit that conflicts with a concurrent delete or update is redone over the new
+        version, up to ``RETRIES`` times, and the files of the refused rewrite are deleted at
+        once; after that the merge is left for the next run (``deferred`` in the result), which
+        background maintenance runs again by itself.
 
         ``never_grow=True`` (``mindcore compact``) merges only when the files it replaces can be
         deleted in the same run, i.e. when the table's newest version is older than
@@ -669,6 +679,15 @@ class Table(TableWrites):
         >>> t.count("u")
         3
         """
+        return self._maintain(cleanup_grace, never_grow=never_grow, settle=True)
+
+    def _maintain(self, cleanup_grace: timedelta | None = None, *, never_grow: bool = False,
+                  settle: bool) -> CompactionResult:
+        """One maintenance pass (see :meth:`compact`). ``settle`` folds every row not indexed
+        yet into the indexes before merging, so the merge is not split at the indexed rows'
+        edge (the planner never merges fragments covered by different indexes): one pass leaves
+        the table as compact as a compaction can. Passes scheduled by writes skip that until a
+        sixteenth of the rows are new (updating an index rewrites it whole)."""
         self._ctx.refuse_writes(f"compact table {self.name!r}")
         cfg = self._ctx.config
         grace = cfg.cleanup_grace if cleanup_grace is None else cleanup_grace
@@ -684,8 +703,8 @@ class Table(TableWrites):
             self._dataset().cleanup_old_versions(older_than=grace)
             result = CompactionResult(int(self._tbl.version), deferred=True)
         else:
+            self._optimize_indices(every_row=settle)
             result = self._compact_files()
-            self._optimize_indices()
             self._dataset().cleanup_old_versions(older_than=grace)
         self._writes = 0
         if (
@@ -710,60 +729,97 @@ class Table(TableWrites):
         """The table as a ``lance.LanceDataset`` at its latest version (for maintenance)."""
         import lance
 
-        uri = (os.path.join(self._ctx.uri, f"{self.name}.lance") if self._ctx.kind == "local"
-               else f"{self._ctx.uri.rstrip('/')}/{self.name}.lance")
-        return lance.dataset(uri, storage_options=dict(self._ctx.storage_options) or None)
+        return lance.dataset(self._lance_uri(), storage_options=dict(self._ctx.storage_options) or None)
+
+    def _lance_uri(self) -> str:
+        """Where LanceDB keeps the table (a folder or an object-storage prefix)."""
+        if self._ctx.kind == "local":
+            return os.path.join(self._ctx.uri, f"{self.name}.lance")
+        return f"{self._ctx.uri.rstrip('/')}/{self.name}.lance"
 
     def _compact_files(self) -> CompactionResult:
-        """One tiered compaction: plan and rewrite without the write lock, commit under it."""
+        """One tiered compaction: plan and rewrite without the write lock, commit under it; a
+        commit that conflicts is planned and rewritten again, up to ``RETRIES`` times."""
         from lance.optimize import Compaction
 
         retries = 0
-        while True:
-            ds = self._dataset()
-            sizes = [(f.fragment_id, f.metadata.physical_rows, f.metadata.num_deletions) for f in ds.get_fragments()]
-            target = target_rows([rows for _, rows, _ in sizes])
-            # A fragment at or above the target with many deleted rows is rewritten at its own
-            # size (the tier's target would cut it into small fragments), in a plan of its own.
-            heavy = [i for i, rows, gone in sizes if rows >= target and gone > DELETED_SHARE * rows]
-            plans = [Compaction.plan(ds, {"target_rows_per_fragment": target, "excluded_fragment_ids": heavy,
-                                          "materialize_deletions_threshold": DELETED_SHARE})]
-            if heavy:
-                others = [i for i, _, _ in sizes if i not in heavy]
-                plans.append(Compaction.plan(ds, {"target_rows_per_fragment": MAX_ROWS, "excluded_fragment_ids": others,
-                                                  "materialize_deletions_threshold": DELETED_SHARE}))
-            rewrites = [r for plan in plans if plan.num_tasks() for r in _rewrite(ds, plan)]
-            if not rewrites:
-                return CompactionResult(self._version(), target_rows=target, retries=retries)
-            with self._lock.hold(self._ctx.config.lock_timeout):
-                old = self._exact()
-                try:
-                    metrics = Compaction.commit(ds, rewrites)
-                except OSError as e:
-                    if "Retryable commit conflict" not in str(e):
-                        raise
-                    # Nothing was committed: the table is as the concurrent write left it. Lance
-                    # leaves the merged files it wrote unreferenced; version cleanup deletes them
-                    # once they are 7 days old (Lance's guard for files of in-progress writes).
-                    if retries >= RETRIES:
-                        log.debug("table %r: compaction conflicted with concurrent writes %d times; "
-                                  "left for the next run", self.name, retries + 1)
-                        return CompactionResult(old, target_rows=target, retries=retries, deferred=True)
-                    log.debug("table %r: compaction conflicted with a concurrent write; planning again", self.name)
-                    retries += 1
-                    continue
-                new = self._versions.exact()
-                # The rewrite changed no row, and no one else commits while we hold the lock:
-                # cached namespaces stay valid.
-                self._after_commit(old, new, set())
-            return CompactionResult(new, int(metrics.fragments_removed), int(metrics.fragments_added), target, retries)
+        discarded: list[Any] = []  # rewrites whose commit conflicted: their files are referenced by no version
+        try:
+            while True:
+                ds = self._dataset()
+                sizes = [(f.fragment_id, f.metadata.physical_rows, f.metadata.num_deletions)
+                         for f in ds.get_fragments()]
+                target = target_rows([rows for _, rows, _ in sizes])
+                # A fragment at or above the target with many deleted rows is rewritten at its own
+                # size (the tier's target would cut it into small fragments), in a plan of its own.
+                heavy = [i for i, rows, gone in sizes if rows >= target and gone > DELETED_SHARE * rows]
+                plans = [Compaction.plan(ds, {"target_rows_per_fragment": target, "excluded_fragment_ids": heavy,
+                                              "materialize_deletions_threshold": DELETED_SHARE})]
+                if heavy:
+                    others = [i for i, _, _ in sizes if i not in heavy]
+                    plans.append(Compaction.plan(ds, {"target_rows_per_fragment": MAX_ROWS,
+                                                      "excluded_fragment_ids": others,
+                                                      "materialize_deletions_threshold": DELETED_SHARE}))
+                rewrites = [r for plan in plans if plan.num_tasks() for r in _rewrite(ds, plan)]
+                if not rewrites:
+                    return CompactionResult(self._version(), target_rows=target, retries=retries)
+                with self._lock.hold(self._ctx.config.lock_timeout):
+                    old = self._exact()
+                    try:
+                        # Committed against ``ds``, the version it was planned at, so Lance sees
+                        # every delete and update made since (and refuses the commit if one
+                        # touched a rewritten fragment): no deleted row comes back.
+                        metrics = Compaction.commit(ds, rewrites)
+                    except OSError as e:
+                        if not is_retryable_conflict(e):
+                            raise
+                        metrics = None
+                    else:
+                        new = self._versions.exact()
+                        # The rewrite changed no row, and no one else commits while we hold the
+                        # lock: cached namespaces stay valid.
+                        self._after_commit(old, new, set())
+                if metrics is not None:
+                    return CompactionResult(new, int(metrics.fragments_removed), int(metrics.fragments_added),
+                                            target, retries)
+                # Nothing was committed: the table is as the concurrent write left it.
+                discarded.extend(rewrites)
+                if retries >= RETRIES:
+                    log.debug("table %r: compaction conflicted with concurrent writes %d times; "
+                              "left for the next run", self.name, retries + 1)
+                    return CompactionResult(old, target_rows=target, retries=retries, deferred=True)
+                log.debug("table %r: compaction conflicted with a concurrent write; planning again", self.name)
+                retries += 1
+        finally:
+            if discarded:
+                self._delete_unreferenced(discarded)
 
-    def _optimize_indices(self) -> None:
-        """Fold the rows not indexed yet into the table's indexes, once they are a sixteenth of
-        the rows (updating an index rewrites it whole); under the write lock, as it commits."""
+    def _delete_unreferenced(self, rewrites: Sequence[Any]) -> None:
+        """Delete the data files ``rewrites`` wrote, whose commit was refused (no version
+        references them, and no later one will: every rewrite writes files of new names)."""
+        from lance.file import LanceFileSession
+
+        data = LanceFileSession(f"{self._lance_uri()}/data", storage_options=dict(self._ctx.storage_options) or None)
+        for rewrite in rewrites:
+            for fragment in rewrite.new_fragments:
+                for file in fragment.files:
+                    try:
+                        data.delete_file(file.path)
+                    except OSError:  # Lance's version cleanup deletes it once it is 7 days old
+                        log.debug("table %r: could not delete the unreferenced file %s", self.name, file.path,
+                                  exc_info=True)
+
+    def _optimize_indices(self, *, every_row: bool) -> None:
+        """Fold the rows not indexed yet into the table's indexes: any such row with
+        ``every_row``, else once they are a sixteenth of the rows (updating an index rewrites
+        it whole); under the write lock, as it commits."""
         ds = self._dataset()
-        total = int(ds.count_rows())
-        due = any((total - int(ix.num_rows_indexed)) * 16 >= total > 0 for ix in ds.describe_indices())
+        indexes = ds.describe_indices()
+        if every_row:
+            due = any(int(ds.stats.index_stats(ix.name)["num_unindexed_fragments"]) for ix in indexes)
+        else:
+            total = int(ds.count_rows())
+            due = any((total - int(ix.num_rows_indexed)) * 16 >= total > 0 for ix in indexes)
         if not due:
             return
         with self._lock.hold(self._ctx.config.lock_timeout):

@@ -1,0 +1,248 @@
+"""Background maintenance converges under steady writes: a rewrite that loses a race with a
+concurrent write is redone, its files are deleted at once, a merge deferred by busy writers is run
+again without waiting for another write, and ``cleanup_grace`` after the last pass a follow-up
+deletes the versions the grace kept.
+
+Every test uses a real LanceDB folder; data files are read with Lance itself (``lance.dataset``).
+Concurrency waits on progress markers (passes recorded by a spy on ``Table._maintain``), never on
+wall time.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import lance
+import pyarrow as pa
+import pytest
+
+import mindcore
+import mindcore.store.table as table_module
+from mindcore.embed import HashEmbedder
+from mindcore.ltm import LongTermMemory
+from mindcore.store import ALL_NAMESPACES, CompactionResult, StoreConfig, Table
+from mindcore.store.compaction import RETRIES
+from mindcore.store.stats import folder_bytes
+
+COLUMNS = {"n": pa.int64()}
+#: Generous bound on any wait for a marker (the machine is shared and busy): a hang fails, slowness does not.
+PATIENCE = 300.0
+
+
+@dataclass
+class Passes:
+    """Every maintenance pass of a store, as the spy saw it: (table, result or the error raised)."""
+
+    seen: list[tuple[str, CompactionResult | BaseException]] = field(default_factory=list)
+    changed: threading.Condition = field(default_factory=threading.Condition)
+
+    def of(self, name: str) -> list[CompactionResult | BaseException]:
+        with self.changed:
+            return [r for n, r in self.seen if n == name]
+
+    def wait_for(self, name: str, count: int) -> None:
+        with self.changed:
+            assert self.changed.wait_for(lambda: len([n for n, _ in self.seen if n == name]) >= count, PATIENCE), \
+                f"fewer than {count} maintenance passes of {name!r} after {PATIENCE} s"
+
+
+@pytest.fixture
+def passes(monkeypatch: pytest.MonkeyPatch) -> Passes:
+    spy = Passes()
+    real = Table._maintain
+
+    def maintain(self: Table, *args: Any, **kwargs: Any) -> CompactionResult:
+        try:
+            result: CompactionResult | BaseException = real(self, *args, **kwargs)
+        except BaseException as e:
+            result = e
+        with spy.changed:
+            spy.seen.append((self.name, result))
+            spy.changed.notify_all()
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    monkeypatch.setattr(Table, "_maintain", maintain)
+    return spy
+
+
+def _data_files(t: Table) -> tuple[set[str], set[str]]:
+    """(files in the table's data folder, files some kept version references)."""
+    root = os.path.join(t.store.uri, f"{t.name}.lance")
+    ds = lance.dataset(root)
+    referenced = {d.path for v in ds.versions()
+                  for f in lance.dataset(root, version=v["version"]).get_fragments() for d in f.data_files()}
+    return set(os.listdir(os.path.join(root, "data"))), referenced
+
+
+def _conflict_on_rewrites(t: Table, monkeypatch: pytest.MonkeyPatch, conflicting: int) -> list[int]:
+    """The first ``conflicting`` rewrites of ``t`` are each overtaken, before they commit, by
+    another thread deleting one of the rows they merge. Returns the list the rewrites count into."""
+    real = table_module._rewrite
+    calls: list[int] = []
+
+    def rewrite_then_delete(ds: Any, plan: Any) -> list[Any]:
+        out = real(ds, plan)
+        calls.append(plan.num_tasks())
+        if len(calls) <= conflicting:
+            th = threading.Thread(target=lambda: t.delete("u", ids=[f"s{len(calls)}"]))
+            th.start()
+            th.join()
+        return out
+
+    monkeypatch.setattr(table_module, "_rewrite", rewrite_then_delete)
+    return calls
+
+
+def _small_writes(t: Table, n: int) -> None:
+    for i in range(n):
+        t.upsert("u", [{"id": f"s{i}", "n": i}])
+
+
+def test_a_conflicted_rewrite_leaves_no_file_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Lance's cleanup would keep the files of a refused commit for 7 days; the pass deletes them."""
+    cfg = StoreConfig(compact_every=0, cleanup_grace=timedelta(0))
+    t = mindcore.open(tmp_path, config=cfg).table("t", COLUMNS)
+    _small_writes(t, 12)
+    calls = _conflict_on_rewrites(t, monkeypatch, conflicting=2)
+    res = t.compact()
+    assert len(calls) == 3 and res.retries == 2 and not res.deferred
+    on_disk, referenced = _data_files(t)
+    assert on_disk == referenced
+    assert len(referenced) == 1 and t.count("u") == 12 - 2
+
+
+def test_a_merge_that_keeps_conflicting_leaves_no_file_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cfg = StoreConfig(compact_every=0, cleanup_grace=timedelta(0))
+    t = mindcore.open(tmp_path, config=cfg).table("t", COLUMNS)
+    _small_writes(t, 12)
+    _conflict_on_rewrites(t, monkeypatch, conflicting=RETRIES + 1)
+    assert t.compact().deferred
+    on_disk, referenced = _data_files(t)
+    assert on_disk == referenced  # only the writes' own files, every one still in use
+
+
+def test_a_deferred_merge_runs_again_without_another_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, passes: Passes
+) -> None:
+    """Background maintenance: the scheduled pass conflicts on every attempt and is deferred;
+    no write follows, yet the merge happens before ``wait_for_maintenance`` returns."""
+    cfg = StoreConfig(compact_every=12, cleanup_grace=timedelta(0))
+    store = mindcore.open(tmp_path, config=cfg)
+    t = store.table("t", COLUMNS)
+    _conflict_on_rewrites(t, monkeypatch, conflicting=RETRIES + 1)
+    _small_writes(t, 12)  # the 12th write schedules the pass
+    store.wait_for_maintenance()
+    first, *rest = passes.of("t")
+    assert isinstance(first, CompactionResult) and first.deferred
+    assert rest and isinstance(rest[-1], CompactionResult) and not rest[-1].deferred
+    assert rest[-1].fragments_removed > 0
+    assert t.stats().fragments == 1
+    assert t.count("u") == 12 - (RETRIES + 1)
+    store.close()
+
+
+def test_a_follow_up_deletes_the_versions_the_grace_kept(tmp_path: Path, passes: Passes) -> None:
+    """No write after the scheduled pass: once the grace has passed, one follow-up pass deletes
+    every old version (and their files), and it is the last."""
+    cfg = StoreConfig(compact_every=10, cleanup_grace=timedelta(seconds=0.2))
+    store = mindcore.open(tmp_path, config=cfg)
+    t = store.table("t", COLUMNS)
+    _small_writes(t, 10)
+    store.wait_for_maintenance()
+    assert len(passes.of("t")) == 1
+    passes.wait_for("t", 2)  # the follow-up, cleanup_grace later
+    store.wait_for_maintenance()  # ...and what it left owed, if anything
+    follow_up = passes.of("t")[1]
+    assert isinstance(follow_up, CompactionResult) and not follow_up.deferred
+    assert t.stats().versions == 1
+    on_disk, referenced = _data_files(t)
+    assert on_disk == referenced and len(referenced) == 1
+    assert not store._maint._due  # nothing left to follow up: the follow-ups end
+    store.close()
+
+
+# -- the whole path, from four threads ---------------------------------------------------------------
+
+THREADS = 4
+#: Maintenance passes of the memory table to see while the writers run.
+PASSES = 6
+#: Each writer stops after this many turns even if maintenance never ran (the test then fails).
+MAX_TURNS = 400
+
+
+@pytest.fixture
+def quiet(caplog: pytest.LogCaptureFixture) -> Iterator[pytest.LogCaptureFixture]:
+    caplog.set_level(logging.WARNING)
+    yield caplog
+
+
+def test_four_threads_remember_and_recall_while_maintenance_runs(
+    tmp_path: Path, passes: Passes, quiet: pytest.LogCaptureFixture, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Recalls and writes from 4 threads through LongTermMemory (dedupe updates rows, recalls
+    bump their last access) while background maintenance runs with the default settings: nothing
+    is logged at WARNING or printed, every pass that could not merge is run again, and after the
+    writes stop one pass past the grace leaves the memory table as compact as a fresh table holding
+    the same rows."""
+    ltm = LongTermMemory(tmp_path / "store", user_id="u", namespace="n", embedder=HashEmbedder(), touch_delay=0.05)
+    memories = "ltm_memories"
+    errors: list[BaseException] = []
+    turns = [0] * THREADS
+
+    def writer(k: int) -> None:
+        try:
+            for i in range(MAX_TURNS):
+                if len(passes.of(memories)) >= PASSES:
+                    return
+                ltm.remember(f"writer {k} noted fact {i} about topic {i % 13} in colour {i % 5}")
+                ltm.recall(f"topic {i % 13}", k=3)
+                turns[k] += 1
+        except BaseException as e:  # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(k,)) for k in range(THREADS)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not errors
+    assert len(passes.of(memories)) >= PASSES, f"only {passes.of(memories)} passes in {turns} turns"
+    ltm.flush()  # the last recalls' bumps
+    ltm.store.wait_for_maintenance()
+
+    # No pass raised, and each table's last pass merged (no deferred merge left without a rerun).
+    for name in {n for n, _ in passes.seen}:
+        results = passes.of(name)
+        assert not [r for r in results if isinstance(r, BaseException)], results
+        assert not results[-1].deferred, (name, results)  # type: ignore[union-attr]
+    assert not quiet.records, [r.getMessage() for r in quiet.records]
+    out, err = capfd.readouterr()
+    assert err == "" and out == ""
+
+    # One pass past the grace (as the follow-up does cleanup_grace later).
+    ltm.store.compact(cleanup_grace=timedelta(0))
+    t = ltm.store.open_table(memories)
+    again = t.compact(cleanup_grace=timedelta(0))
+    assert again.fragments_removed == 0  # nothing left for a second pass to merge
+    on_disk, referenced = _data_files(t)
+    assert on_disk == referenced
+
+    # The same rows written at once into a fresh memory, then compacted.
+    with LongTermMemory(tmp_path / "fresh", user_id="u", namespace="n", embedder=HashEmbedder()) as other:
+        fresh = other.store.open_table(memories)
+        fresh.write_batch(t.scan_arrow(ALL_NAMESPACES))
+        fresh.compact(cleanup_grace=timedelta(0))
+        assert t.stats().fragments == fresh.stats().fragments
+        disk, fresh_disk = (folder_bytes(os.path.join(x.store.uri, f"{memories}.lance")) for x in (t, fresh))
+        assert disk <= 1.25 * fresh_disk, (disk, fresh_disk)
+    assert t.count(ALL_NAMESPACES) == len(ltm.memories())
+    ltm.close()
