@@ -6,6 +6,7 @@ summary, its fallback, and the events."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -130,3 +131,12 @@ def test_recall_and_events_are_the_same_for_the_wire_form(store: mindcore.Store)
     first, second = seen[1], seen[3]
     assert (first.included_messages, first.token_estimate, first.strategy_used, first.recalled) == \
         (second.included_messages, second.token_estimate, second.strategy_used, second.recalled)
+
+
+def test_the_async_twins_give_the_same(ctx: Context) -> None:
+    chat = ctx.session("chat")
+    chat.append(conversation(12))
+    options = {"strategy": "recent", "max_tokens": 50}
+    assert asyncio.run(chat.aget_messages_wire(limit=5)) == chat.get_messages(limit=5).to_wire()
+    assert asyncio.run(chat.context.messages(**options).aassemble_wire()) == \
+        chat.context.messages(**options).assemble().to_wire()

@@ -237,7 +237,7 @@ class ContextBuilder:
         offer, which the response leaves out, not looked up)."""
         plan = self._plan()
         outcome = self._finish(plan, self._summarise(plan) if plan.older else None)
-        rows = wire(plan.view)[outcome.ranks].tolist() if plan.view is not None and len(outcome.ranks) else []
+        rows = _wire_rows(plan, outcome)
         self._emit(plan, outcome)
         return _wire_answer(outcome, rows)
 
@@ -252,6 +252,17 @@ class ContextBuilder:
         for name, event in self._events(plan, outcome):
             await ctx._emitter.aemit(name, event)
         return result
+
+    async def aassemble_wire(self) -> dict[str, Any]:
+        """The async twin of :meth:`assemble_wire`, as :meth:`aassemble` is of :meth:`assemble`."""
+        plan = await asyncio.to_thread(self._plan)
+        summary = await self._asummarise(plan) if plan.older else None
+        outcome = self._finish(plan, summary)
+        rows = await asyncio.to_thread(_wire_rows, plan, outcome)
+        ctx = self._session.ctx
+        for name, event in self._events(plan, outcome):
+            await ctx._emitter.aemit(name, event)
+        return _wire_answer(outcome, rows)
 
     def _emit(self, plan: _Plan, outcome: _Outcome) -> None:
         ctx = self._session.ctx
@@ -401,6 +412,11 @@ class ContextBuilder:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
+
+def _wire_rows(plan: _Plan, outcome: _Outcome) -> list[dict[str, Any]]:
+    """The stored messages ``outcome`` sends, in wire form (the summary travels apart)."""
+    return wire(plan.view)[outcome.ranks].tolist() if plan.view is not None and len(outcome.ranks) else []
 
 
 def _tokens(view: LogView, exact: bool) -> np.ndarray:

@@ -147,7 +147,16 @@ class Session:
         self, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None
     ) -> dict[str, Any]:
         """``get_messages(...).to_wire()``, the page as the agentified server writes it, with its
-        messages taken from the wire form kept per stored message (none built anew)."""
+        messages taken from the wire form kept per stored message (none built anew).
+
+        >>> import mindcore
+        >>> chat = mindcore.Context("memory://wire-doc").session("chat")
+        >>> chat.append([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello!"}])
+        (1, 2)
+        >>> page = chat.get_messages_wire(limit=1)
+        >>> [(m["seq"], m["content"]) for m in page["messages"]], page["has_more"], page["max_seq"]
+        ([(2, 'Hello!')], True, 2)
+        """
         window = self._window(limit, after_seq, around_seq)
         return {"messages": wire(window.view)[window.start:window.stop].tolist(), "has_more": window.has_more,
                 "max_seq": window.view.max_seq}
@@ -244,6 +253,11 @@ class Session:
         self, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None
     ) -> MessagePage:
         return await asyncio.to_thread(self.get_messages, limit, after_seq, around_seq)
+
+    async def aget_messages_wire(
+        self, limit: int = 50, after_seq: int | None = None, around_seq: int | None = None
+    ) -> dict[str, Any]:
+        return await asyncio.to_thread(self.get_messages_wire, limit, after_seq, around_seq)
 
     async def adiscover(self, query: str, limit: int = 5, **kwargs: Any) -> list[RankedTool]:
         return await asyncio.to_thread(lambda: self.discover(query, limit, **kwargs))
