@@ -67,6 +67,20 @@ def test_metrics_count_requests_latency_connections_and_commits(tmp_path: Path) 
                for r in requests)
 
 
+def test_metrics_report_each_agents_inbox_in_the_store(tmp_path: Path) -> None:
+    from mindcore.consciousness import Inbox
+
+    with ServeProcess(tmp_path / "store") as server, httpx.Client(base_url=server.url, timeout=120) as http:
+        got = samples(http.get("/metrics").text)
+        assert not any(name.startswith("mindcore_inbox_") for name in got)  # no inbox in the store yet
+        with Inbox(tmp_path / "store", agent="support", max_attempts=1) as inbox:  # another process writes it
+            inbox.push_many([{"kind": "plan", "text": "a"}, {"kind": "plan", "text": "b"}])
+            inbox.nack([e.id for e in inbox.receive(max_events=1)], error="poisoned")
+        got = samples(http.get("/metrics").text)
+        assert got['mindcore_inbox_pending{agent="support"}'] == 1
+        assert got['mindcore_inbox_dead_letters{agent="support"}'] == 1
+
+
 def test_every_answer_carries_a_request_id_and_the_log_line_names_it(tmp_path: Path) -> None:
     with ServeProcess(tmp_path / "store") as server, httpx.Client(base_url=server.url, timeout=120) as http:
         mine = http.get("/health", headers={"x-request-id": "trace-42.a:b"})

@@ -145,7 +145,8 @@ class ContextServer:
         self._embed_queued: set[str] = set()
         self._embed_failed: set[str] = set()
         #: What ``/metrics`` shows; ``mindcore serve`` hands ``metrics.connections`` to its connection guard.
-        self.metrics = Metrics(commits=lambda: self.store.commits, embedding_queue=lambda: len(self._embed_queued))
+        self.metrics = Metrics(commits=lambda: self.store.commits, embedding_queue=lambda: len(self._embed_queued),
+                               inboxes=self._inbox_counts)
 
     def context(self, dataset: str) -> Context:
         got = self._contexts.get(dataset)
@@ -191,6 +192,11 @@ class ContextServer:
             with self._lock:
                 self._embed_failed.add(dataset)
 
+    def _inbox_counts(self) -> dict[str, tuple[int, int]]:
+        from mindcore.consciousness import inbox_totals  # loaded at the first scrape, not at start-up
+
+        return {agent: (t.pending, t.dead_letters) for agent, t in inbox_totals(self.store).items()}
+
     def close(self) -> None:
         self._workers.close()
         self._embedding.shutdown(wait=True, cancel_futures=True)
@@ -214,8 +220,8 @@ class ContextServer:
             self._authorize(request)
             if request.segments == ["health"]:  # answered on the event loop, whatever else is running
                 status, payload = self.handle(request, route)
-            elif request.segments == ["metrics"] and request.method == "GET":
-                status, body = 200, self.metrics.render().encode()
+            elif request.segments == ["metrics"] and request.method == "GET":  # reads the store: off the loop
+                status, body = 200, (await self._workers.run(self.metrics.render)).encode()
             else:
                 self.metrics.worker(1)
                 try:

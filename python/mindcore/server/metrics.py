@@ -11,6 +11,10 @@ metric                                                 type       what
 ``mindcore_http_requests_timed_out_total``             counter    requests answered 408 (too slow to arrive)
 ``mindcore_store_commits_total``                       counter    commits this server made to the store
 ``mindcore_tools_embedding_queue``                     gauge      datasets waiting for their tools to be embedded
+``mindcore_inbox_pending{agent}``                      gauge      events waiting in an agent's inbox in the store
+                                                                  (:class:`~mindcore.consciousness.Inbox`)
+``mindcore_inbox_dead_letters{agent}``                 gauge      its dead letters (both store-wide: every worker
+                                                                  reports the same; take the max, not the sum)
 ``mindcore_process_id``                                gauge      this process (with ``--workers``, each scrape
                                                                   reaches one worker; sum over this label)
 =====================================================  =========  ==========================================
@@ -25,7 +29,7 @@ import bisect
 import os
 import threading
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from mindcore._http_guard import ConnectionStats
 
@@ -69,10 +73,12 @@ class Metrics:
     """The server's counters and latency histograms, rendered by :meth:`render` (thread-safe)."""
 
     def __init__(self, connections: ConnectionStats | None = None,
-                 commits: Callable[[], int] | None = None, embedding_queue: Callable[[], int] | None = None) -> None:
+                 commits: Callable[[], int] | None = None, embedding_queue: Callable[[], int] | None = None,
+                 inboxes: Callable[[], Mapping[str, tuple[int, int]]] | None = None) -> None:
         self.connections = connections if connections is not None else ConnectionStats()
         self._commits = commits
         self._embedding_queue = embedding_queue
+        self._inboxes = inboxes
         self._lock = threading.Lock()
         self._requests: Counter[tuple[str, str, int]] = Counter()
         self._latency: dict[str, _Histogram] = {}
@@ -93,7 +99,7 @@ class Metrics:
             self._in_worker += delta
 
     def render(self) -> str:
-        """Every metric in Prometheus' text format."""
+        """Every metric in Prometheus' text format (blocking: the inbox counts read the store)."""
         with self._lock:
             requests = sorted(self._requests.items())
             latency = sorted((route, list(h.counts), h.total, h.count) for route, h in self._latency.items())
@@ -126,6 +132,13 @@ class Metrics:
         if self._embedding_queue is not None:
             lines += _one("mindcore_tools_embedding_queue", "gauge",
                           "Datasets waiting for their tools to be embedded in the background.", self._embedding_queue())
+        if self._inboxes is not None:
+            inboxes = sorted(self._inboxes().items())
+            for index, (name, text) in enumerate((
+                    ("mindcore_inbox_pending", "Events waiting in an agent's inbox in the store (not acked, not dead)."),
+                    ("mindcore_inbox_dead_letters", "Events of an agent's inbox delivered too often without an ack."))):
+                lines += [f"# HELP {name} {text}", f"# TYPE {name} gauge"]
+                lines += [f'{name}{{agent="{agent}"}} {counts[index]}' for agent, counts in inboxes]
         lines += _one("mindcore_process_id", "gauge", "The serving process that answered this scrape.", os.getpid())
         return "\n".join(lines) + "\n"
 
