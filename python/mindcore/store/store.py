@@ -679,7 +679,6 @@ class _Due:
 
     when: float
     awaited: bool
-    settle: bool = False
     version: int | None = None
 
 
@@ -696,8 +695,12 @@ class _Maintainer:
       are still busy (perhaps in another process), and it is tried again like a cleanup
       follow-up, until a pass merges;
     - ``cleanup_grace`` after a pass, a follow-up pass deletes the versions the grace kept, and
-      merges what was written since as far as a compaction can (every row indexed first, see
-      ``Table._maintain``). One that finds the table as its previous pass left it is the last.
+      merges what was written since. One that finds the table as its previous pass left it is
+      the last.
+
+    Passes here fold new rows into the indexes only once a sixteenth of the rows are new (an
+    index update rewrites the index under the write lock, up to a second at 100k rows), so the
+    merge may stay split at the indexed rows' edge by one fragment; ``Store.compact`` settles it.
 
     ``Store.wait_for_maintenance`` and ``close`` wait for scheduled passes and the reruns of
     ``_RERUN_AFTER``, not for the follow-ups waiting for time to pass. A failure that is not a
@@ -736,11 +739,11 @@ class _Maintainer:
             self._cond.notify_all()
 
     @staticmethod
-    def _run(table: Table, *, settle: bool = False) -> CompactionResult | None:
+    def _run(table: Table) -> CompactionResult | None:
         """One pass over ``table``; ``None`` when it failed (logged, never raised: maintenance
         must never break the writer)."""
         try:
-            return table._maintain(settle=settle)
+            return table._maintain(settle=False)
         except Exception as e:
             if is_retryable_conflict(e):  # a commit beside the merge's lost a race: as a deferred merge
                 log.debug("maintenance of table %r conflicted with a concurrent write", table.name, exc_info=True)
@@ -773,7 +776,7 @@ class _Maintainer:
             try:
                 store = self._store()
                 table = None if store is None else store._tables.get(name)
-                result = None if table is None else self._run(table, settle=due.settle)
+                result = None if table is None else self._run(table)
                 self._owe(name, due, result, store)
             finally:
                 with self._cond:
@@ -791,15 +794,14 @@ class _Maintainer:
             n = self._deferred[name] = self._deferred.get(name, 0) + 1
             if n <= len(self._RERUN_AFTER):
                 log.debug("table %r: merge deferred by concurrent writes; running the pass again", name)
-                follow = _Due(now + self._RERUN_AFTER[n - 1], awaited=True, settle=due.settle)
+                follow = _Due(now + self._RERUN_AFTER[n - 1], awaited=True)
             else:
-                follow = _Due(now + max(grace, self._RERUN_AFTER[-1]), awaited=False, settle=True)
+                follow = _Due(now + max(grace, self._RERUN_AFTER[-1]), awaited=False)
         else:
             self._deferred.pop(name, None)
             unchanged = result is not None and due.version == result.version
             if grace > 0 and not unchanged:
-                follow = _Due(now + grace, awaited=False, settle=True,
-                              version=None if result is None else result.version)
+                follow = _Due(now + grace, awaited=False, version=None if result is None else result.version)
         with self._cond:
             if follow is not None and name not in self._due:
                 self._due[name] = follow
