@@ -22,6 +22,11 @@
   beside the same facts in one ``remember_many`` (``mindcore-bulk``); extra_info holds the bytes
   on disk of each after the store's automatic maintenance, and after ``Store.compact`` with no
   grace period (what is left once old versions may go).
+* ``ltm: footprint 4 threads remember()+recall()``: four threads each remembering facts one at a
+  time and recalling after each, last-access bumps written 0.1 s after a recall (default 2 s) so
+  that updates keep coming (each one conflicts with a background compaction rewriting the rows it
+  touches), beside the same facts in one ``remember_many`` (``mindcore-bulk``); extra_info as
+  above, plus the memory table's fragments after the compact.
 * ``ltm: extraction pipeline``: ``remember_conversation`` with a scripted LLM reply of 8 new
   candidates (parse, secret filter, near-duplicate checks against the store and the batch, one
   commit with the inserts and the evictions at the 500 cap); items = candidates. Per turn the
@@ -272,6 +277,53 @@ def test_remember_threads(benchmark: Any, impl: str) -> None:
         assert sum(len(u) for u in users) == threads * per * (rounds + 1)
         for u in users:
             u.close()
+        store.close()
+
+
+@pytest.mark.parametrize("impl", ["mindcore", "mindcore-bulk"])
+def test_footprint_concurrent(benchmark: Any, impl: str) -> None:
+    """Bytes on disk after four threads of single remember() and recall() calls against the same
+    facts written in bulk; maintenance runs in the background meanwhile."""
+    import threading
+    from datetime import timedelta
+
+    from mindcore.store.stats import folder_bytes
+
+    threads, per = 4, 50 if QUICK else 150
+    emb = LookupEmbedder()
+    texts = _texts(np.random.default_rng(17), threads * per)
+    queries = [f"does the user like {w}?" for w in WORDS]
+    emb.add(texts)
+    emb.add(queries)
+    with tempfile.TemporaryDirectory(prefix="bench-ltm-footprint-threads-") as tmp:
+        store = mindcore.open(tmp)
+        ltm = LongTermMemory(store, user_id="u", namespace="chat", embedder=emb, max_items=0, touch_delay=0.1)
+
+        def one_thread(k: int) -> None:
+            for i in range(k * per, (k + 1) * per):
+                ltm.remember(texts[i])
+                ltm.recall(queries[i % len(queries)])
+
+        def write() -> None:
+            if impl == "mindcore-bulk":
+                ltm.remember_many(texts)
+                return
+            workers = [threading.Thread(target=one_thread, args=(k,)) for k in range(threads)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+
+        finish(benchmark, impl, f"ltm: footprint {threads} threads remember()+recall()", threads * per)
+        benchmark.pedantic(write, rounds=1)
+        ltm.flush()
+        store.wait_for_maintenance()
+        benchmark.extra_info["disk_mb_after_writes"] = round(folder_bytes(tmp) / 1e6, 2)
+        store.compact(cleanup_grace=timedelta(0))
+        benchmark.extra_info["disk_mb_after_compact"] = round(folder_bytes(tmp) / 1e6, 2)
+        benchmark.extra_info["fragments_after_compact"] = store.open_table(TABLE).stats().fragments
+        assert len(ltm) == threads * per
+        ltm.close()
         store.close()
 
 
