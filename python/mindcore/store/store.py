@@ -702,8 +702,9 @@ class _Maintainer:
     index update rewrites the index under the write lock, up to a second at 100k rows), so the
     merge may stay split at the indexed rows' edge by one fragment; ``Store.compact`` settles it.
 
-    ``Store.wait_for_maintenance`` and ``close`` wait for scheduled passes and the reruns of
-    ``_RERUN_AFTER``, not for the follow-ups waiting for time to pass. A failure that is not a
+    ``Store.wait_for_maintenance`` waits for scheduled passes and the reruns of ``_RERUN_AFTER``,
+    not for the follow-ups waiting for time to pass; ``close`` runs the passes due and drops the
+    rest (the next process to write the table takes over). A failure that is not a
     commit conflict is logged as a one-line warning (the traceback at DEBUG) and tried again by
     the next scheduled pass, or the follow-up.
     """
@@ -755,11 +756,11 @@ class _Maintainer:
     def _next(self) -> tuple[str, _Due] | None:
         """The next pass to run, waiting until one is due; ``None`` once closing. Holds the lock."""
         while True:
-            # Closing: only the awaited passes still run.
-            owed = [n for n, d in self._due.items() if d.awaited or not self._closing]
+            now = time.monotonic()
+            # Closing: only the awaited passes due now still run (a rerun's pause is not waited for).
+            owed = [n for n, d in self._due.items() if not self._closing or (d.awaited and d.when <= now)]
             if self._closing and not owed:
                 return None
-            now = time.monotonic()
             name = min(owed, key=lambda n: self._due[n].when, default=None)
             if name is not None and self._due[name].when <= now:
                 return name, self._due.pop(name)
@@ -813,7 +814,7 @@ class _Maintainer:
                                 timeout)
 
     def close(self) -> None:
-        """Run the awaited passes, then stop the thread (the follow-ups are dropped)."""
+        """Run the awaited passes due now, then stop the thread (the rest are dropped)."""
         with self._cond:
             self._closing = True
             self._cond.notify_all()
