@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from mindcore.errors import ContextError
 from mindcore.kernels import estimate_tokens
+from mindcore.kernels.json_values import json_copy
 from mindcore.validation import check_number, check_text, describe
 
 __all__ = [
@@ -45,7 +46,7 @@ def _json_copy(value: Any, name: str) -> Any:
     """A deep copy of a JSON value (so later changes by the caller cannot reach the stored one),
     or a :class:`ContextError` naming ``name`` when it is not JSON."""
     try:
-        return json.loads(json.dumps(value, ensure_ascii=False, allow_nan=False))
+        return json_copy(value)
     except (TypeError, ValueError) as exc:
         raise ContextError(f"{name}: not a JSON value ({exc})") from None
 

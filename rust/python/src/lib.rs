@@ -7,6 +7,7 @@ mod convert;
 mod bm25;
 mod dedupe;
 mod hashing;
+mod json;
 mod packing;
 mod recall;
 mod scoring;
@@ -19,6 +20,7 @@ fn _core(m: &Bound<'_, PyModule>) -> PyResult<()> {
     bm25::register(m)?;
     dedupe::register(m)?;
     hashing::register(m)?;
+    json::register(m)?;
     packing::register(m)?;
     recall::register(m)?;
     scoring::register(m)?;
