@@ -274,3 +274,54 @@ def test_the_secret_detection_datasets_agree() -> None:
     texts += [u_escaped(t) for t in texts[:2000]] + [b64(t) for t in texts[:2000] if t]
     scanner = SecretScanner()
     assert rust_refuses(texts, scanner) == [python_refuses(t, scanner) for t in texts]
+
+
+# -- JSON texts: `first_refused_json` reads the strings of a stored text as `first_refused` reads the value --
+
+json_leaf = st.one_of(st.none(), st.booleans(), st.integers(), st.floats(allow_nan=False, allow_infinity=False),
+                      texts_strategy)
+json_value = st.recursive(json_leaf, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(texts_strategy, inner, max_size=4)), max_leaves=12)
+
+
+def assert_json_parity(values: list[object]) -> None:
+    texts = [json.dumps(v, ensure_ascii=False) for v in values]
+    assert POLICY.first_refused_json(texts) == POLICY.first_refused(values), values
+    # The same answer from texts that escape every character past ASCII.
+    assert POLICY.first_refused_json([json.dumps(v) for v in values]) == POLICY.first_refused(values), values
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(json_value, max_size=6))
+def test_json_texts_are_judged_as_their_values(values: list[object]) -> None:
+    assert_json_parity(values)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.one_of(json_value, st.text(alphabet=st.characters(categories=["Cs"]), min_size=1, max_size=3)
+                          .map(lambda s: {"k": "x" + s + ACME})), max_size=4))
+def test_json_texts_with_lone_surrogates_are_judged_as_their_values(values: list[object]) -> None:
+    assert_json_parity(values)
+
+
+def test_json_texts_find_secrets_in_keys_nested_values_and_escapes() -> None:
+    clean = {"type": "object", "properties": {"city": {"type": "string", "description": "A city"}}}
+    hidden = [
+        {"properties": {GITHUB: {"type": "string"}}},
+        [1, {"a": ["x", {"b": f"id={''.join(percent(ch) for ch in GITHUB)}"}]}],
+        {"default": b64(f"token {GITHUB}")},
+        {"enum": ["".join(u_escaped(ch) for ch in GITHUB)]},
+    ]
+    for value in hidden:
+        assert POLICY.first_refused_json([json.dumps(clean), json.dumps(value)]) == 1, value
+    assert POLICY.first_refused_json([json.dumps(clean)] * 3) is None
+    assert POLICY.first_refused_json([]) is None
+    # A shared string counts for the first text holding it.
+    assert POLICY.first_refused_json([json.dumps(clean), json.dumps(hidden[0]), json.dumps(hidden[0])]) == 1
+
+
+def test_a_text_that_is_not_json_is_an_error() -> None:
+    from mindcore.errors import KernelError
+
+    with pytest.raises(KernelError, match=r"texts\[1\]: not a JSON text"):
+        POLICY.first_refused_json(["[]", "[1,"])

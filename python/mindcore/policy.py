@@ -45,7 +45,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from mindcore.errors import InvalidInputError, SecretRefusedError
-from mindcore.kernels.secrets import DEFAULT_PLACEHOLDER, SecretScanner
+from mindcore.kernels.secrets import DEFAULT_PLACEHOLDER, SecretScanner, _is_utf8
 
 __all__ = ["SecretAction", "SecretPolicy"]
 
@@ -290,6 +290,30 @@ class SecretPolicy:
         first = next((i for i, hit in enumerate(self._refused_each(texts)) if hit), None)
         return None if first is None else bisect.bisect_right(ends, first)
 
+    def first_refused_json(self, texts: Sequence[str]) -> int | None:
+        """:meth:`first_refused` of the values ``texts`` (JSON texts) stand for: the index of the
+        first with a string inside it, object keys included, that :meth:`screen` would refuse or
+        change; ``None`` when every one may be stored as it is. The strings are read from the
+        texts in Rust (no Python objects are built) and each distinct one is scanned once, in
+        parallel: a JSON document about to be stored is judged as exactly the text stored.
+
+        >>> SecretPolicy().first_refused_json(['{"city": "Paris"}', '["ok", {"k": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}]'])
+        1
+        """
+        items = list(texts)
+        start = 0
+        while start < len(items):
+            hit = self._scanner.first_flagged_json(items[start:], max_chars=DECODE_MAX_CHARS, max_runs=DECODE_MAX_RUNS)
+            if hit is None:
+                return None
+            at = start + hit
+            # The kernel also reports texts only Python can judge exactly (lone surrogates): judge
+            # the one it found here, from its value.
+            if self.first_refused([json.loads(items[at])]) is not None:
+                return at
+            start = at + 1
+        return None
+
     def screen_value(self, value: Any, field: str) -> Any:
         """Every string inside a JSON-like value (dict keys too) screened; the value rebuilt when
         redacting."""
@@ -313,15 +337,6 @@ def _strings_in(value: Any, out: list[str]) -> None:
     elif isinstance(value, list | tuple):
         for v in value:
             _strings_in(v, out)
-
-
-def _is_utf8(text: str) -> bool:
-    """Whether ``text`` holds no lone surrogate (every ``str`` without one encodes as UTF-8)."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 @functools.cache

@@ -118,6 +118,26 @@ def _texts(texts: Iterable[str]) -> list[str]:
     return texts if isinstance(texts, list) else list(texts)
 
 
+def _decode_limits(max_chars: int, max_runs: int) -> tuple[int, int]:
+    """The decoding caps, checked; any count past what a text can hold means "no cap" (and
+    still fits the native size type)."""
+    for arg, value in (("max_chars", max_chars), ("max_runs", max_runs)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise KernelTypeError(f"{arg}: expected int, got {type(value).__name__}")
+        if value < 0:
+            raise KernelError(f"{arg}: expected a count >= 0, got {value}")
+    return min(max_chars, _NO_CAP), min(max_runs, _NO_CAP)
+
+
+def _is_utf8(text: str) -> bool:
+    """Whether `text` holds no lone surrogate (every other ``str`` encodes as UTF-8)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _without_surrogates(text: str) -> str:
     """`text` with each lone surrogate (not encodable as UTF-8) replaced by ``?``: one code
     point for one, so offsets are unchanged, and ``?`` continues no secret."""
@@ -317,18 +337,43 @@ class SecretScanner:
         [False, True]
         """
         items = _texts(texts)
-        for arg, value in (("max_chars", max_chars), ("max_runs", max_runs)):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise KernelTypeError(f"{arg}: expected int, got {type(value).__name__}")
-            if value < 0:
-                raise KernelError(f"{arg}: expected a count >= 0, got {value}")
-        # Any count past what a text can hold means "no cap" (and still fits the native size type).
-        max_chars, max_runs = min(max_chars, _NO_CAP), min(max_runs, _NO_CAP)
+        max_chars, max_runs = _decode_limits(max_chars, max_runs)
         try:
             return self._native.contains_batch_decoded(items, max_chars, max_runs)
         except UnicodeEncodeError:
             clean = [_without_surrogates(t) for t in items]
             return self._native.contains_batch_decoded(clean, max_chars, max_runs)
+
+    def first_flagged_json(self, texts: Iterable[str], *, max_chars: int, max_runs: int) -> int | None:
+        """The index of the first of `texts` (JSON texts, as :func:`json.loads` reads them) holding
+        a string, an object key or a value, that :meth:`contains_batch_decoded` flags; ``None``
+        when there is none. Only the strings are judged, each on its own, as
+        :meth:`~mindcore.policy.SecretPolicy.first_refused` judges the value the text stands for;
+        the texts are read in Rust, in parallel, and each distinct string is scanned once.
+
+        A text holding a lone surrogate (as written, or as a ``\\u`` escape) is reported too:
+        only Python can judge that string as it is, so the caller looks at it again.
+
+        Raises
+        ------
+        KernelError
+            A text is not JSON.
+
+        Examples
+        --------
+        >>> SecretScanner().first_flagged_json(
+        ...     ['{"city": "Paris"}', '["x", {"k": "ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS"}]'],
+        ...     max_chars=1 << 20, max_runs=256)
+        1
+        """
+        items = _texts(texts)
+        max_chars, max_runs = _decode_limits(max_chars, max_runs)
+        try:
+            return self._native.first_flagged_json(items, max_chars, max_runs)
+        except UnicodeEncodeError:
+            lone = next(i for i, t in enumerate(items) if not _is_utf8(t))
+            before = self._native.first_flagged_json(items[:lone], max_chars, max_runs)
+            return lone if before is None else before
 
     def redact(self, text: str, placeholder: str = DEFAULT_PLACEHOLDER) -> str:
         """`text` with each secret replaced by `placeholder`, where ``{rule_id}`` becomes the id

@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::pybacked::PyBackedStr;
 use pyo3::types::PyString;
 
-use crate::convert::{kernel_err, wrong_type};
+use crate::convert::{invalid, kernel_err, wrong_type};
 
 /// `texts` (any iterable of str, not a str itself) as borrowed UTF-8, with errors that name
 /// the offending item. Lone surrogates raise `UnicodeEncodeError` (the wrapper retries).
@@ -119,6 +119,22 @@ impl PySecretScanner {
         let texts = str_items(texts)?;
         let limits = DecodeLimits { max_chars, max_runs };
         Ok(py.detach(|| self.inner.contains_decoded_batch(&texts, limits)))
+    }
+
+    /// The index of the first of `texts` (JSON texts) holding a string (an object key or a
+    /// value) that `contains_batch_decoded` flags, or a `\u` escape of a lone surrogate; `None`
+    /// when there is none. Each distinct string is scanned once, in parallel.
+    fn first_flagged_json(
+        &self,
+        py: Python<'_>,
+        texts: &Bound<'_, PyAny>,
+        max_chars: usize,
+        max_runs: usize,
+    ) -> PyResult<Option<usize>> {
+        let texts = str_items(texts)?;
+        let limits = DecodeLimits { max_chars, max_runs };
+        py.detach(|| self.inner.first_flagged_json(&texts, limits))
+            .map_err(|(i, at)| invalid(format!("texts[{i}]: not a JSON text (stopped at byte {at})")))
     }
 
     fn redact(&self, py: Python<'_>, text: PyBackedStr, placeholder: PyBackedStr) -> String {

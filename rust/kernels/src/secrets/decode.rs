@@ -49,7 +49,7 @@ pub fn any_view(text: &str, limits: DecodeLimits, mut hit: impl FnMut(&str) -> b
     let mut runs = 0usize;
     for base in std::iter::once(head).chain(unescaped.as_deref()) {
         if base.contains('%') {
-            for run in PercentRuns::new(base) {
+            for run in percent_runs(base) {
                 if runs >= limits.max_runs {
                     return false;
                 }
@@ -60,7 +60,7 @@ pub fn any_view(text: &str, limits: DecodeLimits, mut hit: impl FnMut(&str) -> b
                 }
             }
         }
-        for run in Base64Runs::new(base) {
+        for run in base64_runs(base) {
             if runs >= limits.max_runs {
                 return false;
             }
@@ -131,7 +131,7 @@ impl Utf16Joiner {
 
 /// `text` with JSON string escapes decoded (`_unescape_json`): `\uXXXX` (any case of hex) and
 /// `\" \\ \/ \b \f \n \r \t`, left to right; any other backslash stays as it is.
-fn unescape_json(text: &str) -> String {
+pub(super) fn unescape_json(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = Utf16Joiner {
         out: String::with_capacity(text.len()),
@@ -192,51 +192,57 @@ fn is_percent_escape(bytes: &[u8], at: usize) -> bool {
         && bytes.get(at + 2).is_some_and(u8::is_ascii_hexdigit)
 }
 
-/// The matches of `_PERCENT_RUN` (`[^\s%]*(?:%[0-9A-Fa-f]{2}[^\s%]*)+`) in order.
-struct PercentRuns<'a> {
+/// The matches of one run pattern in a text, in order: `find(text, from)` is the byte range of
+/// the first match at or after `from` (`_PERCENT_RUN` or `_BASE64_RUN` as `re.finditer` walks it).
+struct Runs<'a> {
     text: &'a str,
     at: usize,
+    find: fn(&str, usize) -> Option<(usize, usize)>,
 }
 
-impl<'a> PercentRuns<'a> {
-    fn new(text: &'a str) -> Self {
-        Self { text, at: 0 }
-    }
-
-    /// The end of the run of characters other than whitespace and `%` starting at `from`.
-    fn plain_end(&self, from: usize) -> usize {
-        self.text[from..]
-            .char_indices()
-            .find(|&(_, ch)| ch == '%' || is_py_space(ch))
-            .map_or(self.text.len(), |(i, _)| from + i)
-    }
-}
-
-impl<'a> Iterator for PercentRuns<'a> {
+impl<'a> Iterator for Runs<'a> {
     type Item = &'a str;
 
     fn next(&mut self) -> Option<&'a str> {
-        let bytes = self.text.as_bytes();
-        while self.at < bytes.len() {
-            let start = self.at;
-            let stop = self.plain_end(start);
-            if !is_percent_escape(bytes, stop) {
-                // No match starts anywhere in start..=stop: each would need `%XX` at `stop`.
-                self.at = match self.text[stop..].chars().next() {
-                    Some(ch) => stop + ch.len_utf8(),
-                    None => bytes.len(),
-                };
-                continue;
-            }
-            let mut end = stop;
-            while is_percent_escape(bytes, end) {
-                end = self.plain_end(end + 3);
-            }
-            self.at = end;
-            return Some(&self.text[start..end]);
-        }
-        None
+        let (start, end) = (self.find)(self.text, self.at)?;
+        self.at = end;
+        Some(&self.text[start..end])
     }
+}
+
+/// The matches of `_PERCENT_RUN` (`[^\s%]*(?:%[0-9A-Fa-f]{2}[^\s%]*)+`).
+fn percent_runs(text: &str) -> Runs<'_> {
+    Runs { text, at: 0, find: next_percent_run }
+}
+
+/// The end of the run of characters other than whitespace and `%` starting at `from`.
+fn plain_end(text: &str, from: usize) -> usize {
+    text[from..]
+        .char_indices()
+        .find(|&(_, ch)| ch == '%' || is_py_space(ch))
+        .map_or(text.len(), |(i, _)| from + i)
+}
+
+fn next_percent_run(text: &str, mut at: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    while at < bytes.len() {
+        let start = at;
+        let stop = plain_end(text, start);
+        if !is_percent_escape(bytes, stop) {
+            // No match starts anywhere in start..=stop: each would need `%XX` at `stop`.
+            at = match text[stop..].chars().next() {
+                Some(ch) => stop + ch.len_utf8(),
+                None => bytes.len(),
+            };
+            continue;
+        }
+        let mut end = stop;
+        while is_percent_escape(bytes, end) {
+            end = plain_end(text, end + 3);
+        }
+        return Some((start, end));
+    }
+    None
 }
 
 /// `urllib.parse.unquote(run)`: `%XX` escapes become bytes, each stretch of ASCII is decoded as
@@ -283,45 +289,31 @@ const BASE64_CHARS: [bool; 256] = {
     table
 };
 
-/// The matches of `_BASE64_RUN` (`[A-Za-z0-9+/_-]{16,}={0,2}`) in order.
-struct Base64Runs<'a> {
-    text: &'a str,
-    at: usize,
+/// The matches of `_BASE64_RUN` (`[A-Za-z0-9+/_-]{16,}={0,2}`).
+fn base64_runs(text: &str) -> Runs<'_> {
+    Runs { text, at: 0, find: next_base64_run }
 }
 
-impl<'a> Base64Runs<'a> {
-    fn new(text: &'a str) -> Self {
-        Self { text, at: 0 }
-    }
-}
-
-impl<'a> Iterator for Base64Runs<'a> {
-    type Item = &'a str;
-
-    fn next(&mut self) -> Option<&'a str> {
-        let bytes = self.text.as_bytes();
-        let mut i = self.at;
-        while i < bytes.len() {
-            if !BASE64_CHARS[usize::from(bytes[i])] {
-                i += 1;
-                continue;
-            }
-            let start = i;
-            while i < bytes.len() && BASE64_CHARS[usize::from(bytes[i])] {
-                i += 1;
-            }
-            if i - start >= BASE64_MIN {
-                let mut end = i;
-                while end < bytes.len() && end - i < 2 && bytes[end] == b'=' {
-                    end += 1;
-                }
-                self.at = end;
-                return Some(&self.text[start..end]);
-            }
+fn next_base64_run(text: &str, mut i: usize) -> Option<(usize, usize)> {
+    let bytes = text.as_bytes();
+    while i < bytes.len() {
+        if !BASE64_CHARS[usize::from(bytes[i])] {
+            i += 1;
+            continue;
         }
-        self.at = bytes.len();
-        None
+        let start = i;
+        while i < bytes.len() && BASE64_CHARS[usize::from(bytes[i])] {
+            i += 1;
+        }
+        if i - start >= BASE64_MIN {
+            let mut end = i;
+            while end < bytes.len() && end - i < 2 && bytes[end] == b'=' {
+                end += 1;
+            }
+            return Some((start, end));
+        }
     }
+    None
 }
 
 fn base64_value(b: u8) -> u32 {
@@ -399,7 +391,7 @@ mod tests {
 
     #[test]
     fn percent_runs_follow_the_regex() {
-        let runs: Vec<&str> = PercentRuns::new("a b%41c %zz d%4 e%%41 x\u{1C}y%41\u{A0}%42é").collect();
+        let runs: Vec<&str> = percent_runs("a b%41c %zz d%4 e%%41 x\u{1C}y%41\u{A0}%42é").collect();
         assert_eq!(runs, ["b%41c", "%41", "y%41", "%42é"]);
     }
 
@@ -413,7 +405,7 @@ mod tests {
 
     #[test]
     fn base64_runs_and_their_text() {
-        let runs: Vec<&str> = Base64Runs::new("short x Z2hwX2FiY2RlZmdoaWprbA== y aaaaaaaaaaaaaaaa===b").collect();
+        let runs: Vec<&str> = base64_runs("short x Z2hwX2FiY2RlZmdoaWprbA== y aaaaaaaaaaaaaaaa===b").collect();
         assert_eq!(runs, ["Z2hwX2FiY2RlZmdoaWprbA==", "aaaaaaaaaaaaaaaa=="]);
         assert_eq!(base64_text("Z2hwX2FiY2RlZmdoaWprbA==").as_deref(), Some("ghp_abcdefghijkl"));
         assert_eq!(base64_text("Z2hwX2FiY2RlZmdoaWprbA").as_deref(), Some("ghp_abcdefghijkl"));

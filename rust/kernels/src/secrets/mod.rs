@@ -15,11 +15,14 @@
 
 mod checks;
 pub mod decode;
+pub mod json;
 pub mod normalize;
 mod pii;
 pub mod rules;
 
 use std::sync::OnceLock;
+
+use std::collections::HashMap;
 
 use rayon::prelude::*;
 use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
@@ -27,6 +30,7 @@ use regex::{Regex, RegexBuilder, RegexSet, RegexSetBuilder};
 use crate::{KernelError, Result};
 use checks::MatchParts;
 pub use decode::DecodeLimits;
+pub use json::JsonTextError;
 pub use checks::{PLACEHOLDER_MAX_CHARS, PLACEHOLDER_SUBSTRINGS, PLACEHOLDER_VALUES, PRIVATE_KEY_MIN_BASE64};
 use normalize::Normalized;
 pub use rules::{BuiltinRule, Category, Check, Kind, BUILTIN};
@@ -382,6 +386,45 @@ impl Scanner {
 
     pub fn contains_decoded_batch<S: AsRef<str> + Sync>(&self, texts: &[S], limits: DecodeLimits) -> Vec<bool> {
         texts.par_iter().map(|t| self.contains_decoded(t.as_ref(), limits)).collect()
+    }
+
+    /// The index of the first of `docs` (JSON texts) holding a string, an object key or a value,
+    /// that [`Scanner::contains_decoded`] flags, or a `\u` escape of a lone surrogate (which only
+    /// Python can judge as it is: the caller checks that text again); `None` when there is none.
+    /// The texts are read in parallel and each distinct string is scanned once, in parallel.
+    /// Errors: `(index, byte offset)` of the first text that is not JSON.
+    pub fn first_flagged_json<S: AsRef<str> + Sync>(
+        &self,
+        docs: &[S],
+        limits: DecodeLimits,
+    ) -> std::result::Result<Option<usize>, (usize, usize)> {
+        let read: Vec<_> = docs.par_iter().map(|d| json::strings(d.as_ref())).collect();
+        // Each distinct string with the first text it is in (texts in order, so the lowest).
+        let mut first_in: HashMap<&str, usize> = HashMap::new();
+        let mut lone: Option<usize> = None;
+        for (i, strings) in read.iter().enumerate() {
+            match strings {
+                Ok(strings) => {
+                    for s in strings {
+                        first_in.entry(s.as_ref()).or_insert(i);
+                    }
+                }
+                Err(JsonTextError::Invalid(at)) => return Err((i, *at)),
+                Err(JsonTextError::LoneSurrogate) => {
+                    lone.get_or_insert(i);
+                }
+            }
+        }
+        let distinct: Vec<(&str, usize)> = first_in.into_iter().collect();
+        let flagged = distinct
+            .par_iter()
+            .filter(|(s, _)| self.contains_decoded(s, limits))
+            .map(|&(_, i)| i)
+            .min();
+        Ok(match (flagged, lone) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        })
     }
 
     pub fn redact_batch<S: AsRef<str> + Sync>(&self, texts: &[S], placeholder: &str) -> Vec<String> {

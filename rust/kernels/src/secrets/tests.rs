@@ -347,3 +347,30 @@ fn contains_decoded_reads_each_encoding_and_the_batch_agrees() {
     assert!(!s.contains_decoded(&late, DecodeLimits { max_chars: 64, ..limits }));
     assert!(!s.contains_decoded(&texts[2], DecodeLimits { max_runs: 0, ..limits }));
 }
+
+#[test]
+fn first_flagged_json_reads_each_string_of_each_text() {
+    let s = Scanner::builtin();
+    let limits = DecodeLimits {
+        max_chars: 1 << 20,
+        max_runs: 256,
+    };
+    let clean = r#"{"type": "object", "properties": {"city": {"type": "string", "description": "A city"}}}"#;
+    // A key, a nested value, and a value whose JSON escapes spell the token (a string of the
+    // text, unescaped, is what is judged; the text itself is never scanned whole).
+    let key = r#"{"properties": {"ghp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS": {}}}"#;
+    let nested = r#"[1, {"a": ["x", "id=%67hp%5F2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS"]}]"#;
+    let escaped = r#"["\u0067hp_2FDEEtfjgVvVqE1SkHbn88HxjSI6bWHtP3fS"]"#;
+    assert_eq!(s.first_flagged_json(&[clean, clean], limits), Ok(None));
+    assert_eq!(s.first_flagged_json(&[clean, key, nested], limits), Ok(Some(1)));
+    assert_eq!(s.first_flagged_json(&[clean, clean, nested, key], limits), Ok(Some(2)));
+    assert_eq!(s.first_flagged_json(&[escaped], limits), Ok(Some(0)));
+    // A string shared by several texts counts for the first of them.
+    assert_eq!(s.first_flagged_json(&[clean, nested, nested], limits), Ok(Some(1)));
+    // Two strings that only make a secret together are judged one by one, as in Python.
+    assert_eq!(s.first_flagged_json(&[r#"["ghp_2FDEEtfjgVvVq", "E1SkHbn88HxjSI6bWHtP3fS"]"#], limits), Ok(None));
+    // A lone surrogate escape is reported for the caller to judge; a text that is not JSON is an error.
+    assert_eq!(s.first_flagged_json(&[clean, r#"["\ud800"]"#, key], limits), Ok(Some(1)));
+    assert_eq!(s.first_flagged_json(&[clean, "[1,", key], limits), Err((1, 3)));
+    assert_eq!(s.first_flagged_json::<&str>(&[], limits), Ok(None));
+}
