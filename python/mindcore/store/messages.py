@@ -444,11 +444,11 @@ class MessageLog:
 
     def _locked_view(self, log: str, version: int) -> LogView:
         """:meth:`view` for a writer holding the log's lock at table ``version``. A log this
-        process has not read is counted first (the namespace index answers in a millisecond): a
-        new one is held in the store's cache as empty, without the scan that finds nothing
-        (several milliseconds, growing with the table), and its first append then patches it, so
-        reading it after costs no scan either. Nothing else writes the log meanwhile: every write
-        holds its lock."""
+        process has not read is counted first (only the namespace column is read): a new one is
+        then held in the store's cache as empty, without the scan of every column that finds
+        nothing (two to four times the count's time, growing with the table), and its first
+        append patches that entry, so reading the log after costs no scan either. Nothing else
+        writes the log meanwhile: every write holds its lock."""
         table = self.table
         if log not in self._views and not table.count(log):
             empty = CacheEntry.from_arrow(table.schema.empty_table(), version, table.dim or 0)
