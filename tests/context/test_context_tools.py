@@ -116,6 +116,25 @@ def test_secrets_in_a_tool_are_refused_by_default(store: mindcore.Store) -> None
     assert ctx.tools() == []
 
 
+def test_what_is_screened_is_what_is_stored(store: mindcore.Store) -> None:
+    """A tool's stored texts are written when it is registered, from its values then: a secret
+    put into its parameters after it was built is refused, and one taken out is never stored."""
+    ctx = Context(store)
+    tool = Tool("t", "d", {"type": "object", "properties": {}})
+    tool.parameters["properties"][TOKEN] = {"type": "string"}  # type: ignore[index]
+    with pytest.raises(SecretRefusedError, match="parameters"):
+        ctx.register([tool])
+    hidden = Tool("u", "d", {"type": "object", "enum": ["".join(f"\\u{ord(c):04x}" for c in TOKEN)]})
+    with pytest.raises(SecretRefusedError, match="parameters"):
+        ctx.register([Tool("ok", "fine"), hidden])
+    assert ctx.tools() == []
+    del tool.parameters["properties"][TOKEN]  # type: ignore[attr-defined]
+    assert ctx.register([tool, Tool.from_wire({"name": "w", "description": "x", "metadata": {"k": [1, "v"]}})]) == 2
+    stored = {t.name: t for t in Context(store).tools()}
+    assert stored["t"].parameters == {"type": "object", "properties": {}}
+    assert stored["w"].metadata == {"k": [1, "v"]}
+
+
 def test_secrets_in_a_tool_are_redacted_when_configured(store: mindcore.Store) -> None:
     ctx = Context(store, config=mindcore.ContextConfig(secrets=SecretPolicy(action="redact")))
     ctx.register([Tool("t", f"use token {TOKEN}")])

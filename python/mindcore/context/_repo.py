@@ -18,11 +18,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 
+from mindcore.kernels.json_values import json_dumps
 from mindcore.store.messages import MessageLog
 
 if TYPE_CHECKING:
@@ -30,7 +32,7 @@ if TYPE_CHECKING:
     from mindcore.store import Store, Table
     from mindcore.store.cache import CacheEntry
 
-__all__ = ["ContextRepo"]
+__all__ = ["ContextRepo", "ToolRecord"]
 
 TOOLS = "context_tools"
 TOOL_COLUMNS: dict[str, pa.DataType] = {
@@ -62,19 +64,49 @@ def text_id(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:40]
 
 
-def tool_row(tool: Tool) -> dict[str, Any]:
-    return {
-        "id": tool.name,
-        "name": tool.name,
-        "description": tool.description,
-        "parameters": json.dumps(tool.parameters, ensure_ascii=False),
-        "fields": None if tool.fields is None else json.dumps(tool.fields.to_wire(), ensure_ascii=False),
-        "always_include": tool.always_include,
-        "type": tool.type,
-        "server_uri": tool.server_uri,
-        "document": tool.document(),
-        "metadata": tool.metadata,
-    }
+@dataclass(frozen=True)
+class ToolRecord:
+    """A tool with the JSON texts the store keeps for it, each written once: the texts screened
+    for secrets (:meth:`screened_json`) are the texts stored."""
+
+    tool: Tool
+    parameters: str
+    metadata: str | None
+    fields: str | None
+
+    @classmethod
+    def of(cls, tool: Tool) -> ToolRecord:
+        return cls(
+            tool,
+            json_dumps(tool.parameters),
+            None if tool.metadata is None else json_dumps(tool.metadata),
+            None if tool.fields is None else json_dumps(tool.fields.to_wire()),
+        )
+
+    def screened_json(self) -> str:
+        """Everything of the tool the secret policy reads, as one JSON text (an array holding
+        the name, the description and the stored texts verbatim)."""
+        t = self.tool
+        return (f"[{json_dumps(t.name)}, {json_dumps(t.description)}, {self.parameters}, "
+                f"{self.metadata or 'null'}, {self.fields or 'null'}]")
+
+
+def _tool_table(records: Sequence[ToolRecord]) -> pa.Table:
+    """The rows of ``records``, column by column."""
+    tools = [r.tool for r in records]
+    names = pa.array([t.name for t in tools], type=pa.string())
+    return pa.table({
+        "id": names,
+        "name": names,
+        "description": pa.array([t.description for t in tools], type=pa.string()),
+        "parameters": pa.array([r.parameters for r in records], type=pa.string()),
+        "fields": pa.array([r.fields for r in records], type=pa.string()),
+        "always_include": pa.array([t.always_include for t in tools], type=pa.bool_()),
+        "type": pa.array([t.type for t in tools], type=pa.string()),
+        "server_uri": pa.array([t.server_uri for t in tools], type=pa.string()),
+        "document": pa.array([t.document() for t in tools], type=pa.string()),
+        "metadata": pa.array([r.metadata for r in records], type=pa.string()),
+    })
 
 
 class _Lookup:
@@ -116,9 +148,9 @@ class ContextRepo:
         """Every tool of the dataset as held in memory (one scan per table version)."""
         return self._table(TOOLS, TOOL_COLUMNS).cached(self.dataset)
 
-    def save_tools(self, tools: Sequence[Tool]) -> None:
+    def save_tools(self, records: Sequence[ToolRecord]) -> None:
         """Insert or replace these tools in one commit (all or none)."""
-        self._table(TOOLS, TOOL_COLUMNS).upsert(self.dataset, [tool_row(t) for t in tools])
+        self._table(TOOLS, TOOL_COLUMNS).upsert(self.dataset, _tool_table(records))
 
     # -- embeddings -----------------------------------------------------------------------------
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mindcore.context._repo import ContextRepo
+from mindcore.context._repo import ContextRepo, ToolRecord
 from mindcore.context.config import ContextConfig
 from mindcore.context.discovery import Catalog, FieldVectors
 from mindcore.context.events import Emitter
@@ -134,12 +134,17 @@ class Context:
         if isinstance(tools, Mapping | str | bytes) or not isinstance(tools, Iterable):
             raise ContextError(f"tools: expected a list of tools, got {describe(tools)}")
         given = [t if isinstance(t, Tool) else Tool.from_wire(t) for t in tools]
-        # One parallel scan of every tool's texts; only when it finds something is each tool screened
-        # on its own (for the message naming the field, or to redact under a redacting policy).
-        clean = self.config.secrets.first_refused([_screened_parts(t) for t in given]) is None
-        checked = given if clean else [self._screened(t) for t in given]
+        # Each tool's JSON texts are written once; one parallel scan reads every string in them
+        # (so what is judged is what is stored). Only when it finds something is each tool
+        # screened on its own (for the message naming the field, or to redact under a redacting
+        # policy), and its texts written again from what may be stored.
+        records = [ToolRecord.of(t) for t in given]
+        if self.config.secrets.first_refused_json([r.screened_json() for r in records]) is not None:
+            records = [ToolRecord.of(self._screened(t)) for t in given]
+        checked = [r.tool for r in records]
         catalog = self._catalog()
-        changed = [t for t in dict((t.name, t) for t in checked).values() if not self._stored_as(catalog, t)]
+        changed = [r for r in dict((r.tool.name, r) for r in records).values()
+                   if not self._stored_as(catalog, r.tool)]
         if changed:
             self._repo.save_tools(changed)
         with self._lock:
@@ -388,9 +393,3 @@ def _names(values: Sequence[str] | None, name: str) -> list[str]:
             raise ContextError(f"{name}[{i}]: expected a string, got {describe(v)}")
     return list(values)
 
-
-def _screened_parts(tool: Tool) -> list[Any]:
-    """Everything of ``tool`` the secret policy reads (what :meth:`Context._screened` screens)."""
-    return [tool.name, tool.description, dict(tool.parameters),
-            None if tool.metadata is None else dict(tool.metadata),
-            None if tool.fields is None else tool.fields.to_wire()]
