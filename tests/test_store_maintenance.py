@@ -170,6 +170,58 @@ def test_a_follow_up_deletes_the_versions_the_grace_kept(tmp_path: Path, passes:
     store.close()
 
 
+def _failing_first(monkeypatch: pytest.MonkeyPatch, error: BaseException) -> list[str]:
+    """The first maintenance pass raises ``error``; the others run. Returns the tables passed."""
+    real = Table._maintain
+    calls: list[str] = []
+
+    def maintain(self: Table, *args: Any, **kwargs: Any) -> CompactionResult:
+        calls.append(self.name)
+        if len(calls) == 1:
+            raise error
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Table, "_maintain", maintain)
+    return calls
+
+
+def test_a_conflict_raised_by_a_pass_is_rerun_without_a_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    calls = _failing_first(monkeypatch, OSError("Retryable commit conflict for version 660: This Rewrite "
+                                                "transaction was preempted by concurrent transaction Update"))
+    store = mindcore.open(tmp_path, config=StoreConfig(compact_every=5, cleanup_grace=timedelta(0)))
+    t = store.table("t", COLUMNS)
+    _small_writes(t, 5)
+    store.wait_for_maintenance()
+    assert calls == ["t", "t"] and t.stats().fragments == 1
+    assert not caplog.records
+    store.close()
+
+
+def test_a_failing_pass_is_one_warning_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Not a conflict (here a full disk): one line at WARNING naming the table and the error, the
+    traceback only at DEBUG; the writer is not affected and the next scheduled pass runs."""
+    caplog.set_level(logging.DEBUG, logger="mindcore.store")
+    calls = _failing_first(monkeypatch, OSError(28, "No space left on device"))
+    store = mindcore.open(tmp_path, config=StoreConfig(compact_every=5, cleanup_grace=timedelta(0)))
+    t = store.table("t", COLUMNS)
+    _small_writes(t, 5)
+    store.wait_for_maintenance()
+    warnings = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    assert [(r.getMessage(), r.exc_info) for r in warnings] == [
+        ("compaction of table 't' failed (the next pass tries again): [Errno 28] No space left on device", None)]
+    assert any(r.exc_info for r in caplog.records if r.levelno == logging.DEBUG)
+    assert calls == ["t"]
+    _small_writes(t, 5)
+    store.wait_for_maintenance()
+    assert calls == ["t", "t"] and t.stats().fragments == 1
+    store.close()
+
+
 # -- the whole path, from four threads ---------------------------------------------------------------
 
 THREADS = 4
