@@ -13,7 +13,8 @@ from __future__ import annotations
 import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any, TypeVar, cast
 
 __all__ = ["span", "traced"]
@@ -26,27 +27,45 @@ Attribute = str | Callable[[dict[str, Any]], AttributeValue | None]
 
 
 @functools.cache
-def _tracer() -> Any:
+def _otel_trace() -> Any:
+    """OpenTelemetry's ``trace`` module, or None when it is not installed."""
     try:
         from opentelemetry import trace
     except ImportError:
         return None
+    return trace
+
+
+_active: list[Any] = []  # the tracer, once the application has set a tracer provider
+
+
+def _tracer() -> Any:
+    """mindcore's tracer once the application has set a tracer provider, else None: before that,
+    OpenTelemetry's proxy would make spans that record nothing, at some microseconds each."""
+    if _active:
+        return _active[0]
+    trace = _otel_trace()
+    if trace is None or isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
+        return None
     from mindcore._core import __version__
 
-    return trace.get_tracer("mindcore", __version__)
+    _active.append(trace.get_tracer("mindcore", __version__))
+    return _active[0]
 
 
-@contextlib.contextmanager
-def span(name: str, **attributes: AttributeValue | None) -> Iterator[None]:
+_NO_SPAN: AbstractContextManager[None] = contextlib.nullcontext()
+
+
+def span(name: str, **attributes: AttributeValue | None) -> AbstractContextManager[Any]:
     """A span ``mindcore.<name>`` around the ``with`` block (its attributes prefixed
-    ``mindcore.``; values that are not a string, number or bool left out), recording an exception that escapes it."""
+    ``mindcore.``; values that are not a string, number or bool left out), recording an exception
+    that escapes it. Without a tracer: a shared no-op context."""
     tracer = _tracer()
     if tracer is None:
-        yield
-        return
+        return _NO_SPAN
     attrs = {f"mindcore.{k}": v for k, v in attributes.items() if isinstance(v, str | int | float | bool)}
-    with tracer.start_as_current_span(f"mindcore.{name}", attributes=attrs):
-        yield
+    cm: AbstractContextManager[Any] = tracer.start_as_current_span(f"mindcore.{name}", attributes=attrs)
+    return cm
 
 
 def traced(name: str, **attributes: Attribute) -> Callable[[F], F]:
