@@ -135,6 +135,14 @@ def test_what_is_screened_is_what_is_stored(store: mindcore.Store) -> None:
     assert stored["w"].metadata == {"k": [1, "v"]}
 
 
+def test_the_long_texts_of_tools_are_stored_uncompressed(store: mindcore.Store) -> None:
+    """Lance's string compression would cost a quarter of a 1,000-tool registration."""
+    Context(store).register([Tool("t", "d", {"type": "object"})])
+    schema = store.table("context_tools", {}).schema
+    for column in ("description", "parameters", "document"):
+        assert (schema.field(column).metadata or {}).get(b"lance-encoding:compression") == b"none", column
+
+
 def test_secrets_in_a_tool_are_redacted_when_configured(store: mindcore.Store) -> None:
     ctx = Context(store, config=mindcore.ContextConfig(secrets=SecretPolicy(action="redact")))
     ctx.register([Tool("t", f"use token {TOKEN}")])
