@@ -13,6 +13,17 @@ locally, a lease on object storage; one lock file per log, so logs never wait on
 to write from the log as it stands under that lock (a deduplicating append cannot then race
 another writer).
 
+Plain appends (messages given, no edits) made at the same time by threads of one process share
+one commit, also across logs (group commit): one committer at a time takes every queued append
+(one per log; a second to the same log waits for the next commit), holds the locks of all their
+logs (taken in name order, so two committers never deadlock), reads the table once, numbers each
+log's messages on from its last ``seq`` and commits once. Each caller returns once its own
+messages are stored; if that commit fails, every append in it fails and none is stored.
+
+A log keeps the :class:`LogView` it last read (with what capabilities computed per message) for
+at most ``max_views`` logs, the least recently used going first; an evicted log is read again
+from the store's namespace cache.
+
 A stored message can get a new version (:attr:`LogChange.edits`): the row keeps its ``id``,
 ``seq`` and ``created_at`` and shows the new version; the version it replaced stays as a row of
 the same ``seq`` with ``replaced_at`` set, which only :meth:`MessageLog.versions` reads. Message
@@ -31,8 +42,11 @@ equality is :func:`message_key`.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import threading
+from collections import OrderedDict, deque
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -256,6 +270,17 @@ class LogView:
         return list(zip(*columns, strict=True))
 
 
+@dataclass(slots=True, eq=False)
+class _Append:
+    """One plain append waiting for the group commit that stores it."""
+
+    log: str
+    rows: pa.Table  # the messages' columns, without seq
+    result: LogWrite | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+
 class MessageLog:
     """Append-only chat logs kept in table ``table`` of ``store``; ``log`` names one log (any
     non-empty string: it is the log's namespace).
@@ -265,11 +290,19 @@ class MessageLog:
     accepts (roles, sizes, secrets) is the capability's job; the log checks only types.
     """
 
-    def __init__(self, store: Store, table: str) -> None:
+    #: Appends one group commit takes at most (bounds the locks it holds and the rows it writes).
+    MAX_GROUP = 256
+
+    def __init__(self, store: Store, table: str, *, max_views: int = 4096) -> None:
         self._store = store
         self._table_name = table
         self._table: Table | None = None
-        self._views: dict[str, LogView] = {}
+        self.max_views = check_int(max_views, "max_views", minimum=1)
+        self._views: OrderedDict[str, LogView] = OrderedDict()  # least recently used first
+        self._views_lock = threading.Lock()
+        self._queue: deque[_Append] = deque()
+        self._queue_lock = threading.Lock()
+        self._committer = threading.Lock()
 
     @property
     def table(self) -> Table:
@@ -282,7 +315,7 @@ class MessageLog:
     def view(self, log: str) -> LogView:
         """The log as it is now (one version probe; a scan only when it moved)."""
         entry = self.table.cached(log)
-        seen = self._views.get(log)
+        seen = self._seen(log)
         if seen is not None and seen.entry.serial == entry.serial:
             return seen
         seq = entry.int64("seq") if entry.n else np.empty(0, dtype=np.int64)
@@ -296,8 +329,24 @@ class MessageLog:
             order = np.argsort(seq, kind="stable").astype(np.int64)
             seq = seq[order]
         view = LogView(entry, order, seq, previous=_extended(seen, entry, order))
-        self._views[log] = view
+        with self._views_lock:
+            self._views[log] = view
+            self._views.move_to_end(log)
+            while len(self._views) > self.max_views:
+                self._views.popitem(last=False)
         return view
+
+    def _seen(self, log: str) -> LogView | None:
+        """The view of ``log`` this process last read, if still kept (now the most recent)."""
+        with self._views_lock:
+            seen = self._views.get(log)
+            if seen is not None:
+                self._views.move_to_end(log)
+            return seen
+
+    def _forget(self, log: str) -> None:
+        with self._views_lock:
+            self._views.pop(log, None)
 
     def max_seq(self, log: str) -> int:
         """The log's last ``seq`` (0 when it is empty)."""
@@ -368,8 +417,14 @@ class MessageLog:
 
     def lock(self, log: str) -> Lock:
         """The lock every write to ``log`` holds (``Store.lock``; not reentrant)."""
+        return self._lock_of(log)
+
+    def _lock_name(self, log: str) -> str:
         digest = hashlib.sha256(json.dumps([self._table_name, log]).encode("utf-8", "surrogatepass")).hexdigest()
-        return self._store.lock(f"msglog.{digest[:40]}")
+        return f"msglog.{digest[:40]}"
+
+    def _lock_of(self, log: str) -> Lock:
+        return self._store.lock(self._lock_name(log))
 
     def append(
         self,
@@ -407,7 +462,9 @@ class MessageLog:
         >>> [v["content"] for v in log.versions("chat-1", 1)], log.view("chat-1").column("content")
         (['helo', 'hello'], ['hello', 'hi'])
         """
-        with self.lock(log).hold():
+        if isinstance(change, LogChange) and not change.edits and change.append:
+            return self._append_grouped(log, _columns(change.append))
+        with self._lock_of(log).hold():
             version = self.table.refresh()  # see every write committed before the lock was taken
             view = self._locked_view(log, version)
             got = change(view) if callable(change) else change
@@ -442,6 +499,64 @@ class MessageLog:
                 uow.upsert(replaced)
             return done
 
+    def _append_grouped(self, log: str, rows: pa.Table) -> LogWrite:
+        """Append ``rows`` (validated columns, no ``seq``) through the group commit; return once
+        the commit holding them is done."""
+        ticket = _Append(log, rows)
+        with self._queue_lock:
+            self._queue.append(ticket)
+        with self._committer:
+            while not ticket.done:  # a commit takes the oldest appends first: ours comes
+                self._commit_queued()
+        if ticket.error is not None:
+            raise ticket.error
+        assert ticket.result is not None
+        return ticket.result
+
+    def _take(self) -> list[_Append]:
+        """The next group, oldest first: at most one append per log (a second to a log stays
+        queued, in order, for the next commit) and at most :attr:`MAX_GROUP`."""
+        with self._queue_lock:
+            batch: list[_Append] = []
+            logs: set[str] = set()
+            left: deque[_Append] = deque()
+            while self._queue and len(batch) < self.MAX_GROUP:
+                t = self._queue.popleft()
+                if t.log in logs:
+                    left.append(t)
+                else:
+                    logs.add(t.log)
+                    batch.append(t)
+            left.extend(self._queue)
+            self._queue = left
+        return batch
+
+    def _commit_queued(self) -> None:
+        """Commit the next group of queued appends in one commit (the caller is the committer)."""
+        batch = self._take()
+        try:
+            with contextlib.ExitStack() as held:
+                for name in sorted(self._lock_name(t.log) for t in batch):  # one order: no deadlock
+                    held.enter_context(self._store.lock(name).hold())
+                version = self.table.refresh()  # see every write committed before the locks were taken
+                parts: dict[str, pa.Table] = {}
+                results: list[LogWrite] = []
+                for t in batch:
+                    first = self._locked_view(t.log, version).max_seq + 1
+                    n = t.rows.num_rows
+                    parts[t.log] = t.rows.append_column(
+                        "seq", pa.array(np.arange(first, first + n, dtype=np.int64)))
+                    results.append(LogWrite(first, first + n - 1))
+                self.table.append_many(parts)
+            for t, done in zip(batch, results, strict=True):
+                t.result = done
+        except BaseException as e:  # nothing of the group is stored: every caller learns why
+            for t in batch:
+                t.error = e
+        finally:
+            for t in batch:
+                t.done = True
+
     def _locked_view(self, log: str, version: int) -> LogView:
         """:meth:`view` for a writer holding the log's lock at table ``version``. A log this
         process has not read is counted first (only the namespace column is read): a new one is
@@ -450,7 +565,9 @@ class MessageLog:
         append patches that entry, so reading the log after costs no scan either. Nothing else
         writes the log meanwhile: every write holds its lock."""
         table = self.table
-        if log not in self._views and not table.count(log):
+        with self._views_lock:
+            known = log in self._views
+        if not known and not table.count(log):
             empty = CacheEntry.from_arrow(table.schema.empty_table(), version, table.dim or 0)
             table._ctx.cache.put(table.name, log, empty)  # as Table.cached would hold it after a scan
         return self.view(log)
@@ -467,16 +584,16 @@ class MessageLog:
         drops what the latest one replaced), with their earlier versions; the others keep their
         ``seq``. Returns how many rows went."""
         before_seq = check_int(before_seq, "before_seq")
-        with self.lock(log).hold():
+        with self._lock_of(log).hold():
             result = self.table.delete(log, where=col("seq").lt(before_seq))
-        self._views.pop(log, None)
+        self._forget(log)
         return result.deleted
 
     def clear(self, log: str) -> None:
         """Delete every message of ``log``."""
-        with self.lock(log).hold():
+        with self._lock_of(log).hold():
             self.table.clear(log)
-        self._views.pop(log, None)
+        self._forget(log)
 
 
 def _extended(seen: LogView | None, entry: CacheEntry, order: np.ndarray | None) -> LogView | None:
@@ -511,9 +628,15 @@ def _key(role: str, call_id: str | None, calls: str | None, content: str) -> Mes
 
 
 def _appended(messages: Sequence[Mapping[str, Any]], first_seq: int) -> pa.Table:
-    """``messages`` as the log's columns, ``seq`` from ``first_seq``: built column by column when
-    every message is a dict of just a str ``role`` and ``content``, else (a tool call, another
-    key, a str subclass, a bad message, which it names) message by message."""
+    """``messages`` as the log's columns, ``seq`` from ``first_seq``."""
+    table = _columns(messages)
+    return table.append_column("seq", pa.array(np.arange(first_seq, first_seq + table.num_rows, dtype=np.int64)))
+
+
+def _columns(messages: Sequence[Mapping[str, Any]]) -> pa.Table:
+    """``messages`` as the log's columns but ``seq``: built column by column when every message
+    is a dict of just a str ``role`` and ``content``, else (a tool call, another key, a str
+    subclass, a bad message, which it names) message by message."""
     given = list(messages)
     columns: dict[str, list[Any]] = {}
     if set(map(type, given)) == {dict} and set(map(len, given)) == {2}:  # told at C speed, not row by row
@@ -523,8 +646,7 @@ def _appended(messages: Sequence[Mapping[str, Any]], first_seq: int) -> pa.Table
     if not columns:
         rows = [_row(m, f"messages[{i}]") for i, m in enumerate(given)]
         columns = {name: [r[name] for r in rows] for name in ("role", "content", "tool_call_id", "tool_calls")}
-    table = pa.table({name: pa.array(values, type=COLUMNS[name]) for name, values in columns.items()})
-    return table.append_column("seq", pa.array(np.arange(first_seq, first_seq + len(given), dtype=np.int64)))
+    return pa.table({name: pa.array(values, type=COLUMNS[name]) for name, values in columns.items()})
 
 
 def _row(message: Mapping[str, Any], where: str) -> dict[str, Any]:

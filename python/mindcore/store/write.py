@@ -465,6 +465,25 @@ class TableWrites:
         self._note_write()
         return res
 
+    def append_many(self, rows: Mapping[str, pa.Table]) -> WriteResult:
+        """:meth:`append` of rows (Arrow tables, no ``id``) to several namespaces in one commit,
+        all or none; the cached namespaces are patched, as after :meth:`append`. For a writer
+        that gathered appends to many namespaces under locks of its own (a group commit)."""
+        self._ctx.refuse_writes(f"write to table {self.name!r}")
+        sources = {check_namespace(ns): self._fresh_rows(ns, part) for ns, part in rows.items()}
+        given = {ns: source for ns, source in sources.items() if source is not None}
+        if not given:
+            return WriteResult(self._version())
+        with self._lock.hold(self._ctx.config.lock_timeout):
+            schema = self._schema
+            old = self._exact()
+            if not schema.equals(self._schema):  # another process added columns
+                given = {ns: rows_to_arrow(source, self._schema, ns) for ns, source in given.items()}
+            parts = [_Part(ns, source, fresh=True) for ns, source in given.items()]
+            res, _ = self._commit_parts(old, parts)
+        self._note_write()
+        return res
+
     def _fresh_rows(self, namespace: str, rows: Iterable[Mapping[str, Any]] | pa.Table) -> pa.Table | None:
         """``rows`` validated under fresh ids (``None`` when there are none)."""
         if isinstance(rows, pa.Table):
