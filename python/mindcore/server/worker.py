@@ -2,7 +2,10 @@
 at import from the settings ``serve`` leaves in the environment (see
 :mod:`mindcore.server.settings`), so one process and ``--workers N`` processes (started afresh by
 uvicorn's supervisor, which passes them names to import, not objects) run the same code. Import
-it only after the settings are in place."""
+it only after the settings are in place.
+
+The app factory keeps the process lean before the store's libraries load, and the app trims the C
+heap once large requests stop (see :mod:`mindcore.server.footprint`)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mindcore._http_guard import ConnectionStats, guarded_protocol
+from mindcore.server.footprint import TRIM_AFTER_BYTES, HeapTrimmer, body_size, lean_process
 from mindcore.server.logs import configure as configure_logs
 from mindcore.server.settings import ServeSettings
 from mindcore.server.starting import StartingApp
@@ -35,14 +39,18 @@ started: StartingApp | None = None
 
 
 class _Serving:
-    """The app and the store this process opened for it (closed with it)."""
+    """The app and the store this process opened for it (closed with it); each request of at
+    least :data:`~mindcore.server.footprint.TRIM_AFTER_BYTES` asks for a heap trim."""
 
-    def __init__(self, server: ContextServer, store: Store) -> None:
+    def __init__(self, server: ContextServer, store: Store, trimmer: HeapTrimmer | None = None) -> None:
         self.server = server
         self.store = store
+        self.trimmer = trimmer or HeapTrimmer()
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self.server(scope, receive, send)
+        if scope["type"] == "http" and body_size(scope) >= TRIM_AFTER_BYTES:
+            self.trimmer.request()  # the answer is sent: its buffers are free
 
     def close(self) -> None:
         try:
@@ -82,6 +90,7 @@ on_failure: Callable[[BaseException], None] = _terminate
 def app() -> StartingApp:
     """The app factory uvicorn calls in each serving process."""
     global started
+    lean_process()  # before the store's libraries are imported (in the build thread)
     if multiprocessing.parent_process() is not None:  # a --workers process: nothing set its logs up yet
         configure_logs(_settings.log_level, _settings.log_format)
     started = StartingApp(_build, on_failure=lambda exc: on_failure(exc))
