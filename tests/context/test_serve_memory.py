@@ -147,3 +147,25 @@ def test_the_served_app_trims_after_a_large_request_only() -> None:
 async def _ignore(message: Any) -> None:
     pass
 
+
+def _mapped(pid: int) -> str:
+    with open(f"/proc/{pid}/maps") as maps:
+        return maps.read()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc")
+def test_with_workers_only_the_workers_load_the_store_and_none_loads_pandas(tmp_path: Path) -> None:
+    from _serve_process import ServeProcess
+
+    with ServeProcess(tmp_path / "store", "--workers", "2", "--embed-tools", "on-demand") as server:
+        deadline = time.monotonic() + 300  # each worker opens the store as it starts
+        while True:
+            with open(f"/proc/{server.pid}/task/{server.pid}/children") as children:
+                serving = [_mapped(int(pid)) for pid in children.read().split()]
+            if sum("_lancedb" in m for m in serving) == 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
+        supervisor = _mapped(server.pid)
+    assert "_lancedb" not in supervisor and "/pandas/" not in supervisor
+    assert sum("_lancedb" in m for m in serving) == 2
+    assert not any("/pandas/" in m for m in serving)
