@@ -44,12 +44,23 @@ def assert_logs_hold_exactly(log: MessageLog, acked: list[Acked]) -> None:
         assert {m["seq"]: m["content"] for m in page.messages} == want, name
 
 
-def hold_committer(log: MessageLog) -> threading.Lock:
-    """Take the log's committer so appends queue up; the caller waits for them (:func:`wait_queued`),
-    then releases it, so they are committed as groups, not one by one as they arrive."""
-    committer: threading.Lock = log._committer
-    committer.acquire()
-    return committer
+class hold_commits:
+    """Keep the log's appends queued, as while another thread commits (its group commit then
+    has a leader), until the block ends: they are then committed as groups, not one by one as
+    they arrive."""
+
+    def __init__(self, log: MessageLog) -> None:
+        self.log = log
+
+    def __enter__(self) -> None:
+        with self.log._group:
+            assert not self.log._leading
+            self.log._leading = True
+
+    def __exit__(self, *exc: object) -> None:
+        with self.log._group:
+            self.log._leading = False
+            self.log._group.notify_all()
 
 
 def wait_queued(log: MessageLog, n: int, done: threading.Event) -> None:
@@ -77,14 +88,11 @@ def test_appends_of_many_threads_to_many_logs_share_commits(store: Store) -> Non
             finished.set()
 
     commits = store.commits
-    committer = hold_committer(log)
     workers = [threading.Thread(target=client, args=(t,)) for t in range(threads)]
-    for w in workers:
-        w.start()
-    try:
+    with hold_commits(log):
+        for w in workers:
+            w.start()
         wait_queued(log, threads, finished)  # every thread's first append waits in the queue
-    finally:
-        committer.release()
     for w in workers:
         w.join()
     assert failed == []
@@ -103,15 +111,12 @@ def test_two_appends_to_one_log_in_the_queue_keep_their_order(store: Store) -> N
     def client(i: int) -> None:
         results[i] = log.append("chat", [user(f"{i}-0"), user(f"{i}-1")])
 
-    committer = hold_committer(log)
     workers = []
-    try:
+    with hold_commits(log):
         for i in range(3):  # queued one after the other: the queue order is 0, 1, 2
             workers.append(threading.Thread(target=client, args=(i,)))
             workers[-1].start()
             wait_queued(log, i + 1, finished)
-    finally:
-        committer.release()
     for w in workers:
         w.join()
     assert results == {0: (1, 2), 1: (3, 4), 2: (5, 6)}
@@ -145,14 +150,11 @@ def test_a_failed_commit_fails_its_whole_group_and_stores_none(store: Store) -> 
         except BaseException as e:
             errors[name] = e
 
-    committer = hold_committer(log)
     workers = [threading.Thread(target=client, args=(name,)) for name in ("a", "b", "c")]
-    try:
+    with hold_commits(log):
         for w in workers:
             w.start()
         wait_queued(log, 3, finished)
-    finally:
-        committer.release()
     for w in workers:
         w.join()
     assert sorted(errors) == ["a", "b", "c"]

@@ -301,8 +301,8 @@ class MessageLog:
         self._views: OrderedDict[str, LogView] = OrderedDict()  # least recently used first
         self._views_lock = threading.Lock()
         self._queue: deque[_Append] = deque()
-        self._queue_lock = threading.Lock()
-        self._committer = threading.Lock()
+        self._group = threading.Condition(threading.Lock())  # guards the queue and _leading
+        self._leading = False  # a thread is committing queued appends
 
     @property
     def table(self) -> Table:
@@ -503,11 +503,22 @@ class MessageLog:
         """Append ``rows`` (validated columns, no ``seq``) through the group commit; return once
         the commit holding them is done."""
         ticket = _Append(log, rows)
-        with self._queue_lock:
+        group = self._group
+        with group:
             self._queue.append(ticket)
-        with self._committer:
-            while not ticket.done:  # a commit takes the oldest appends first: ours comes
-                self._commit_queued()
+            while not ticket.done and self._leading:
+                group.wait()
+            lead = not ticket.done
+            if lead:
+                self._leading = True
+        if lead:  # commit groups, oldest appends first, until ours is in one
+            try:
+                while not ticket.done:
+                    self._commit_queued()
+            finally:
+                with group:
+                    self._leading = False
+                    group.notify_all()
         if ticket.error is not None:
             raise ticket.error
         assert ticket.result is not None
@@ -516,7 +527,7 @@ class MessageLog:
     def _take(self) -> list[_Append]:
         """The next group, oldest first: at most one append per log (a second to a log stays
         queued, in order, for the next commit) and at most :attr:`MAX_GROUP`."""
-        with self._queue_lock:
+        with self._group:
             batch: list[_Append] = []
             logs: set[str] = set()
             left: deque[_Append] = deque()
@@ -532,7 +543,7 @@ class MessageLog:
         return batch
 
     def _commit_queued(self) -> None:
-        """Commit the next group of queued appends in one commit (the caller is the committer)."""
+        """Commit the next group of queued appends in one commit (the caller leads)."""
         batch = self._take()
         try:
             with contextlib.ExitStack() as held:
@@ -554,8 +565,10 @@ class MessageLog:
             for t in batch:
                 t.error = e
         finally:
-            for t in batch:
-                t.done = True
+            with self._group:  # their callers return now, while this thread leads on
+                for t in batch:
+                    t.done = True
+                self._group.notify_all()
 
     def _locked_view(self, log: str, version: int) -> LogView:
         """:meth:`view` for a writer holding the log's lock at table ``version``. A log this
