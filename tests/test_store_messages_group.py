@@ -220,3 +220,18 @@ def test_views_are_kept_for_at_most_max_views_logs(store: Store) -> None:
 def test_max_views_must_be_positive(store: Store) -> None:
     with pytest.raises(mindcore.errors.InvalidInputError):
         MessageLog(store, "chat_messages", max_views=0)
+
+
+def test_views_are_kept_for_at_most_max_view_bytes_of_rows(store: Store) -> None:
+    log = MessageLog(store, "chat_messages")
+    log.append("log-0", [user("x" * 1000) for _ in range(50)])
+    one = log.view("log-0").entry.nbytes
+    log = MessageLog(store, "chat_messages", max_view_bytes=one * 5 // 2)  # room for two such logs
+    for i in range(6):
+        if i:
+            log.append(f"log-{i}", [user("x" * 1000) for _ in range(50)])
+        log.view(f"log-{i}")
+        assert sum(v.entry.nbytes for v in log._views.values()) <= one * 5 // 2
+    assert list(log._views) == ["log-4", "log-5"]
+    assert len(log.page("log-0", limit=100).messages) == 50  # evicted, read again
+    assert list(log._views) == ["log-5", "log-0"]

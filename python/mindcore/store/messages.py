@@ -21,8 +21,9 @@ log's messages on from its last ``seq`` and commits once. Each caller returns on
 messages are stored; if that commit fails, every append in it fails and none is stored.
 
 A log keeps the :class:`LogView` it last read (with what capabilities computed per message) for
-at most ``max_views`` logs, the least recently used going first; an evicted log is read again
-from the store's namespace cache.
+at most ``max_views`` logs whose stored rows take at most ``max_view_bytes`` together (a view
+keeps its rows in memory, also once the store's cache let them go), the least recently used
+going first; an evicted log is read again through the store's namespace cache.
 
 A stored message can get a new version (:attr:`LogChange.edits`): the row keeps its ``id``,
 ``seq`` and ``created_at`` and shows the new version; the version it replaced stays as a row of
@@ -293,12 +294,14 @@ class MessageLog:
     #: Appends one group commit takes at most (bounds the locks it holds and the rows it writes).
     MAX_GROUP = 256
 
-    def __init__(self, store: Store, table: str, *, max_views: int = 4096) -> None:
+    def __init__(self, store: Store, table: str, *, max_views: int = 1024, max_view_bytes: int = 256 << 20) -> None:
         self._store = store
         self._table_name = table
         self._table: Table | None = None
         self.max_views = check_int(max_views, "max_views", minimum=1)
+        self.max_view_bytes = check_int(max_view_bytes, "max_view_bytes", minimum=0)
         self._views: OrderedDict[str, LogView] = OrderedDict()  # least recently used first
+        self._view_bytes = 0  # the stored rows of the views kept (CacheEntry.nbytes)
         self._views_lock = threading.Lock()
         self._queue: deque[_Append] = deque()
         self._group = threading.Condition(threading.Lock())  # guards the queue and _leading
@@ -330,10 +333,16 @@ class MessageLog:
             seq = seq[order]
         view = LogView(entry, order, seq, previous=_extended(seen, entry, order))
         with self._views_lock:
+            old = self._views.pop(log, None)
+            if old is not None:
+                self._view_bytes -= old.entry.nbytes
             self._views[log] = view
-            self._views.move_to_end(log)
-            while len(self._views) > self.max_views:
-                self._views.popitem(last=False)
+            self._view_bytes += entry.nbytes
+            # The newest view stays even alone over the byte bound: its caller is reading it.
+            while len(self._views) > 1 and (
+                    len(self._views) > self.max_views or self._view_bytes > self.max_view_bytes):
+                _, gone = self._views.popitem(last=False)
+                self._view_bytes -= gone.entry.nbytes
         return view
 
     def _seen(self, log: str) -> LogView | None:
@@ -346,7 +355,9 @@ class MessageLog:
 
     def _forget(self, log: str) -> None:
         with self._views_lock:
-            self._views.pop(log, None)
+            gone = self._views.pop(log, None)
+            if gone is not None:
+                self._view_bytes -= gone.entry.nbytes
 
     def max_seq(self, log: str) -> int:
         """The log's last ``seq`` (0 when it is empty)."""
