@@ -1,7 +1,9 @@
 """Show what a store holds, without writing to it: every table (which capability owns it), its
 namespaces and their row counts, the kinds of record in it (the ``kind`` or ``type`` column:
 goals, beliefs and reflections in ``mind_entries``, facts and preferences in ``ltm_memories``),
-versions kept, sizes on disk and the embedding model each vector table was built with.
+versions kept, data files (fragments), deleted rows the files still hold, sizes on disk, what
+``mindcore compact`` would reclaim (an estimate, see :mod:`mindcore.store.stats`), and the embedding
+model each vector table was built with.
 
 ``--retired --user-id U`` lists instead the long-term memories of a user that are retired now
 (updated or superseded by a newer fact, or evicted), newest first, one line each:
@@ -72,6 +74,7 @@ def describe(store: Store) -> dict[str, Any]:
         "embedding": None if stats.embedding is None else {"model_id": stats.embedding.model_id,
                                                             "dim": stats.embedding.dim},
         "disk_bytes": stats.disk_bytes,
+        "reclaimable_bytes": stats.reclaimable_bytes,
         "tables": [_table(store, t) for t in stats.tables],
     }
 
@@ -80,7 +83,8 @@ def _table(store: Store, t: TableStats) -> dict[str, Any]:
     by_ns = kinds(store, t.name)
     return {
         "name": t.name, "capability": owner(t.name), "rows": t.rows, "version": t.version, "versions": t.versions,
-        "fragments": t.fragments, "data_bytes": t.data_bytes, "disk_bytes": t.disk_bytes, "dim": t.dim,
+        "fragments": t.fragments, "deleted_rows": t.deleted_rows, "data_bytes": t.data_bytes,
+        "disk_bytes": t.disk_bytes, "reclaimable_bytes": t.reclaimable_bytes, "dim": t.dim,
         "embedding": None if t.embedding is None else {"model_id": t.embedding.model_id, "dim": t.embedding.dim},
         "kinds": dict(sum((Counter(k) for k in by_ns.values()), Counter())),
         "namespaces": {ns: {"rows": n, "kinds": by_ns.get(ns, {})} for ns, n in t.namespaces.items()},
@@ -92,14 +96,17 @@ def _kinds_text(counts: dict[str, int]) -> str:
 
 
 def render(doc: dict[str, Any], *, namespaces: bool) -> str:
-    lines = [f"store {doc['uri']}", _embedding_line(doc), f"on disk: {human_bytes(doc['disk_bytes'])}", ""]
+    lines = [f"store {doc['uri']}", _embedding_line(doc),
+             f"on disk: {human_bytes(doc['disk_bytes'])} (compact would reclaim {human_bytes(doc['reclaimable_bytes'])})",
+             ""]
     if not doc["tables"]:
         return "\n".join([*lines, "no tables"])
     rows = [[t["name"], t["capability"], len(t["namespaces"]), t["rows"], _kinds_text(t["kinds"]),
-             t["version"], t["versions"], t["fragments"], human_bytes(t["data_bytes"]), human_bytes(t["disk_bytes"]),
+             t["version"], t["versions"], t["fragments"], "-" if t["deleted_rows"] is None else t["deleted_rows"],
+             human_bytes(t["data_bytes"]), human_bytes(t["disk_bytes"]), human_bytes(t["reclaimable_bytes"]),
              t["dim"] or "-"] for t in doc["tables"]]
     lines.append(table(["table", "capability", "namespaces", "rows", "kinds", "version", "versions kept",
-                        "fragments", "data", "on disk", "dim"], rows))
+                        "fragments", "deleted rows", "data", "on disk", "compact would reclaim", "dim"], rows))
     if namespaces:
         for t in doc["tables"]:
             lines += ["", f"{t['name']}:",

@@ -34,9 +34,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 __all__ = ["BASE_ROWS", "DELETED_SHARE", "FANOUT", "MAX_ROWS", "RETRIES", "CompactionResult", "is_retryable_conflict",
-           "target_rows"]
+           "plan", "target_rows"]
 
 #: Fragments under this many rows are merged at every run.
 BASE_ROWS = 1024
@@ -102,3 +103,25 @@ def is_retryable_conflict(error: BaseException) -> bool:
     False
     """
     return isinstance(error, OSError) and "Retryable commit conflict" in str(error)
+
+
+def plan(ds: Any) -> tuple[int, list[Any]]:
+    """The tier's ``target_rows_per_fragment`` and Lance's compaction plans for the dataset ``ds``
+    (a ``lance.LanceDataset``) as maintenance would run them now; planning reads only.
+
+    A fragment at or above the target with more than ``DELETED_SHARE`` of its rows deleted is
+    rewritten at its own size (the tier's target would cut it into small fragments), in a plan of
+    its own.
+    """
+    from lance.optimize import Compaction
+
+    sizes = [(f.fragment_id, f.metadata.physical_rows, f.metadata.num_deletions) for f in ds.get_fragments()]
+    target = target_rows([rows for _, rows, _ in sizes])
+    heavy = [i for i, rows, gone in sizes if rows >= target and gone > DELETED_SHARE * rows]
+    plans = [Compaction.plan(ds, {"target_rows_per_fragment": target, "excluded_fragment_ids": heavy,
+                                  "materialize_deletions_threshold": DELETED_SHARE})]
+    if heavy:
+        others = [i for i, _, _ in sizes if i not in heavy]
+        plans.append(Compaction.plan(ds, {"target_rows_per_fragment": MAX_ROWS, "excluded_fragment_ids": others,
+                                          "materialize_deletions_threshold": DELETED_SHARE}))
+    return target, plans

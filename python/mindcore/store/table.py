@@ -18,21 +18,15 @@ import pyarrow.compute as pc
 
 from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry, split_by_namespace
-from mindcore.store.compaction import (
-    DELETED_SHARE,
-    MAX_ROWS,
-    RETRIES,
-    CompactionResult,
-    is_retryable_conflict,
-    target_rows,
-)
+from mindcore.store.compaction import RETRIES, CompactionResult, is_retryable_conflict
+from mindcore.store.compaction import plan as plan_compaction
 from mindcore.store.context import StoreHandle, TableContext
 from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.filters import Filter, col, to_mask, to_where
 from mindcore.store.ids import check_ids, check_namespace
 from mindcore.store.schema import VECTOR, Row, now_ms, rows_from_arrow, vector_dim, vector_model
 from mindcore.store.scoring import Weights, rank
-from mindcore.store.stats import TableStats, folder_bytes
+from mindcore.store.stats import DiskUsage, TableStats, disk_usage
 from mindcore.store.versions import VersionTracker
 from mindcore.store.write import GroupCommit, TableWrites, UnitOfWork, WriteResult
 
@@ -382,12 +376,15 @@ class Table(TableWrites):
         counts = {str(v): int(n) for v, n in zip(found.field("values").to_pylist(),
                                                  found.field("counts").to_pylist(), strict=True)}
         lance_stats = self._tbl.stats()
-        table_dir = os.path.join(self._ctx.uri, f"{self.name}.lance") if self._ctx.kind == "local" else None
+        # A memory:// table has no files for Lance to list.
+        usage: DiskUsage | None = None if self._ctx.kind == "memory" else disk_usage(self._dataset())
         return TableStats(
             name=self.name, rows=sum(counts.values()), namespaces=dict(sorted(counts.items())), version=version,
             versions=len(self._tbl.list_versions()), data_bytes=int(lance_stats.get("total_bytes", 0)),
-            disk_bytes=None if table_dir is None else folder_bytes(table_dir),
+            disk_bytes=None if usage is None else usage.disk_bytes,
             fragments=int(lance_stats.get("fragment_stats", {}).get("num_fragments", 0)),
+            deleted_rows=None if usage is None else usage.deleted_rows,
+            reclaimable_bytes=None if usage is None else usage.reclaimable_bytes,
             dim=self.dim, columns=list(self._schema.names),
         )
 
@@ -747,19 +744,7 @@ class Table(TableWrites):
         try:
             while True:
                 ds = self._dataset()
-                sizes = [(f.fragment_id, f.metadata.physical_rows, f.metadata.num_deletions)
-                         for f in ds.get_fragments()]
-                target = target_rows([rows for _, rows, _ in sizes])
-                # A fragment at or above the target with many deleted rows is rewritten at its own
-                # size (the tier's target would cut it into small fragments), in a plan of its own.
-                heavy = [i for i, rows, gone in sizes if rows >= target and gone > DELETED_SHARE * rows]
-                plans = [Compaction.plan(ds, {"target_rows_per_fragment": target, "excluded_fragment_ids": heavy,
-                                              "materialize_deletions_threshold": DELETED_SHARE})]
-                if heavy:
-                    others = [i for i, _, _ in sizes if i not in heavy]
-                    plans.append(Compaction.plan(ds, {"target_rows_per_fragment": MAX_ROWS,
-                                                      "excluded_fragment_ids": others,
-                                                      "materialize_deletions_threshold": DELETED_SHARE}))
+                target, plans = plan_compaction(ds)
                 rewrites = [r for plan in plans if plan.num_tasks() for r in _rewrite(ds, plan)]
                 if not rewrites:
                     return CompactionResult(self._version(), target_rows=target, retries=retries)
