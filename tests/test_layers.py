@@ -14,11 +14,12 @@ PACKAGE = Path(__file__).resolve().parents[1] / "python" / "mindcore"
 
 LAYERS: dict[str, int] = {
     "_core": 0, "errors": 0,
-    "validation": 1, "_background": 1, "_argtypes": 1, "tracing": 1,
-    "kernels": 2, "_openai": 2,
+    "validation": 1, "_background": 1, "_argtypes": 1, "tracing": 1, "_http_logs": 1,
+    "kernels": 2, "_openai": 2, "_http_guard": 2,
+    "_http_metrics": 3,
     "store": 3, "embed": 3, "llm": 3, "toolspec": 3, "blocks": 3, "policy": 3, "relations": 3,
     "mind": 4, "working": 4, "ltm": 4, "context": 4, "consciousness": 4,
-    "eval": 5, "agent": 5, "batch": 5, "_http_guard": 5,
+    "eval": 5, "agent": 5, "batch": 5,
     "server": 6, "mcp": 6,
     "cli": 7, "__main__": 8,
 }

@@ -16,7 +16,8 @@ pytest.importorskip("httptools")
 
 from _serve_process import ServeProcess
 
-from mindcore.server.metrics import LATENCY_BUCKETS, Metrics, route_of
+from mindcore._http_metrics import LATENCY_BUCKETS, Metrics
+from mindcore.server.metrics import route_of
 
 SESSION = {"dataset": "d", "namespace": "n", "session": "s"}
 _SAMPLE = re.compile(r'^([a-z_]+)(\{.*\})? (\S+)$')

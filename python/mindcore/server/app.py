@@ -42,6 +42,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 
+from mindcore._http_logs import log_request, request_id_of
+from mindcore._http_metrics import Metrics
 from mindcore.context import Context, Session, Tool
 from mindcore.errors import (
     EmbeddingError,
@@ -63,10 +65,8 @@ from mindcore.server.http import (
     send_bytes,
     send_json,
 )
-from mindcore.server.logs import log_request
-from mindcore.server.metrics import Metrics, route_of
+from mindcore.server.metrics import route_of
 from mindcore.server.pool import WorkerPool
-from mindcore.server.starting import request_id_of
 from mindcore.store import StoreLike, resolve_store
 from mindcore.tracing import span
 from mindcore.validation import check_choice, check_int, describe
@@ -239,7 +239,7 @@ class ContextServer:
             await send_json(send, status, payload, headers)
         elapsed = time.perf_counter() - started
         self.metrics.observe(route, scope["method"], status, elapsed)
-        log_request(scope, route, status, elapsed, request_id)
+        log_request(log, scope, route, status, elapsed, request_id)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

@@ -10,7 +10,7 @@ OpenAI-compatible endpoint for ``compacted`` summaries; without one ``compacted`
 once a semantic or hybrid discovery asks, so a BM25-only server never loads the embedding model),
 ``--workers`` (``MINDCORE_WORKERS``: serving processes over the one store, default 1). One log line
 per request, with its request id (``--log-format json``: one JSON object per line, see
-:mod:`mindcore.server.logs`); counters and latency histograms at ``GET /metrics`` (see
+:mod:`mindcore._http_logs`); counters and latency histograms at ``GET /metrics`` (see
 :mod:`mindcore.server.metrics`).
 
 A value read from the environment is checked as if it were given on the command line: a bad one
@@ -139,7 +139,7 @@ def serve(args: argparse.Namespace) -> None:
     except ImportError:
         raise SystemExit("mindcore serve needs uvicorn and httptools: pip install 'mindcore[server]'") from None
     from mindcore._http_guard import limits_from, raise_file_limit
-    from mindcore.server.logs import configure as configure_logs
+    from mindcore._http_logs import configure as configure_logs
     from mindcore.server.settings import SETTINGS_ENV, ServeSettings
 
     configure_logs(args.log_level, args.log_format)

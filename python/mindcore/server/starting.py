@@ -10,20 +10,16 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import threading
 import time
-import uuid
 from collections.abc import Callable, MutableMapping
 from typing import Any
 
-from mindcore.server.logs import log_request
+from mindcore._http_logs import log_request, request_id_of
 
-__all__ = ["StartingApp", "request_id_of"]
+__all__ = ["StartingApp"]
 
 log = logging.getLogger("mindcore.server")
-
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,128}")
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Any]
@@ -97,7 +93,7 @@ class StartingApp:
                 and self.failure is None:
             started, request_id = time.perf_counter(), request_id_of(scope)
             await _answer(send, 200, {"status": "ok"}, request_id)
-            log_request(scope, "/health", 200, time.perf_counter() - started, request_id)
+            log_request(log, scope, "/health", 200, time.perf_counter() - started, request_id)
             return
         if app is None:
             app = await self._ready()
@@ -125,16 +121,6 @@ class StartingApp:
 def _resolve(future: asyncio.Future[None]) -> None:
     if not future.done():
         future.set_result(None)
-
-
-def request_id_of(scope: Scope) -> str:
-    """The request's own ``x-request-id`` when it is usable (1 to 128 of ``A-Z a-z 0-9 . _ : -``),
-    else a new one."""
-    for key, value in scope.get("headers", ()):
-        if key == b"x-request-id":
-            given = value.decode("latin-1")
-            return given if _REQUEST_ID.fullmatch(given) else uuid.uuid4().hex
-    return uuid.uuid4().hex
 
 
 async def _answer(send: Send, status: int, payload: dict[str, Any], request_id: str) -> None:

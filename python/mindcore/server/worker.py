@@ -18,8 +18,8 @@ from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from mindcore._http_guard import ConnectionStats, guarded_protocol
+from mindcore._http_logs import configure as configure_logs
 from mindcore.server.footprint import TRIM_AFTER_BYTES, HeapTrimmer, body_size, lean_process
-from mindcore.server.logs import configure as configure_logs
 from mindcore.server.settings import ServeSettings
 from mindcore.server.starting import StartingApp
 
