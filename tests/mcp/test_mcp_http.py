@@ -90,3 +90,50 @@ def test_a_client_that_never_finishes_its_headers_is_cut_off(tmp_path: Path) -> 
     finally:
         proc.terminate()
         proc.communicate(timeout=60)
+
+
+def test_health_metrics_request_ids_and_json_log_lines(tmp_path: Path) -> None:
+    """What an operator watches: /health, /metrics in Prometheus' text format counting the MCP
+    requests, the store's commits and the open connections, an x-request-id on every answer, and a
+    JSON log line per request naming it."""
+    import json
+    import re
+
+    import httpx
+
+    port = free_port()
+    options = ("--agent", "web", "--http", "--port", str(port), "--log-level", "info", "--log-format", "json")
+    proc = subprocess.Popen(command(tmp_path / "store", *options), env=server_env(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        wait_for_port(proc, port)
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            health = http.get("/health", headers={"x-request-id": "probe-1"})
+            assert health.status_code == 200 and health.json() == {"status": "ok"}
+            assert health.headers["x-request-id"] == "probe-1"
+            assert http.post("/health").status_code == 405
+
+        async def believe() -> None:
+            async with Client(f"http://127.0.0.1:{port}/mcp") as client:
+                done = await client.call_tool("mind_believe", {"content": "Operators can watch this", "confidence": "high"})
+                assert done.is_error is False
+
+        asyncio.run(believe())
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=120) as http:
+            answer = http.get("/metrics")
+            assert answer.status_code == 200 and answer.headers["content-type"].startswith("text/plain; version=0.0.4")
+            assert re.fullmatch(r"[0-9a-f]{32}", answer.headers["x-request-id"])
+            got = {m[1]: float(m[2]) for m in re.finditer(r"^(\S+) (\S+)$", answer.text, re.MULTILINE)}
+            assert got['mindcore_http_requests_total{route="/mcp",method="POST",status="200"}'] >= 1
+            assert got['mindcore_http_requests_total{route="/health",method="GET",status="200"}'] == 1
+            assert got['mindcore_http_request_duration_seconds_count{route="/mcp"}'] >= 1
+            assert got["mindcore_store_commits_total"] >= 1  # the belief
+            assert got["mindcore_http_connections_open"] >= 1
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    lines = [json.loads(line) for line in err.splitlines()]  # every line JSON, uvicorn's too
+    requests = [line for line in lines if "request_id" in line]
+    assert any(r["request_id"] == "probe-1" and r["route"] == "/health" for r in requests)
+    assert any(r["route"] == "/mcp" and r["method"] == "POST" and r["logger"] == "mindcore.mcp" for r in requests)

@@ -55,7 +55,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="'default': the bundled offline model; 'hash': the hashing embedder, no model "
                              "(for testing only: its recall is far weaker)")
     parser.add_argument("--log-level", default="warning", choices=["debug", "info", "warning", "error"],
-                        help="stderr logging (default warning; info says when the store opens and closes)")
+                        help="stderr logging (default warning; info says when the store opens and closes, "
+                             "and with --http gives a line per request)")
+    parser.add_argument("--log-format", default="text", choices=["text", "json"],
+                        help="log lines as text (default) or one JSON object per line")
 
 
 def _embedder(name: str) -> Any:
@@ -93,12 +96,12 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from mindcore._http_logs import configure
     from mindcore.errors import MindcoreError
     from mindcore.mcp.server import create_server, mcp_installed, serve_http, serve_stdio
     from mindcore.mcp.service import MemoryService
 
-    logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                        stream=sys.stderr)
+    configure(args.log_level, args.log_format)
     log = logging.getLogger("mindcore.mcp")
     if not mcp_installed():  # an optional extra
         print("mindcore mcp needs the mcp package: pip install 'mindcore[mcp]'", file=sys.stderr)
@@ -120,7 +123,7 @@ def _serve(args: argparse.Namespace) -> int:
 
                 raise_file_limit()
                 serve_http(server, host=args.host, port=args.port, log_level=args.log_level,
-                           limits=limits_from(args))
+                           limits=limits_from(args), commits=lambda: service.store.commits)
             else:
                 import anyio
 

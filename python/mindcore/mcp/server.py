@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mindcore._core import __version__
@@ -157,22 +158,34 @@ def _parse_error(exc: Exception) -> Any:
 
 
 def serve_http(server: Server[Any], *, host: str, port: int, log_level: str = "warning",
-               limits: Limits | None = None) -> None:
+               limits: Limits | None = None, commits: Callable[[], int] | None = None) -> None:
     """Serve streamable HTTP at ``http://host:port/mcp`` until interrupted (SIGINT or SIGTERM).
     On a loopback ``host`` only requests naming a loopback host are accepted (DNS rebinding).
     Slow and greedy clients are cut off as ``mindcore serve`` cuts them off (``limits``, default
     :class:`~mindcore._http_guard.Limits` with the connection cap under the open-file limit, which
-    is raised to its hard limit first)."""
+    is raised to its hard limit first). ``GET /health`` and ``GET /metrics`` answer beside ``/mcp``
+    (see :mod:`mindcore.mcp.http`; ``commits`` counts the store's commits for it), every answer
+    carries an ``x-request-id`` and every request gets a line in the ``mindcore.mcp`` log (uvicorn's
+    lines go to the root logger's handlers)."""
     try:
         import httptools  # noqa: F401  (the guarded protocol is uvicorn's httptools one)
         import uvicorn
     except ImportError:
         raise ImportError("mindcore mcp --http needs uvicorn and httptools: pip install 'mindcore[mcp]'") from None
-    from mindcore._http_guard import Limits, default_max_connections, guarded_protocol, raise_file_limit
+    from mindcore._http_guard import (
+        ConnectionStats,
+        Limits,
+        default_max_connections,
+        guarded_protocol,
+        raise_file_limit,
+    )
+    from mindcore._http_metrics import Metrics
+    from mindcore.mcp.http import Observed
 
     raise_file_limit()
     if limits is None:
         limits = Limits(max_connections=default_max_connections())
-    app = server.streamable_http_app(host=host)
+    connections = ConnectionStats()
+    app = Observed(server.streamable_http_app(host=host), Metrics(connections, commits=commits))
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False, lifespan="on",
-                http=guarded_protocol(limits), timeout_keep_alive=5)
+                http=guarded_protocol(limits, connections), timeout_keep_alive=5, log_config=None)
