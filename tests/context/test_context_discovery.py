@@ -235,3 +235,34 @@ def test_hostile_ids_are_plain_data(store: mindcore.Store) -> None:
     assert evil.discover("weather") == []
     evil.register([Tool("t", "weather")])
     assert [t.name for t in Context(store, dataset="victim").tools()] == ["secret_tool"]
+
+
+def test_embed_tools_readies_semantic_discovery_and_a_new_registration_unreadies_it(tmp_path) -> None:
+    import asyncio
+
+    from mindcore.embed import HashEmbedder
+
+    calls: list[int] = []
+
+    class Counting(HashEmbedder):
+        def embed(self, texts):  # type: ignore[no-untyped-def]
+            calls.append(len(texts))
+            return super().embed(texts)
+
+    c = Context(tmp_path / "store", dataset="travel", embedder=Counting())
+    c.register([Tool("get_weather", "Current weather for a city"), Tool("book_hotel", "Reserve a hotel room")])
+    assert not c.tools_embedded()
+    c.embed_tools()
+    assert c.tools_embedded() and calls
+    embedded = len(calls)
+    c.discover("weather in Paris", strategy="semantic")
+    assert len(calls) == embedded + 1  # the query only: the tools' vectors were at hand
+    c.register([Tool("find_flight", "Search flights between two cities")])
+    assert not asyncio.run(c.atools_embedded())
+    asyncio.run(c.aembed_tools())
+    assert asyncio.run(c.atools_embedded())
+    reopened = Context(tmp_path / "store", dataset="travel", embedder=Counting())  # stored vectors are read back
+    calls.clear()
+    reopened.embed_tools()
+    assert reopened.tools_embedded() and calls == []
+    c.close(), reopened.close()

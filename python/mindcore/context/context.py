@@ -317,6 +317,12 @@ class Context:
     async def atools(self) -> list[Tool]:
         return await asyncio.to_thread(self.tools)
 
+    async def aembed_tools(self) -> None:
+        await asyncio.to_thread(self.embed_tools)
+
+    async def atools_embedded(self) -> bool:
+        return await asyncio.to_thread(self.tools_embedded)
+
     # -- lifetime -------------------------------------------------------------------------------
 
     def close(self) -> None:
