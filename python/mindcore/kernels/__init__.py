@@ -68,6 +68,11 @@ from mindcore.kernels.bm25 import bm25_tokenize as bm25_tokenize
 # isort: split
 from mindcore.kernels.hashing import hash_embed as hash_embed
 
+# --- JSON values ---
+# isort: split
+from mindcore.kernels.json_values import json_copy as json_copy
+from mindcore.kernels.json_values import json_dumps as json_dumps
+
 __all__ = [
     "DEFAULT_PLACEHOLDER",
     "ENCODINGS",
@@ -97,6 +102,8 @@ __all__ = [
     "grouped_recall",
     "hash_embed",
     "hybrid_topk",
+    "json_copy",
+    "json_dumps",
     "looks_like_secret",
     "near_duplicates",
     "near_duplicates_pruned",
