@@ -298,3 +298,29 @@ def test_four_threads_remember_and_recall_while_maintenance_runs(
         assert disk <= 1.25 * fresh_disk, (disk, fresh_disk)
     assert t.count(ALL_NAMESPACES) == len(ltm.memories())
     ltm.close()
+
+
+def test_a_table_deleted_from_disk_ends_its_maintenance_without_a_word(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A store left open while its folder is deleted (a temporary folder, say): the pass that finds
+    the table gone logs nothing at WARNING and owes no follow-up."""
+    import shutil
+
+    caplog.set_level(logging.WARNING)
+    real = Table._maintain
+    calls: list[str] = []
+
+    def delete_then_maintain(self: Table, *args: Any, **kwargs: Any) -> CompactionResult:
+        calls.append(self.name)
+        shutil.rmtree(os.path.join(self.store.uri, f"{self.name}.lance"))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(Table, "_maintain", delete_then_maintain)
+    store = mindcore.open(tmp_path / "s", config=StoreConfig(compact_every=5, cleanup_grace=timedelta(seconds=60)))
+    t = store.table("t", COLUMNS)
+    _small_writes(t, 5)
+    store.wait_for_maintenance()
+    assert calls == ["t"] and not caplog.records
+    assert not store._maint._due  # no follow-up owed for a table that is gone
+    store.close()

@@ -238,35 +238,36 @@ def evaluate_locomo(
         writes: Counter[str] = Counter()
 
         def rank(conv: Conversation) -> list[list[str]]:
-            ltm = LongTermMemory(open_store(Path(tmp) / conv.sample_id), user_id=conv.sample_id,
-                                 namespace="locomo", embedder=embedder, max_items=0, weights=weights,
-                                 clock=_fixed(conv.now_ms))
-            if plain and dedupe:
-                results = [ltm.try_remember(f"{t.speaker}: {t.text}", created_at=t.timestamp_ms) for t in conv.turns]
-            else:
-                results = ltm.remember_many(
-                    [{"text": f"{t.speaker}: {t.text}" if plain else t.text, "created_at": t.timestamp_ms,
-                      "context": t.context if context and not plain else None} for t in conv.turns],
-                    dedupe=dedupe,
-                )
-            live = {m.id for m in ltm.memories()}
-            writes.update(str(r.status) for r in results)
-            writes["retired"] += sum(r.status == "stored" and r.memory is not None and r.memory.id not in live
-                                     for r in results)
-            dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True)
-                      if r.memory and r.status == "stored"}
-            questions = [q.question for q in conv.questions]
-            if batch_recall is None:
-                found = [[m.id for m in hits] for hits in ltm.recall_many(questions, k=k_max, touch=False)]
-            else:
-                found = _batch_ids(batch_recall(
-                    ltm.store, pa.table({"user_id": [conv.sample_id] * len(questions), "query": questions}),
-                    k=k_max, namespace="locomo", embedder=embedder, weights=weights, now_ms=conv.now_ms,
-                ), len(questions))
-            ltm.close()
-            if progress:
-                progress(f"{conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
-            return [[dia_of[i] for i in ids] for ids in found]
+            with open_store(Path(tmp) / conv.sample_id) as store:  # its maintenance ends before the folder goes
+                ltm = LongTermMemory(store, user_id=conv.sample_id,
+                                     namespace="locomo", embedder=embedder, max_items=0, weights=weights,
+                                     clock=_fixed(conv.now_ms))
+                if plain and dedupe:
+                    results = [ltm.try_remember(f"{t.speaker}: {t.text}", created_at=t.timestamp_ms) for t in conv.turns]
+                else:
+                    results = ltm.remember_many(
+                        [{"text": f"{t.speaker}: {t.text}" if plain else t.text, "created_at": t.timestamp_ms,
+                          "context": t.context if context and not plain else None} for t in conv.turns],
+                        dedupe=dedupe,
+                    )
+                live = {m.id for m in ltm.memories()}
+                writes.update(str(r.status) for r in results)
+                writes["retired"] += sum(r.status == "stored" and r.memory is not None and r.memory.id not in live
+                                         for r in results)
+                dia_of = {r.memory.id: t.dia_id for r, t in zip(results, conv.turns, strict=True)
+                          if r.memory and r.status == "stored"}
+                questions = [q.question for q in conv.questions]
+                if batch_recall is None:
+                    found = [[m.id for m in hits] for hits in ltm.recall_many(questions, k=k_max, touch=False)]
+                else:
+                    found = _batch_ids(batch_recall(
+                        ltm.store, pa.table({"user_id": [conv.sample_id] * len(questions), "query": questions}),
+                        k=k_max, namespace="locomo", embedder=embedder, weights=weights, now_ms=conv.now_ms,
+                    ), len(questions))
+                ltm.close()
+                if progress:
+                    progress(f"{conv.sample_id}: {len(conv.turns)} turns, {len(conv.questions)} questions")
+                return [[dia_of[i] for i in ids] for ids in found]
 
         report = score_rankings(conversations, rank, ks=ks)
         report.writes = dict(writes)

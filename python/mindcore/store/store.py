@@ -682,6 +682,10 @@ class _Due:
     version: int | None = None
 
 
+#: What a pass over a table whose folder was deleted under it gives: nothing more to do.
+_GONE = CompactionResult(-1)
+
+
 class _Maintainer:
     """Runs maintenance passes (:meth:`Table.compact`) on one background thread per store (or
     inline, after the write that scheduled them).
@@ -749,6 +753,9 @@ class _Maintainer:
             if is_retryable_conflict(e):  # a commit beside the merge's lost a race: as a deferred merge
                 log.debug("maintenance of table %r conflicted with a concurrent write", table.name, exc_info=True)
                 return CompactionResult(table.version, deferred=True)
+            if table._ctx.kind == "local" and not os.path.isdir(table._lance_uri()):
+                log.debug("table %r was deleted from disk: its maintenance ends", table.name, exc_info=True)
+                return _GONE
             log.warning("compaction of table %r failed (the next pass tries again): %s", table.name, e)
             log.debug("compaction of table %r failed", table.name, exc_info=True)
             return None
@@ -786,7 +793,7 @@ class _Maintainer:
 
     def _owe(self, name: str, due: _Due, result: CompactionResult | None, store: Store | None) -> None:
         """Record the follow-up a pass calls for (if the table is not owed a pass already)."""
-        if store is None:
+        if store is None or result is _GONE:
             return
         grace = store.config.cleanup_grace.total_seconds()
         now = time.monotonic()
