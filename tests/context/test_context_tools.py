@@ -116,6 +116,17 @@ def test_secrets_in_a_tool_are_refused_by_default(store: mindcore.Store) -> None
     assert ctx.tools() == []
 
 
+@pytest.mark.parametrize("action", ["refuse", "redact"])
+def test_credentials_in_an_mcp_tools_server_uri_are_refused_whatever_the_action(
+        store: mindcore.Store, action: str) -> None:
+    ctx = Context(store, config=mindcore.ContextConfig(secrets=SecretPolicy(action=action)))  # type: ignore[arg-type]
+    for uri in ("https://admin:hunter2secret@mcp.example.com/mcp", f"https://mcp.example.com/mcp?key={TOKEN}"):
+        with pytest.raises(SecretRefusedError, match="server_uri"):
+            ctx.register([Tool("search", "Web search", type="mcp", server_uri=uri)])
+    assert ctx.tools() == []
+    assert ctx.register([Tool("search", "Web search", type="mcp", server_uri="https://mcp.example.com/mcp")]) == 1
+
+
 def test_what_is_screened_is_what_is_stored(store: mindcore.Store) -> None:
     """A tool's stored texts are written when it is registered, from its values then: a secret
     put into its parameters after it was built is refused, and one taken out is never stored."""

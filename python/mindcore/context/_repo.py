@@ -88,10 +88,10 @@ class ToolRecord:
 
     def screened_json(self) -> str:
         """Everything of the tool the secret policy reads, as one JSON text (an array holding
-        the name, the description and the stored texts verbatim)."""
+        the name, the description, the server's URI and the stored texts verbatim)."""
         t = self.tool
-        return (f"[{json_dumps(t.name)}, {json_dumps(t.description)}, {self.parameters}, "
-                f"{self.metadata or 'null'}, {self.fields or 'null'}]")
+        return (f"[{json_dumps(t.name)}, {json_dumps(t.description)}, {json_dumps(t.server_uri)}, "
+                f"{self.parameters}, {self.metadata or 'null'}, {self.fields or 'null'}]")
 
 
 def _tool_table(records: Sequence[ToolRecord]) -> pa.Table:

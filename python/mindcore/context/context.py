@@ -162,6 +162,9 @@ class Context:
             **vars(tool),
             "name": policy.screen_identifier(tool.name, "tool name"),
             "description": policy.screen(tool.description, f"{name}: description"),
+            # Refused, never redacted: a redacted address would name another server.
+            "server_uri": None if tool.server_uri is None else policy.screen_identifier(
+                tool.server_uri, f"{name}: server_uri"),
             "parameters": policy.screen_value(dict(tool.parameters), f"{name}: parameters"),
             "metadata": policy.screen_value(None if tool.metadata is None else dict(tool.metadata), f"{name}: metadata"),
             "fields": None if tool.fields is None else ToolFields.of(
