@@ -583,15 +583,15 @@ class MessageLog:
 
     def _locked_view(self, log: str, version: int) -> LogView:
         """:meth:`view` for a writer holding the log's lock at table ``version``. A log this
-        process has not read is counted first (only the namespace column is read): a new one is
-        then held in the store's cache as empty, without the scan of every column that finds
-        nothing (two to four times the count's time, growing with the table), and its first
+        process has not read is looked up first (:meth:`Table.has_rows`, which tells a new log
+        without a read once the process holds the table's census): a new one is then held in the
+        store's cache as empty, without the scan of every column that finds nothing, and its first
         append patches that entry, so reading the log after costs no scan either. Nothing else
         writes the log meanwhile: every write holds its lock."""
         table = self.table
         with self._views_lock:
             known = log in self._views
-        if not known and not table.count(log):
+        if not known and not table.has_rows(log):
             empty = CacheEntry.from_arrow(table.schema.empty_table(), version, table.dim or 0)
             table._ctx.cache.put(table.name, log, empty)  # as Table.cached would hold it after a scan
         return self.view(log)

@@ -18,6 +18,7 @@ import pyarrow.compute as pc
 
 from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry, split_by_namespace
+from mindcore.store.census import Census
 from mindcore.store.compaction import RETRIES, CompactionResult, is_retryable_conflict
 from mindcore.store.compaction import plan as plan_compaction
 from mindcore.store.context import StoreHandle, TableContext
@@ -142,6 +143,9 @@ class Table(TableWrites):
         self._state_lock = threading.Lock()
         self._index_cache: tuple[int, bool] | None = None
         self._count_cache: dict[str, tuple[int, int]] = {}
+        self._census: Census | None = None  # the namespaces with rows, for has_rows
+        self._census_off = False  # no census can be taken (too big a table): look namespaces up
+        self._census_lock = threading.Lock()
         self._group = GroupCommit()  # this process's writers waiting to share a commit
 
     def __repr__(self) -> str:
@@ -358,6 +362,38 @@ class Table(TableWrites):
         w = self._where(namespace, where)
         return self._read(lambda: int(self._tbl.count_rows(w)))
 
+    def has_rows(self, namespace: str) -> bool:
+        """Whether ``namespace`` has any row at the table's latest version. Once this process
+        holds the list of the table's namespaces (see :class:`~mindcore.store.census.Census`), a
+        namespace that never had rows, a new session or user, is told without a read.
+
+        >>> import mindcore, pyarrow as pa
+        >>> t = mindcore.open("memory://").table("log", {"line": pa.string()})
+        >>> _ = t.append("a", [{"line": "first"}])
+        >>> t.has_rows("a"), t.has_rows("b")
+        (True, False)
+        """
+        check_namespace(namespace)
+        if self._surely_empty([namespace], self._version()):
+            return False
+        return self.count(namespace) > 0
+
+    def _surely_empty(self, namespaces: Iterable[str], version: int) -> bool:
+        """Whether the census says none of ``namespaces`` has rows at ``version`` (``False`` when
+        it cannot tell), taking the census first if this process has none."""
+        if self._ctx.kind == "memory" or self._census_off:
+            return False  # an in-process table has no fragments to follow
+        with self._census_lock:  # one thread at a time reads or changes the census
+            census = self._census
+            if census is not None and census.version < version and not census.catch_up(self._tbl):
+                census = None
+            if census is None:
+                census = self._census = Census.take(self._tbl)
+                if census is None:  # too big a table to hold its namespaces
+                    self._census_off = True
+                    return False
+            return census.lists_none_of(namespaces, version)
+
     def stats(self) -> TableStats:
         """What the table holds at its latest version (rows per namespace, versions kept, sizes):
         see :class:`~mindcore.store.TableStats`. Reads only.
@@ -400,6 +436,10 @@ class Table(TableWrites):
         v = self._version() if version is None else version
         e = cache.get(self.name, namespace, v)
         if e is not None:
+            return e
+        if self._surely_empty([namespace], v):  # a new namespace: nothing to read
+            e = CacheEntry.from_arrow(self._schema.empty_table(), v, self.dim or 0)
+            cache.put(self.name, namespace, e)
             return e
         # Label with the version read *before* the scan: data at least that new, never older.
         w = to_where(namespace, None, self._schema)

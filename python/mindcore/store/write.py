@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from mindcore.store.cache import CacheEntry, split_by_namespace
+from mindcore.store.census import Census
 from mindcore.store.context import TableContext
 from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
@@ -260,6 +261,8 @@ class TableWrites:
     _versions: VersionTracker
     _state_lock: threading.Lock
     _count_cache: dict[str, tuple[int, int]]
+    _census: Census | None
+    _census_lock: threading.Lock
     _writes: int
     _retired: str | None
     _group: GroupCommit
@@ -272,6 +275,8 @@ class TableWrites:
         def dim(self) -> int | None: ...
 
         def _version(self) -> int: ...
+
+        def _surely_empty(self, namespaces: Iterable[str], version: int) -> bool: ...
 
         def get(self, namespace: str, ids: Iterable[str], *, columns: Sequence[str] | None = None) -> list[Row]: ...
 
@@ -696,7 +701,10 @@ class TableWrites:
         source = None if not sources else sources[0] if len(sources) == 1 else pa.concat_tables(sources)
         # How many rows of each part replace a stored row (known when nothing is deleted).
         masks: dict[int, np.ndarray] = {}
-        stored = self._stored_counts(parts, cached, masks) if cond is None else None
+        empty: set[str] = set()
+        stored = self._stored_counts(parts, cached, masks, old, empty) if cond is None else None
+        for ns in empty:  # a new namespace: its rows after the commit are the ones written
+            cached[ns] = CacheEntry.from_arrow(self._schema.empty_table(), old, self.dim or 0)
         if source is not None and stored is not None and not any(stored) and (
                 all(p.fresh for p in parts) or _distinct(source)):
             added = self._tbl.add(source)
@@ -739,11 +747,12 @@ class TableWrites:
         return total, each
 
     def _stored_counts(self, parts: Sequence[_Part], cached: Mapping[str, CacheEntry | None],
-                       masks: dict[int, np.ndarray]) -> list[int]:
+                       masks: dict[int, np.ndarray], version: int, empty: set[str]) -> list[int]:
         """For each part, how many of its rows have the id of a stored row: from the cached
         namespace (all of it at the version read, kept so by the lock; ``masks`` gets the
-        cached rows each part replaces), else from one count of the table (and a read of the
-        ids it found, when it found any). Fresh rows are new by construction."""
+        cached rows each part replaces), else from one count of the namespaces not cached (and
+        a read of their ids when they have rows). Fresh rows are new by construction.
+        ``empty`` gets the namespaces found to have no rows at ``version``."""
         out = [0] * len(parts)
         probe: list[int] = []
         for i, p in enumerate(parts):
@@ -757,14 +766,20 @@ class TableWrites:
                 out[i] = int(np.count_nonzero(masks[i]))
         if probe:
             names = sorted({parts[i].namespace for i in probe})
+            in_names = col("namespace").is_in(names)
+            if self._surely_empty(names, version) or not int(
+                    self._tbl.count_rows(to_where(None, in_names, self._schema))):
+                empty.update(names)  # nothing stored under them: every row is new
+                for i in probe:
+                    masks[i] = np.zeros(0, dtype=bool)
+                return out
             ids = sorted({str(v) for i in probe for v in parts[i].source.column("id").to_pylist()})  # type: ignore[union-attr]
             # A few ids go into the filter; many (a bulk write) would make it a huge IN list: the
             # ids of the namespaces are read instead.
-            which = col("namespace").is_in(names) & col("id").is_in(ids) if len(ids) <= _PROBE_IDS else col(
-                "namespace").is_in(names)
+            which = in_names & col("id").is_in(ids) if len(ids) <= _PROBE_IDS else in_names
             where = to_where(None, which, self._schema)
-            if int(self._tbl.count_rows(where)):
-                found = self._tbl.search().where(where).select(["namespace", "id"]).limit(None).to_arrow()
+            found = self._tbl.search().where(where).select(["namespace", "id"]).limit(None).to_arrow()
+            if found.num_rows:
                 have = set(zip(found.column("namespace").to_pylist(), found.column("id").to_pylist(), strict=True))
                 for i in probe:
                     ns = parts[i].namespace
@@ -792,6 +807,11 @@ class TableWrites:
         with self._state_lock:
             self._count_cache = {k: (new, n) for k, (v, n) in self._count_cache.items()
                                  if v == old and (touched is not None and k not in touched)}
+        # One commit after the census's version: it added only ``touched``. Otherwise the census
+        # catches up from the fragments when next asked.
+        with self._census_lock:
+            if self._census is not None and self._census.version == old and new == old + 1 and touched is not None:
+                self._census.committed(new, touched)
 
     def _replay(self, namespace: str, ops: list[_Op]) -> tuple[pa.Table | None, Filter | None]:
         """Apply ``ops`` in order to the rows they touch; return the rows to merge and the
