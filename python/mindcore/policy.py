@@ -281,13 +281,15 @@ class SecretPolicy:
         >>> SecretPolicy().first_refused([{"text": "fine"}, ["ok", {"k": "ghp_abcdefghijklmnopqrstuvwxyz0123456789"}]])
         1
         """
+        if all(type(v) is str for v in values):  # plain texts (a batch of messages): each is its string
+            return _first_true(self._refused_each(list(values)))
         texts: list[str] = []
         ends: list[int] = []  # ends[at]: how many strings values[: at + 1] hold
         for value in values:
             _strings_in(value, texts)
             ends.append(len(texts))
         # A flagged string is one screen() would refuse, or change when redacting.
-        first = next((i for i, hit in enumerate(self._refused_each(texts)) if hit), None)
+        first = _first_true(self._refused_each(texts))
         return None if first is None else bisect.bisect_right(ends, first)
 
     def first_refused_json(self, texts: Sequence[str]) -> int | None:
@@ -324,6 +326,13 @@ class SecretPolicy:
         if isinstance(value, list | tuple):
             return [self.screen_value(v, f"{field}[{i}]") for i, v in enumerate(value)]
         return value
+
+
+def _first_true(flags: list[bool]) -> int | None:
+    try:
+        return flags.index(True)
+    except ValueError:
+        return None
 
 
 def _strings_in(value: Any, out: list[str]) -> None:

@@ -177,6 +177,11 @@ def test_status_codes_and_error_bodies(tmp_path: Path) -> None:
             for path in ("/api/v1/datasets/d/tools", "/api/v1/datasets/d/discover", "/api/v1/context"):
                 assert error(http.post(path, content=deep)) == (400, "invalid JSON body: nested too deeply")
             assert error(http.post("/api/v1/turns", content=b'{"a":' * 1000 + b"1" + b"}" * 1000))[0] == 400
+            for constant in ("NaN", "Infinity", "-Infinity"):  # Python's parser reads them; JSON has none
+                nan_tool = b'{"tools": [{"name": "n", "description": "d", "parameters": {"x": %s}}]}' % constant.encode()
+                assert error(http.post("/api/v1/datasets/d/tools", content=nan_tool)) == (
+                    400, f"invalid JSON body: {constant} is not a JSON value")
+            assert [t["name"] for t in http.get("/api/v1/datasets/d/tools").json()["tools"]] == ["t"]
             assert error(http.post("/api/v1/datasets/d/tools", json={"tools": [
                 {"name": "m", "description": "d", "type": "mcp"}]})) == (400, "tool 'm': mcp tools require server_uri")
             assert error(http.post("/api/v1/datasets/d/discover", json={"query": "q", "turn_id": "nope"})) == (

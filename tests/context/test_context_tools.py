@@ -3,6 +3,7 @@ rules for mcp tools, secrets screened, a bad tool rejects the whole batch."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -82,6 +83,20 @@ def test_wire_form_defaults_and_to_wire() -> None:
     assert tool.parameters == {} and tool.type == "backend" and tool.always_include is False
     assert tool.to_wire() == {"name": "t", "description": "d", "parameters": {}, "always_include": False,
                               "type": "backend"}
+
+
+def test_a_tool_from_a_parsed_body_equals_its_wire_form_and_keeps_the_handed_over_dicts() -> None:
+    wire = {"name": "t", "description": "d", "parameters": {"type": "object", "properties": {"x": {"type": "string"}}},
+            "metadata": {"k": [1, "v"]}, "always_include": True, "fields": {"name": "n", "description": "e"}}
+    parsed = json.loads(json.dumps(wire))
+    tool = Tool._from_parsed(parsed)
+    assert tool == Tool.from_wire(wire) and tool.to_wire() == Tool.from_wire(wire).to_wire()
+    assert tool.parameters is parsed["parameters"] and tool.metadata is parsed["metadata"]
+    assert Tool.from_wire(wire).parameters is not wire["parameters"]  # from_wire copies what it is given
+    with pytest.raises(ContextError, match="mcp tools require server_uri"):
+        Tool._from_parsed({"name": "m", "description": "d", "type": "mcp"})
+    with pytest.raises(ContextError, match="parameters: expected a JSON object"):
+        Tool._from_parsed({"name": "m", "description": "d", "parameters": [1]})
 
 
 @pytest.mark.parametrize("bad", [

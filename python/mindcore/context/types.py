@@ -51,11 +51,15 @@ def _json_copy(value: Any, name: str) -> Any:
         raise ContextError(f"{name}: not a JSON value ({exc})") from None
 
 
-def _mapping(value: Any, name: str, *, optional: bool = False) -> dict[str, Any] | None:
+def _mapping(value: Any, name: str, *, optional: bool = False, copy: bool = True) -> dict[str, Any] | None:
+    """``value`` as a JSON object of the tool's own: a deep copy, or itself when ``copy`` is off
+    (a dict the caller hands over, parsed from JSON text)."""
     if value is None and optional:
         return None
     if not isinstance(value, Mapping):
         raise ContextError(f"{name}: expected a JSON object, got {describe(value)}")
+    if not copy and type(value) is dict:
+        return value
     copied: dict[str, Any] = _json_copy(dict(value), name)
     return copied
 
@@ -138,12 +142,16 @@ class Tool:
     server_uri: str | None = None
 
     def __post_init__(self) -> None:
+        self._check(copy=True)
+
+    def _check(self, *, copy: bool) -> None:
+        """Check every field; ``copy``: make ``parameters`` and ``metadata`` the tool's own."""
         check_text(self.name, "tool name", max_chars=MAX_NAME_CHARS, error=ContextError)
         label = f"tool {self.name!r}"
         check_text(self.description, f"{label}: description", max_chars=MAX_DESCRIPTION_CHARS, allow_blank=True,
                    error=ContextError)
-        object.__setattr__(self, "parameters", _mapping(self.parameters, f"{label}: parameters"))
-        object.__setattr__(self, "metadata", _mapping(self.metadata, f"{label}: metadata", optional=True))
+        object.__setattr__(self, "parameters", _mapping(self.parameters, f"{label}: parameters", copy=copy))
+        object.__setattr__(self, "metadata", _mapping(self.metadata, f"{label}: metadata", optional=True, copy=copy))
         if self.fields is not None:
             object.__setattr__(self, "fields", ToolFields.of(self.fields))
         if self.handler is not None and not callable(self.handler):
@@ -180,21 +188,36 @@ class Tool:
     def from_wire(cls, value: Mapping[str, Any], handler: Callable[..., Any] | None = None) -> Tool:
         """A tool from the JSON the agentified SDKs send (snake_case keys; ``parameters`` defaults
         to ``{}``; unknown keys are ignored)."""
+        return cls(**cls._wire_fields(value, handler))
+
+    @classmethod
+    def _from_parsed(cls, value: Mapping[str, Any]) -> Tool:
+        """:meth:`from_wire` of a value ``json.loads`` made (NaN and infinities refused) that the
+        caller hands over: its ``parameters`` and ``metadata`` dicts, JSON already, are kept
+        rather than copied."""
+        tool = object.__new__(cls)
+        for key, field_value in cls._wire_fields(value, None).items():
+            object.__setattr__(tool, key, field_value)
+        tool._check(copy=False)
+        return tool
+
+    @staticmethod
+    def _wire_fields(value: Mapping[str, Any], handler: Callable[..., Any] | None) -> dict[str, Any]:
         if not isinstance(value, Mapping):
             raise ContextError(f"tool: expected a JSON object, got {describe(value)}")
         fields = value.get("fields")
         tool_type = value.get("type")
-        return cls(
-            name=value.get("name"),  # type: ignore[arg-type]  # checked in __post_init__
-            description=value.get("description"),  # type: ignore[arg-type]
-            parameters=value["parameters"] if value.get("parameters") is not None else {},
-            handler=handler,
-            always_include=value.get("always_include", False) if value.get("always_include") is not None else False,
-            metadata=value.get("metadata"),
-            fields=None if fields is None else ToolFields.of(fields),
-            type=tool_type if tool_type is not None else "backend",
-            server_uri=value.get("server_uri"),
-        )
+        return {
+            "name": value.get("name"),
+            "description": value.get("description"),
+            "parameters": value["parameters"] if value.get("parameters") is not None else {},
+            "handler": handler,
+            "always_include": value.get("always_include", False) if value.get("always_include") is not None else False,
+            "metadata": value.get("metadata"),
+            "fields": None if fields is None else ToolFields.of(fields),
+            "type": tool_type if tool_type is not None else "backend",
+            "server_uri": value.get("server_uri"),
+        }
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON the agentified server writes for a tool (``metadata``, ``fields`` and

@@ -312,7 +312,7 @@ class ContextServer:
         if not isinstance(tools, list):
             raise HttpError(400, f"tools: expected a list of tools, got {describe(tools)}")
         ctx = self.context(dataset)
-        registered = ctx.register([Tool.from_wire(t) for t in tools])
+        registered = ctx.register([Tool._from_parsed(t) for t in tools])  # the body is ours
         if self._embed_after_register:
             self._embed_later(dataset)
         return 201, {"registered": registered}

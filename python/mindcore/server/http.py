@@ -50,7 +50,7 @@ class Request:
     def json(self) -> dict[str, Any]:
         """The body as a JSON object (400 for anything else)."""
         try:
-            value = json.loads(self.body)
+            value = json.loads(self.body, parse_constant=_not_json)
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise HttpError(400, f"invalid JSON body: {exc}") from None
         except RecursionError:  # nesting deeper than the parser goes (about 1,000 levels)
@@ -58,6 +58,11 @@ class Request:
         if not isinstance(value, dict):
             raise HttpError(400, f"the body must be a JSON object, got {type(value).__name__}")
         return value
+
+
+def _not_json(name: str) -> Any:
+    """Python's parser reads ``NaN``, ``Infinity`` and ``-Infinity``; JSON has no such values."""
+    raise HttpError(400, f"invalid JSON body: {name} is not a JSON value")
 
 
 async def read_request(scope: Scope, receive: Receive, max_body: int) -> Request:

@@ -58,7 +58,7 @@ import pyarrow as pa
 from mindcore.errors import InvalidInputError
 from mindcore.store.cache import CacheEntry
 from mindcore.store.filters import col
-from mindcore.store.ids import new_id, new_ids
+from mindcore.store.ids import new_id, new_id_array
 from mindcore.store.schema import now_ms
 from mindcore.validation import check_int
 
@@ -504,7 +504,7 @@ class MessageLog:
                     "updated_at": at, "replaced_at": at,
                 })
             if added.num_rows:
-                ids = pa.array(new_ids(added.num_rows), type=pa.string())
+                ids = new_id_array(added.num_rows)
                 replaced += added.append_column("id", ids).to_pylist()
             with self.table.unit_of_work(log) as uow:
                 uow.upsert(replaced)

@@ -38,7 +38,7 @@ from mindcore.store.census import Census
 from mindcore.store.context import TableContext
 from mindcore.store.errors import EmbedderMismatchError
 from mindcore.store.filters import Filter, all_of, any_of, col, to_mask, to_where
-from mindcore.store.ids import check_ids, check_namespace, new_ids
+from mindcore.store.ids import check_ids, check_namespace, new_id_array, new_ids
 from mindcore.store.locks import Lock
 from mindcore.store.schema import Row, now_ms, rows_from_arrow, rows_to_arrow
 from mindcore.store.versions import VersionTracker
@@ -496,7 +496,7 @@ class TableWrites:
                 raise ValueError("append: rows get fresh ids; do not pass 'id' (use upsert to replace rows)")
             if not rows.num_rows:
                 return None
-            ids = pa.array(new_ids(rows.num_rows), type=pa.string())
+            ids = new_id_array(rows.num_rows)
             return rows_to_arrow(rows.append_column("id", ids), self._schema, namespace)
         given = list(rows)
         if any(not isinstance(r, Mapping) for r in given):
