@@ -21,7 +21,7 @@ pytest.importorskip("uvicorn")
 
 from _serve_process import PACKAGE_ROOT
 
-from mindcore.server.footprint import TRIM_AFTER_BYTES, HeapTrimmer, body_size
+from mindcore.server.footprint import COLLECTOR_THRESHOLDS, TRIM_AFTER_BYTES, HeapTrimmer, body_size
 
 # Runs in a fresh interpreter as `mindcore serve` would: settings in the environment, then the
 # worker module, its app factory, and requests through the app as uvicorn sends them.
@@ -58,9 +58,10 @@ _SERVING = textwrap.dedent("""
                                                        "messages": [{"role": "user", "content": "hi"}]}) == 200
 
     asyncio.run(main())
-    import pyarrow
+    import gc, pyarrow
     print(json.dumps({"loaded_at_import": loaded_at_import, "pandas": "pandas" in sys.modules,
-                      "arrow_pool": pyarrow.default_memory_pool().backend_name}))
+                      "arrow_pool": pyarrow.default_memory_pool().backend_name,
+                      "frozen": gc.get_freeze_count() > 10_000, "gc_thresholds": list(gc.get_threshold())}))
 """)
 
 
@@ -71,7 +72,9 @@ def test_a_serving_process_never_loads_pandas_and_arrow_allocates_from_the_c_hea
                           text=True, env=env, timeout=300)
     assert done.returncode == 0, done.stderr
     seen = json.loads(done.stdout.strip().splitlines()[-1])
-    assert seen == {"loaded_at_import": [], "pandas": False, "arrow_pool": "system"}
+    # The libraries' objects are frozen out of the collector's scans once the app is loaded.
+    assert seen == {"loaded_at_import": [], "pandas": False, "arrow_pool": "system", "frozen": True,
+                    "gc_thresholds": list(COLLECTOR_THRESHOLDS)}
 
 
 def test_a_chosen_arrow_pool_is_kept(tmp_path: Path) -> None:

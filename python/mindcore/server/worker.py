@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mindcore._http_guard import ConnectionStats, guarded_protocol
 from mindcore._http_logs import configure as configure_logs
-from mindcore.server.footprint import TRIM_AFTER_BYTES, HeapTrimmer, body_size, lean_process
+from mindcore.server.footprint import TRIM_AFTER_BYTES, HeapTrimmer, body_size, lean_process, settle_collector
 from mindcore.server.settings import ServeSettings
 from mindcore.server.starting import StartingApp
 
@@ -74,6 +74,7 @@ def _build() -> _Serving:
     except BaseException:
         store.close()
         raise
+    settle_collector()
     return _Serving(server, store)
 
 
