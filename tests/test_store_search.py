@@ -363,6 +363,38 @@ def test_cache_memory_is_bounded(tmp_path: Path) -> None:
     assert s._cache.get("mem", "c", t.version) is not None
 
 
+def test_the_cache_counts_what_an_entry_computes_after_it_is_put_in() -> None:
+    from mindcore.kernels import SHADOW_MIN_ROWS
+    from mindcore.store.cache import CacheEntry, VectorCache
+
+    n, dim = SHADOW_MIN_ROWS, 16
+    vecs = _unit(np.random.default_rng(3), n, dim)
+    rows = pa.table({"id": [str(i) for i in range(n)], "created_at": np.arange(n, dtype=np.int64),
+                     "vector": pa.FixedSizeListArray.from_arrays(pa.array(vecs.ravel()), dim).cast(pa.list_(pa.float32()))})
+    entry = CacheEntry.from_arrow(rows, 1, dim)
+    base = entry.size
+    cache = VectorCache(max_bytes=3 * base)
+    cache.put("t", "a", entry)
+    assert cache.nbytes == base
+    assert entry.row_shadow() is None and entry.row_shadow() is not None  # built when asked again
+    shadow = sum(b.data.nbytes for b in entry._shadow_rows or ())
+    assert shadow >= n * dim  # one int8 per value, and room to grow
+    entry.row_norms()
+    entry.int64("created_at")
+    entry.rows(np.arange(n), ["id"])  # the ids as Python strings
+    assert entry.size > base + shadow + n * 8 + n * 48
+    assert cache.nbytes == entry.size
+    # A patched entry carries the shadow and counts it from the start.
+    grown = entry.patched(rows.slice(0, 1).set_column(0, "id", pa.array(["new"])), None, 2, dim)
+    assert grown is not None and grown._shadow is not None and grown.size >= grown.nbytes + shadow
+    # What "a" computed makes it too big to share the bound with another entry: it goes first.
+    cache.put("t", "b", CacheEntry.from_arrow(rows, 1, dim))
+    assert cache.get("t", "a", 1) is None and cache.get("t", "b", 1) is not None
+    assert cache.nbytes == base
+    entry.float32("created_at")  # an entry no longer held counts nowhere
+    assert cache.nbytes == base
+
+
 async def _asearch(t: Table, q: np.ndarray) -> list[str]:
     return _ids(await t.asearch("u1", q, k=3))
 

@@ -81,17 +81,21 @@ def test_reads_after_the_commit_see_it(tmp_path: Path, notes: Table) -> None:
 
 
 def test_new_ids_encode_as_new_id() -> None:
-    from mindcore.store.ids import _encode, _encode_many
+    from mindcore.store.ids import _encode, _encode_many, new_id_array
 
     raw = np.random.default_rng(0).integers(0, 256, (500, 16), dtype=np.uint8)
     raw[0], raw[1] = 0, 255
-    assert _encode_many(raw) == [_encode(int.from_bytes(r.tobytes(), "big")) for r in raw]
+    assert _encode_many(raw) == "".join(_encode(int.from_bytes(r.tobytes(), "big")) for r in raw).encode()
     bits = np.array([list((1 << k).to_bytes(16, "big")) for k in range(128)], dtype=np.uint8)  # every digit boundary
-    assert _encode_many(bits) == [_encode(1 << k) for k in range(128)]
+    assert _encode_many(bits) == "".join(_encode(1 << k) for k in range(128)).encode()
     ids = new_ids(2000)
     assert len(set(ids)) == 2000 and all(len(i) == 26 for i in ids)
     assert len({i[:10] for i in ids}) == 1 and new_id()[:10] >= ids[0][:10]  # one timestamp, time-ordered
     assert new_ids(0) == []
+    array = new_id_array(2000)
+    assert array.type == pa.string() and len(set(array.to_pylist())) == 2000
+    assert all(len(i) == 26 for i in array.to_pylist()) and array.to_pylist()[0][:10] >= ids[0][:10]
+    assert new_id_array(0).to_pylist() == []
 
 
 def test_cached_many_is_cached_of_each(tmp_path: Path, notes: Table) -> None:

@@ -13,11 +13,12 @@ over an earlier entry (long-term memory's BM25) can be patched the same way inst
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -38,6 +39,12 @@ _HISTORY_STEPS = 16
 _MAX_CHUNKS = 64
 # CacheEntry.rows reads rows by slicing while they are fewer than 1/this of the entry's.
 _SLICE_RATIO = 256
+# What a value converted to Python costs beyond its own bytes: the list's slot and the object.
+_PY_VALUE_BYTES = 48
+
+
+def _norms_bytes(norms: RowNorms) -> int:
+    return int(norms.inv.nbytes + norms.tail.nbytes)
 
 
 class _Rows:
@@ -114,10 +121,27 @@ class CacheEntry:
     _shadow: RowShadow | None = None
     _shadow_rows: tuple[_Rows, _Rows] | None = None
     _shadow_asks: int = 0
+    # What was computed from the rows since the entry was made (norms, shadow, converted columns),
+    # in bytes, and the cache told of its growth (VectorCache.put sets it).
+    _derived_bytes: int = 0
+    _grew: Callable[[CacheEntry, int], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def n(self) -> int:
         return int(self.matrix.shape[0])
+
+    @property
+    def size(self) -> int:
+        """Bytes this entry holds: its rows (:attr:`nbytes`, the vectors' spare capacity
+        included) and what was computed from them, the int8 shadow, the row norms and the columns
+        converted for scoring or materialising rows (Python lists estimated)."""
+        return self.nbytes + self._derived_bytes
+
+    def _derived(self, nbytes: int) -> None:
+        """Count ``nbytes`` more computed from the rows, and tell the cache holding this entry."""
+        self._derived_bytes += nbytes
+        if self._grew is not None:
+            self._grew(self, nbytes)
 
     @classmethod
     def from_arrow(cls, table: pa.Table, version: int, dim: int) -> CacheEntry:
@@ -148,6 +172,7 @@ class CacheEntry:
         Raises ``ValueError`` as ``row_norms`` does for a row that is not finite."""
         if self._norms is None:
             self._norms = row_norms(self.matrix)
+            self._derived(_norms_bytes(self._norms))
         return self._norms
 
     def row_shadow(self) -> RowShadow | None:
@@ -168,6 +193,7 @@ class CacheEntry:
             codes, meta = _Rows.grown(sh.codes, sh.codes[:0]), _Rows.grown(sh.meta, sh.meta[:0])
             self._shadow = RowShadow(codes.data[: self.n], meta.data[: self.n])
             self._shadow_rows = (codes, meta)
+            self._derived(codes.data.nbytes + meta.data.nbytes)
         return self._shadow
 
     def holding(self, ids: pa.Array[Any] | pa.ChunkedArray[Any]) -> np.ndarray:
@@ -232,10 +258,12 @@ class CacheEntry:
             scalar_bytes += int(new.scalars.nbytes)
         kept = None if kept_all else idx
         shadow, shadow_rows = self._carried_shadow(kept, matrix[len(idx):])
+        norms = self._carried_norms(kept, matrix[len(idx):])
+        derived = (0 if norms is None else _norms_bytes(norms)) + (
+            0 if shadow_rows is None else shadow_rows[0].data.nbytes + shadow_rows[1].data.nbytes)
         return CacheEntry(version, scalars, matrix, has, int(scalar_bytes + held),
                           _history=_bounded((*self._history, step), len(matrix)), _rows=rows,
-                          _norms=self._carried_norms(kept, matrix[len(idx):]),
-                          _shadow=shadow, _shadow_rows=shadow_rows)
+                          _norms=norms, _shadow=shadow, _shadow_rows=shadow_rows, _derived_bytes=derived)
 
     def _carried_shadow(self, kept: np.ndarray | None, added: np.ndarray) -> tuple[RowShadow | None, tuple[_Rows, _Rows] | None]:
         """This entry's shadow for the patched entry, as :meth:`_carried_norms` carries the norms:
@@ -334,8 +362,11 @@ class CacheEntry:
     def _pylist(self, column: str) -> list[Any]:
         got = self._lists.get(column)
         if got is None:
-            got = self.scalars.column(column).to_pylist()
+            values = self.scalars.column(column)
+            got = values.to_pylist()
             self._lists[column] = got
+            # A list's slot and a small object per value, besides the values' own bytes.
+            self._derived(len(got) * _PY_VALUE_BYTES + int(values.nbytes))
         return got
 
     def int64(self, column: str) -> np.ndarray:
@@ -344,6 +375,7 @@ class CacheEntry:
         if key not in self._numeric:
             arr: Any = pc.fill_null(pc.cast(self.scalars.column(column), pa.int64()), pa.scalar(0, pa.int64()))
             self._numeric[key] = np.ascontiguousarray(arr.to_numpy(), dtype=np.int64)
+            self._derived(self._numeric[key].nbytes)
         return self._numeric[key]
 
     def float32(self, column: str) -> np.ndarray:
@@ -352,6 +384,7 @@ class CacheEntry:
         if key not in self._numeric:
             arr: Any = pc.fill_null(pc.cast(self.scalars.column(column), pa.float32()), pa.scalar(0.0, pa.float32()))
             self._numeric[key] = np.ascontiguousarray(arr.to_numpy(), dtype=np.float32)
+            self._derived(self._numeric[key].nbytes)
         return self._numeric[key]
 
 
@@ -396,11 +429,14 @@ def _bounded(history: tuple[_Patch, ...], n: int) -> tuple[_Patch, ...]:
 
 
 class VectorCache:
-    """LRU of :class:`CacheEntry` keyed by ``(table, namespace)``, bounded by ``max_bytes``."""
+    """LRU of :class:`CacheEntry` keyed by ``(table, namespace)``, bounded by ``max_bytes``: each
+    entry counts with its :attr:`CacheEntry.size`, also as it grows (a shadow or a converted column
+    built after it was put in)."""
 
     def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self._entries: OrderedDict[tuple[str, str], CacheEntry] = OrderedDict()
+        self._sizes: dict[tuple[str, str], int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
 
@@ -413,17 +449,36 @@ class VectorCache:
             return e
 
     def put(self, table: str, namespace: str, entry: CacheEntry) -> None:
-        if entry.nbytes > self.max_bytes:
-            return
+        key = (table, namespace)
         with self._lock:
-            old = self._entries.pop((table, namespace), None)
-            if old is not None:
-                self._bytes -= old.nbytes
-            self._entries[(table, namespace)] = entry
-            self._bytes += entry.nbytes
-            while self._bytes > self.max_bytes and self._entries:
-                _, ev = self._entries.popitem(last=False)
-                self._bytes -= ev.nbytes
+            self._drop(key)
+            size = entry.size
+            if size > self.max_bytes:
+                return
+            self._entries[key] = entry
+            self._sizes[key] = size
+            self._bytes += size
+            entry._grew = functools.partial(self._grown, key)
+            self._evict()
+
+    def _grown(self, key: tuple[str, str], entry: CacheEntry, nbytes: int) -> None:
+        """``entry`` (held under ``key``, or since replaced) holds ``nbytes`` more."""
+        with self._lock:
+            if self._entries.get(key) is not entry:
+                return
+            self._sizes[key] += nbytes
+            self._bytes += nbytes
+            self._evict()
+
+    def _evict(self) -> None:
+        while self._bytes > self.max_bytes and self._entries:
+            self._drop(next(iter(self._entries)))
+
+    def _drop(self, key: tuple[str, str]) -> None:
+        entry = self._entries.pop(key, None)
+        if entry is not None:
+            self._bytes -= self._sizes.pop(key)
+            entry._grew = None
 
     def committed(self, table: str, touched: Iterable[str] | None, old: int, new: int) -> None:
         """This process committed versions ``old+1 .. new`` while holding the table's write lock.
@@ -437,15 +492,14 @@ class VectorCache:
             for key in [k for k in self._entries if k[0] == table]:
                 e = self._entries[key]
                 if drop_all or key[1] in names:
-                    del self._entries[key]
-                    self._bytes -= e.nbytes
+                    self._drop(key)
                 elif e.version == old:
                     e.version = new
 
     def drop_table(self, table: str) -> None:
         with self._lock:
             for key in [k for k in self._entries if k[0] == table]:
-                self._bytes -= self._entries.pop(key).nbytes
+                self._drop(key)
 
     @property
     def nbytes(self) -> int:
