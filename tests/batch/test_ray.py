@@ -6,9 +6,11 @@ the ``ray`` extra beside the ``test`` one (``pip install -e '.[test,ray]'``) and
 
 from __future__ import annotations
 
+import subprocess
 import sys
 import threading
 import uuid
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from mindcore.embed import HashEmbedder
 from mindcore.errors import EmbedderMismatchError, EmbeddingError, InvalidInputError
 from mindcore.ltm import LongTermMemory
 from mindcore.store import Store
+from mindcore.store._lance_logs import LANCE_FORK_WARNING
 
 # Ray is not in the test extra (it is large): without it this module skips, with one line saying why.
 ray = pytest.importorskip("ray", reason="Ray is not installed (the ray extra: pip install -e '.[test,ray]')")
@@ -37,7 +40,9 @@ TOPICS = ["tea", "hiking", "python", "jazz", "paris", "chess", "rust", "cats", "
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[None]:
     """One local Ray cluster for the module (the engine uses it rather than starting its own)."""
-    ray.init(num_cpus=2, include_dashboard=False)
+    with warnings.catch_warnings():  # Ray forks only to exec its processes (see mindcore.batch._ray)
+        warnings.filterwarnings("ignore", message=LANCE_FORK_WARNING, category=UserWarning)
+        ray.init(num_cpus=2, include_dashboard=False)
     yield
     ray.shutdown()
 
@@ -108,6 +113,22 @@ def test_ray_is_started_only_when_not_connected(cluster: None, monkeypatch: pyte
     monkeypatch.setattr(ray, "init", lambda **kwargs: started.append(kwargs))
     assert _ray._connect(ray, {"num_cpus": 1, "runtime_env": {"pip": ["mindcore"]}}) is True
     assert started == [{"include_dashboard": False, "num_cpus": 1, "runtime_env": {"pip": ["mindcore"]}}]
+
+
+@pytest.mark.ray
+def test_starting_ray_after_the_store_loaded_lance_says_nothing() -> None:
+    """A process that used a store (pylance loaded, with its fork warning) and then has mindcore
+    start Ray: Ray's processes are forked to exec, and nothing is said of it."""
+    script = (
+        "import warnings, lance, ray\n"
+        "warnings.simplefilter('error')\n"
+        "from mindcore.batch import _ray\n"
+        "assert _ray._connect(ray, {'num_cpus': 1})\n"
+        "ray.shutdown()\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "fork" not in done.stderr
 
 
 @pytest.mark.ray

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any, cast
 
@@ -52,6 +53,7 @@ from mindcore.ltm.config import RecallWeights
 from mindcore.ltm.memory import MAX_QUERY_CHARS
 from mindcore.store import Store, StoreLike
 from mindcore.store import open as open_store_at
+from mindcore.store._lance_logs import LANCE_FORK_WARNING
 
 __all__ = ["recall_ray"]
 
@@ -310,7 +312,11 @@ def _connect(ray: Any, ray_init_kwargs: Mapping[str, Any] | None) -> bool:
         return False
     kwargs: dict[str, Any] = {"include_dashboard": False}
     kwargs.update(ray_init_kwargs or {})
-    ray.init(**kwargs)
+    with warnings.catch_warnings():
+        # Ray starts its processes by fork and exec, which pylance (once loaded) warns of as a fork;
+        # nothing of this process runs in them.
+        warnings.filterwarnings("ignore", message=LANCE_FORK_WARNING, category=UserWarning)
+        ray.init(**kwargs)
     return True
 
 

@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["DEFAULT_LEVEL", "LOG_VARIABLES", "quiet_lance_logs"]
+__all__ = ["DEFAULT_LEVEL", "LANCE_FORK_WARNING", "LOG_VARIABLES", "quiet_lance_logs"]
 
 #: The ``env_logger`` variables of pylance and LanceDB, in that order.
 LOG_VARIABLES = ("LANCE_LOG", "LANCEDB_LOG")
 #: Their level unless the user sets one: errors only (a warning there is handled by the store).
 DEFAULT_LEVEL = "error"
+#: What pylance, once imported, warns of at every fork of the process (``os.register_at_fork``),
+#: also the fork of a ``subprocess`` about to exec another program; a filter for the calls that
+#: only start programs.
+LANCE_FORK_WARNING = r"lance is not fork-safe"
 
 
 def quiet_lance_logs() -> None:
