@@ -25,26 +25,24 @@ has no header deadline and no ``/metrics``, and what it does under 2,000 connect
 not failed. The load starts once the server's CPU has settled after the setup (mindcore embeds the
 registered tools in the background).
 
-Measured (Intel Xeon, 2 cores, the machine saturated throughout by other work beside the bench:
-``machine_cpu`` 2.0), two 60 s runs: ``mindcore serve`` answered 243 and 172 requests a second
-with 0 errors; p50 239 / 320 ms, p99 733 / 899 ms (target 50: not met); ``/health`` p50 3.4 ms,
-p99 49.8 / 48.2 ms (target 50: met, narrowly; max 250-270 ms); all 7,836 / 5,661 acknowledged
-messages read back once, in order; 11,000 held connections cut at the header deadline (408) in
-each, none refused; resident memory 805-820 MB (the embedding model included, loaded to embed
-the registered tools). ``agentified-server`` in the same runs: 84 and 110 requests a second, 0
-errors, p99 2.7 / 1.8 s; ``/health`` p50 300-500 ms, p99 1.1-1.9 s (its handlers run on its async
-workers); 90-96 MB; every message read back.
+Measured (Intel Xeon, 2 cores, 60 s runs, 2026-11-29). Open loops at 100 requests a second:
+``mindcore serve`` p50 3.0 ms, p99 36 ms (reads 10-19 ms, appends 60 ms), ``/health`` p99 4.3 ms,
+0 errors, all 3,616 acknowledged messages read back once, in order; ``agentified-server`` p50 16 ms,
+p99 48 ms, ``/health`` p99 35 ms. Closed loops: ``mindcore serve`` 236 requests a second, p50 20 ms,
+p99 1.6 s (discover's p99 205 ms, appends' 1.7 s), ``/health`` p99 65 ms; ``agentified-server``
+240 requests a second, p50 241 ms, p99 640 ms, ``/health`` p50 228 ms, p99 456 ms. Both: 0 errors,
+every acknowledged message read back once; mindcore cut the 11,000 trickling connections at the
+header deadline (408) and refused none. Resident memory 630-700 MB (the embedding model included,
+loaded to embed the registered tools) against the reference's 67-106 MB.
 
-What dominates is queueing, not the client or the network: each client sends its next request as
-soon as the last is answered, so the mean latency is 64 divided by the throughput (64 / 243 a
-second = 263 ms), and the server's own histograms put that time inside it (discover's median in
-its <= 250 ms bucket), waiting for one of its worker threads and the GIL. One client alone gets
-discover in 0.8-1.4 ms, ``recent`` in 1.3-2.0 ms, an append in 5-7 ms (``alone_*``); under the load
-the one process uses about a core (``server_cpu``), 4-6 ms of CPU a request, appends costing the
-most (64 clients appending alone: about 80 appends a second). A p99 of 50 ms for 64 clients with
-no pause would take some 2,000 requests a second. ``/health`` is answered on the event loop: the
-server's histogram holds its p99 under 5 ms, the rest of the probe's tail is the way in (a new
-connection, the event loop waiting for the GIL, a saturated machine).
+Closed loops queue: each client sends its next request as soon as the last is answered, so the
+mean latency is 64 divided by the throughput, and a p99 of 50 ms for 64 clients with no pause would
+take some 2,000 requests a second of these 2 cores. Reads and writes have threads of their own in
+the server, so the appends that wait for a log's lock (maintenance folding new rows into the
+table's indexes holds it, up to a second or two on this machine) hold up other appends, not
+discovery or context. One client alone gets discover in about 1.2 ms, ``recent`` in 1.2 ms and an
+append in 5-8 ms (``alone_*``). ``/health`` is answered on the event loop; its tail is the way in
+(a new connection, the event loop waiting for the GIL on a busy machine).
 
 Clients: a minimal HTTP/1.1 client on asyncio streams, one keep-alive connection each, no pause
 between requests (a closed loop: latency is about 64 in flight divided by the throughput). Measured
@@ -100,6 +98,8 @@ PROBE_EVERY = 0.02
 REQUEST_TIMEOUT = 30.0
 #: The open loops' offered load over all clients: 64 agents each asking about every 0.6 s.
 OPEN_RATE = 100.0
+#: A client connection idle this long is not reused (the servers' keep-alive timeouts are 5 s).
+IDLE_REUSE_S = 4.0
 KINDS = ("discover_bm25", "discover_default", "context_recent", "append")
 LOAD_SESSION = {"dataset": "bench", "namespace": "load"}
 
@@ -112,13 +112,16 @@ class UnreadableAnswer(Exception):
 
 
 class Connection:
-    """One keep-alive HTTP/1.1 connection; reopened on the next request after an error or a
-    ``connection: close``."""
+    """One keep-alive HTTP/1.1 connection; reopened on the next request after an error, a
+    ``connection: close``, or an idle spell the server may have ended (its keep-alive timeout is
+    5 s: a connection idle for :data:`IDLE_REUSE_S` is not reused, as HTTP clients do, rather than
+    racing the server's close)."""
 
     def __init__(self, host: str, port: int) -> None:
         self.host, self.port = host, port
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
+        self._used = 0.0
 
     async def request(self, method: str, path: str, body: Any = None) -> tuple[int, bytes]:
         """``(status, body)``; raises ``OSError``, ``asyncio.IncompleteReadError`` or
@@ -126,6 +129,8 @@ class Connection:
         payload = b"" if body is None else json.dumps(body).encode()
         head = (f"{method} {path} HTTP/1.1\r\nhost: {self.host}\r\ncontent-type: application/json\r\n"
                 f"content-length: {len(payload)}\r\n\r\n").encode()
+        if self._writer is not None and time.monotonic() - self._used >= IDLE_REUSE_S:
+            self.close()
         try:
             if self._writer is None:
                 self._reader, self._writer = await asyncio.open_connection(self.host, self.port)
@@ -136,6 +141,7 @@ class Connection:
         except BaseException:
             self.close()
             raise
+        self._used = time.monotonic()
         if close:
             self.close()
         return status, data

@@ -189,6 +189,49 @@ def test_a_request_stuck_in_a_worker_never_holds_up_health(tmp_path: Path) -> No
     assert stuck == [200]
 
 
+def test_writes_waiting_for_a_lock_never_hold_up_reads(tmp_path: Path) -> None:
+    """More appends than the server has threads wait for a session's lock (held here, as another
+    process or maintenance would); discovery, pages and ``/metrics`` are answered meanwhile."""
+    import mindcore
+    from mindcore.context import Context
+    from mindcore.store.messages import MessageLog
+
+    with ServeProcess(tmp_path / "store") as server, httpx.Client(base_url=server.url, timeout=600) as http:
+        assert http.post("/api/v1/datasets/d/tools", json={"tools": [{"name": "t", "description": "d"}]}).status_code == 201
+        assert http.post("/api/v1/messages", json={**SESSION, "messages": [{"role": "user", "content": "0"}]}).json()[
+            "last_seq"] == 1
+        with mindcore.open(str(tmp_path / "store")) as store:
+            log = Context(store, dataset="d").session("s", namespace="n")._log
+            answers: list[Any] = []
+
+            def append(i: int) -> None:
+                body = {**SESSION, "messages": [{"role": "user", "content": str(i)}]}
+                answers.append(httpx.post(f"{server.url}/api/v1/messages", json=body, timeout=600).status_code)
+
+            writers = [threading.Thread(target=append, args=(i,)) for i in range(1, 11)]
+            with MessageLog(store, "context_messages")._lock_of(log).hold():
+                for w in writers:
+                    w.start()
+                deadline = time.monotonic() + 300
+                while True:  # every append is in a thread of the server, waiting for the lock
+                    metrics = http.get("/metrics", timeout=120).text  # a starved read fails, not hangs
+                    busy = next(int(float(line.split()[-1])) for line in metrics.splitlines()
+                                if line.startswith("mindcore_http_requests_in_worker "))
+                    if busy >= 10:
+                        break
+                    assert time.monotonic() < deadline, metrics
+                    time.sleep(0.05)
+                found = http.post("/api/v1/datasets/d/discover", json={"query": "t", "strategy": "bm25"}, timeout=120)
+                assert found.status_code == 200 and [t["name"] for t in found.json()["tools"]] == ["t"]
+                assert http.get("/api/v1/messages", params=SESSION, timeout=120).json()["max_seq"] == 1
+                assert not answers
+            for w in writers:
+                w.join(timeout=600)
+        assert answers == [200] * 10
+        page = http.get("/api/v1/messages", params={**SESSION, "limit": 50}).json()
+        assert [m["seq"] for m in page["messages"]] == list(range(1, 12))
+
+
 def test_the_file_limit_is_raised_and_the_cap_stays_below_it() -> None:
     code = ("import resource\nfrom mindcore._http_guard import raise_file_limit, default_max_connections\n"
             "soft = raise_file_limit()\nprint(soft, resource.getrlimit(resource.RLIMIT_NOFILE)[0], "

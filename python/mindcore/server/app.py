@@ -82,6 +82,8 @@ log = logging.getLogger("mindcore.server")
 COMPACTED_NEEDS_LLM = "Compacted strategy requires LLM configuration"
 EmbedTools = Literal["background", "on-demand"]
 EMBED_TOOLS: tuple[EmbedTools, ...] = ("background", "on-demand")
+# The routes whose POST writes (run on the write threads).
+_WRITE_ROUTES = frozenset({"/api/v1/messages", "/api/v1/turns", "/api/v1/datasets/{id}/tools"})
 #: The most messages, tools or discovered tools one answer holds; a larger ``limit`` is cut to it.
 MAX_PAGE = 1_000
 _PROMETHEUS = b"text/plain; version=0.0.4; charset=utf-8"
@@ -138,7 +140,10 @@ class ContextServer:
         self._contexts: dict[str, Context] = {}
         self._sessions: dict[tuple[str, str, str], Session] = {}
         self._lock = threading.Lock()
+        # Writes have threads of their own: a write waiting for a table's lock (held by another
+        # process, or by maintenance folding rows into an index) never holds a thread reads need.
         self._workers = WorkerPool()
+        self._writers = WorkerPool(name="mindcore-serve-write")
         self._embed_after_register = embed_tools == "background"
         # One thread embeds tools off the request path; a dataset is queued at most once at a time.
         self._embedding = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mindcore-embed")
@@ -199,6 +204,7 @@ class ContextServer:
 
     def close(self) -> None:
         self._workers.close()
+        self._writers.close()
         self._embedding.shutdown(wait=True, cancel_futures=True)
         if self._owns_store:
             self.store.close()
@@ -224,8 +230,9 @@ class ContextServer:
                 status, body = 200, (await self._workers.run(self.metrics.render)).encode()
             else:
                 self.metrics.worker(1)
+                pool = self._writers if request.method == "POST" and route in _WRITE_ROUTES else self._workers
                 try:
-                    status, payload = await self._workers.run(self.handle, request, route)
+                    status, payload = await pool.run(self.handle, request, route)
                 finally:
                     self.metrics.worker(-1)
         except ClientGone:
