@@ -34,7 +34,7 @@ class Census:
     """The namespaces that may have rows at table :attr:`version` (every one that has, perhaps
     more), and the highest fragment id read (the fragments after it are what a later version
     added). Names are only ever added, so the census is also right about any earlier version.
-    Changed in place by its table, under the table's lock of its state."""
+    Changed in place by its table, one thread at a time."""
 
     __slots__ = ("last_fragment", "names", "version")
 
