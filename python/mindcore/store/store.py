@@ -23,6 +23,7 @@ import pyarrow as pa
 
 from mindcore._background import BackgroundLoad
 from mindcore.errors import InvalidInputError
+from mindcore.store._lance_threads import settle_lance_threads
 from mindcore.store.cache import VectorCache
 from mindcore.store.compaction import CompactionResult, is_retryable_conflict
 from mindcore.store.config import StoreConfig
@@ -837,3 +838,4 @@ def _close_all() -> None:
             store.close()
         except Exception:  # pragma: no cover - best effort at exit
             log.debug("closing %r at exit failed", store, exc_info=True)
+    settle_lance_threads()  # before the interpreter finalizes: see mindcore.store._lance_threads
