@@ -422,6 +422,7 @@ async def _async_roundtrip(t: Table) -> list[str]:
         uow.delete(ids=["b"])
     await t.aupdate("u", ["a"], {"n": 3})
     assert await t.acount("u") == 1
+    assert await t.ahas_rows("u") and not await t.ahas_rows("nobody")
     assert (await t.aget_one("u", "a"))["n"] == 3  # type: ignore[index]
     rows = await t.ascan("u", col("n").eq(3))
     assert await t.arefresh() == t.version

@@ -123,7 +123,7 @@ from mindcore.store.errors import (
     StoreNotWritableError,
 )
 from mindcore.store.filters import Col, Filter, all_of, any_of, col, to_mask, to_where
-from mindcore.store.ids import new_id, new_ids
+from mindcore.store.ids import new_id, new_id_array, new_ids
 from mindcore.store.resolve import StoreLike, resolve_store
 from mindcore.store.schema import RESERVED, Row, now_ms
 from mindcore.store.scoring import Weights, rank
@@ -159,6 +159,7 @@ __all__ = [
     "aopen",
     "col",
     "new_id",
+    "new_id_array",
     "new_ids",
     "now_ms",
     "open",

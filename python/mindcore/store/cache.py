@@ -166,6 +166,11 @@ class CacheEntry:
         scalars = scalars.combine_chunks()
         return cls(version, scalars, matrix, has, int(scalars.nbytes + matrix.nbytes))
 
+    @classmethod
+    def empty(cls, schema: pa.Schema, version: int, dim: int) -> CacheEntry:
+        """The entry of a namespace without rows at ``version``, for a table of ``schema``."""
+        return cls.from_arrow(schema.empty_table(), version, dim)
+
     def row_norms(self) -> RowNorms:
         """``kernels.row_norms`` of the vectors (for ``kernels.near_duplicates_pruned``), computed
         once per namespace: an entry made by a patch extends its parent's with the new rows' only.

@@ -592,7 +592,7 @@ class MessageLog:
         with self._views_lock:
             known = log in self._views
         if not known and not table.has_rows(log):
-            empty = CacheEntry.from_arrow(table.schema.empty_table(), version, table.dim or 0)
+            empty = CacheEntry.empty(table.schema, version, table.dim or 0)
             table._ctx.cache.put(table.name, log, empty)  # as Table.cached would hold it after a scan
         return self.view(log)
 

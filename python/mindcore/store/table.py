@@ -438,7 +438,7 @@ class Table(TableWrites):
         if e is not None:
             return e
         if self._surely_empty([namespace], v):  # a new namespace: nothing to read
-            e = CacheEntry.from_arrow(self._schema.empty_table(), v, self.dim or 0)
+            e = CacheEntry.empty(self._schema, v, self.dim or 0)
             cache.put(self.name, namespace, e)
             return e
         # Label with the version read *before* the scan: data at least that new, never older.
@@ -894,6 +894,9 @@ class Table(TableWrites):
 
     async def acount(self, namespace: str | AllNamespaces, where: Filter | None = None) -> int:
         return await asyncio.to_thread(self.count, namespace, where)
+
+    async def ahas_rows(self, namespace: str) -> bool:
+        return await asyncio.to_thread(self.has_rows, namespace)
 
     async def asearch(self, namespace: str, query: str | np.ndarray | Sequence[float], **kwargs: Any) -> list[Hit]:
         return await asyncio.to_thread(lambda: self.search(namespace, query, **kwargs))

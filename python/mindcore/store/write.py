@@ -704,7 +704,7 @@ class TableWrites:
         empty: set[str] = set()
         stored = self._stored_counts(parts, cached, masks, old, empty) if cond is None else None
         for ns in empty:  # a new namespace: its rows after the commit are the ones written
-            cached[ns] = CacheEntry.from_arrow(self._schema.empty_table(), old, self.dim or 0)
+            cached[ns] = CacheEntry.empty(self._schema, old, self.dim or 0)
         if source is not None and stored is not None and not any(stored) and (
                 all(p.fresh for p in parts) or _distinct(source)):
             added = self._tbl.add(source)
