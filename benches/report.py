@@ -68,7 +68,7 @@ def _row(bench: dict[str, Any], reference: float | None) -> str:
         cells.append("1.00x")
     else:
         cells.append(f"{_per_item(bench) / reference:.2f}x")
-    notes = {k: v for k, v in extra.items() if k not in ("impl", "bytes", "items")}
+    notes = {k: v for k, v in extra.items() if k not in ("impl", "bytes", "items", "curve")}  # a curve is plotted
     cells.append(", ".join(f"{k}={v}" for k, v in notes.items()))
     return "| " + " | ".join(cells) + " |"
 

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 from _cli_helpers import fresh_clone, run_cli
 
-from mindcore.cli.plots import families, size_of, speedups
+from mindcore.cli.plots import curves, families, size_of, speedups
 
 REPO = Path(__file__).resolve().parents[2]
 PNG = b"\x89PNG\r\n\x1a\n"
@@ -36,6 +36,10 @@ def synthetic() -> dict[str, Any]:
                 _bench("context: discover bm25 (10k tools)", "rank-bm25", 4e-2),
                 _bench("tokens: encode one document", "mindcore", 2e-3),
                 _bench("tokens: encode one document", "tiktoken", 6e-3)]
+    disk = _bench("ltm: disk under single writes", "mindcore", 1.0)
+    disk["extra_info"]["curve"] = {"x": [100, 200, 300], "y": [1.5, 2.5, 1.2], "x_label": "turns stored",
+                                   "y_label": "disk / bulk size", "limit": 3.0}
+    benches.append(disk)
     return {"machine_info": {"cpu": {"brand_raw": "test cpu"}}, "benchmarks": benches}
 
 
@@ -50,6 +54,9 @@ def test_families_group_sizes_and_speedups_divide_by_ours() -> None:
     assert ratios["mind"]["mind: recall n=10k"] == {"lancedb": pytest.approx(5.0)}
     assert size_of("topk: single n=1M d=384") == ("topk: single n=* d=384", 1e6)
     assert size_of("ltm: recall top-5 n=500") == ("ltm: recall top-5 n=*", 500.0)
+    assert curves(results) == {"ltm: disk under single writes": {"mindcore": {
+        "x": [100, 200, 300], "y": [1.5, 2.5, 1.2], "x_label": "turns stored", "y_label": "disk / bulk size",
+        "limit": 3.0}}}
 
 
 def test_bench_from_results_writes_the_report_and_plots(tmp_path: Path) -> None:
@@ -59,15 +66,17 @@ def test_bench_from_results_writes_the_report_and_plots(tmp_path: Path) -> None:
     out = tmp_path / "B.md"
     done = run_cli("bench", "--benches", REPO / "benches", "--json", results, "--out", out,
                    "--plots", tmp_path / "plots")
-    assert f"wrote {out}" in done.stdout and "wrote 5 plots" in done.stdout
+    assert f"wrote {out}" in done.stdout and "wrote 6 plots" in done.stdout
     pngs = sorted(p.name for p in (tmp_path / "plots").iterdir())
-    assert pngs == ["latency-context-discover-bm25-n-tools.png", "latency-mind-recall-n-n.png",
+    assert pngs == ["curve-ltm-disk-under-single-writes.png",
+                    "latency-context-discover-bm25-n-tools.png", "latency-mind-recall-n-n.png",
                     "vs-baselines-context.png", "vs-baselines-mind.png", "vs-baselines-tokens.png"]
     for name in pngs:
         assert (tmp_path / "plots" / name).read_bytes().startswith(PNG)
     report = out.read_text(encoding="utf-8")
     assert "## mind: recall n=10k" in report and "| `lancedb` |" in report and "5.00x" in report
     assert "## Plots" in report and "![latency-mind-recall-n-n](plots/latency-mind-recall-n-n.png)" in report
+    assert "curve-ltm-disk-under-single-writes.png" in report and "curve=" not in report  # plotted, not listed
 
 
 def _tiny_checkout(tmp_path: Path) -> Path:

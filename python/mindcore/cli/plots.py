@@ -8,6 +8,9 @@ extra: ``pip install 'mindcore[plots]'``).
 - **Ours against each baseline**: per area (the group name before ``:``, e.g. ``topk``, ``store``),
   each baseline's median divided by mindcore's in every group measuring both (above 1: mindcore is
   faster), on a log scale.
+- **Curves**: a bench that samples a quantity as it runs (disk use as turns are stored) records it
+  in its ``extra_info`` under ``curve`` (:class:`Curve`'s keys); each group with curves gets one
+  plot of them, a row's ``limit`` drawn as a dashed line.
 """
 
 from __future__ import annotations
@@ -17,11 +20,11 @@ import re
 from collections import defaultdict
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from mindcore.errors import MindcoreError
 
-__all__ = ["Family", "families", "plot_all", "size_of", "speedups"]
+__all__ = ["CURVE_KEY", "Curve", "Family", "curves", "families", "plot_all", "size_of", "speedups"]
 
 OURS = "mindcore"
 _SCALE = {"": 1.0, "k": 1e3, "K": 1e3, "M": 1e6, "KB": 1e3, "MB": 1e6, "KiB": 1024.0, "MiB": 1024.0**2}
@@ -30,6 +33,20 @@ _SIZE = re.compile(r"(?P<pre>\bn=|\()?(?P<num>\d+(?:\.\d+)?)(?P<unit>KiB|MiB|KB|
                    r"(?P<post> (?:tools|messages|turns)\))?")
 
 Family = dict[str, list[tuple[float, float]]]  # impl -> [(size, median seconds)], sorted by size
+
+#: The ``extra_info`` key a bench records a curve under (a mapping with :class:`Curve`'s keys).
+CURVE_KEY = "curve"
+
+
+class Curve(TypedDict, total=False):
+    """A quantity sampled as a bench ran: ``x`` and ``y`` (equal lengths), their axis labels, and
+    optionally ``limit``, a bound on ``y`` the plot draws (a target)."""
+
+    x: list[float]
+    y: list[float]
+    x_label: str
+    y_label: str
+    limit: float
 
 
 def size_of(group: str) -> tuple[str, float] | None:
@@ -144,12 +161,50 @@ def plot_speedups(area: str, data: dict[str, dict[str, float]], path: Path) -> P
     return path
 
 
+def curves(results: Mapping[str, Any]) -> dict[str, dict[str, Curve]]:
+    """group -> implementation -> the curve its row recorded (rows without one left out).
+
+    >>> row = {"name": "t", "group": "ltm: disk", "extra_info": {"impl": "mindcore", "curve": {"x": [1], "y": [2]}}}
+    >>> curves({"benchmarks": [row, {"name": "u", "group": "ltm: disk", "extra_info": {}}]})
+    {'ltm: disk': {'mindcore': {'x': [1], 'y': [2]}}}
+    """
+    out: dict[str, dict[str, Curve]] = defaultdict(dict)
+    for bench in results.get("benchmarks", []):
+        curve = bench.get("extra_info", {}).get(CURVE_KEY)
+        if isinstance(curve, Mapping) and curve.get("x") and len(curve["x"]) == len(curve.get("y") or ()):
+            out[bench.get("group") or bench["name"]][_impl(bench)] = Curve(**curve)  # type: ignore[typeddict-item]
+    return dict(out)
+
+
+def plot_curves(group: str, data: Mapping[str, Curve], path: Path) -> Path:
+    plt = _pyplot()
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    first = next(iter(data.values()))
+    for impl, curve in data.items():
+        ours = impl == OURS
+        ax.plot(curve["x"], curve["y"], linewidth=2.5 if ours else 1.2, zorder=3 if ours else 2, label=impl,
+                color="black" if ours else None)
+        if "limit" in curve:
+            ax.axhline(curve["limit"], linestyle="--", color="tab:red", linewidth=1, label=f"{impl}: limit")
+    ax.set_xlabel(first.get("x_label", "x"))
+    ax.set_ylabel(first.get("y_label", "y"))
+    ax.set_title(group)
+    ax.grid(True, alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def plot_all(results: Mapping[str, Any], folder: Path) -> list[Path]:
-    """Every latency-against-size and speed-up plot of ``results`` as PNG files in ``folder``."""
+    """Every latency-against-size, speed-up and curve plot of ``results`` as PNG files in ``folder``."""
     _pyplot()
     folder.mkdir(parents=True, exist_ok=True)
     written = [plot_family(family, data, folder / f"latency-{_slug(family)}.png")
                for family, data in families(results).items()]
     written += [plot_speedups(area, data, folder / f"vs-baselines-{_slug(area)}.png")
                 for area, data in speedups(results).items()]
+    written += [plot_curves(group, data, folder / f"curve-{_slug(group)}.png")
+                for group, data in curves(results).items()]
     return written

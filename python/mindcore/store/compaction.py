@@ -7,10 +7,10 @@ a few dozen. Maintenance here plans with Lance's own compaction planner (``pylan
 its ``target_rows_per_fragment`` per run from the sizes of the fragments, in tiers: a fragment
 of at least ``BASE_ROWS * FANOUT**L`` rows is at tier ``L``; small fragments (under
 ``BASE_ROWS``) are merged at every run, and the fragments of one tier are merged into one of the
-next tier only once ``FANOUT`` of them exist. So a run rewrites about ``BASE_ROWS`` rows plus the
-new ones, a row is rewritten once per tier it climbs (a few times over its life), and a fragment
-at the top tier (``BASE_ROWS * FANOUT**3`` rows and more, or any bulk write of that size) is
-never rewritten, except where Lance's planner materialises deletions (a fragment with more than
+next tier only once ``FANOUT`` of them exist. So a run rewrites at most about ``BASE_ROWS`` rows
+plus the new ones, a row is rewritten once per tier it climbs (a few times over its life), and a
+fragment at the top tier (``BASE_ROWS * FANOUT**4`` rows and more, or any bulk write of that size)
+is never rewritten, except where Lance's planner materialises deletions (a fragment with more than
 10% of its rows deleted is rewritten without them).
 
 The rewrite itself (reading the small fragments, writing the merged one) runs without the
@@ -25,9 +25,9 @@ conflicted rewrite wrote are referenced by no version: the run deletes them befo
 still in progress).
 
 >>> target_rows([100_000, 1, 1, 1])
-1024
->>> target_rows([8192] * 8 + [1] * 30)
-65536
+64
+>>> target_rows([4096] * 8 + [1] * 30)
+32768
 """
 
 from __future__ import annotations
@@ -36,15 +36,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["BASE_ROWS", "DELETED_SHARE", "FANOUT", "MAX_ROWS", "RETRIES", "CompactionResult", "is_retryable_conflict",
+__all__ = ["BASE_ROWS", "DELETED_SHARE", "FANOUT", "MAX_ROWS", "RETRIES", "TIERS", "CompactionResult", "is_retryable_conflict",
            "plan", "target_rows"]
 
-#: Fragments under this many rows are merged at every run.
-BASE_ROWS = 1024
+#: Fragments under this many rows are merged at every run. Small, so that a table that grows by
+#: single writes does not rewrite its newest rows at every run: with runs every 32 writes (the
+#: default ``compact_every``), a base of 1,024 rows rewrote each row about 16 times before it left
+#: the base tier (LoCoMo's turns stored one at a time wrote 15x their size on disk), 64 does so
+#: at most twice.
+BASE_ROWS = 64
 #: This many fragments of one tier are merged into one of the next (``BASE_ROWS * FANOUT**L`` rows).
 FANOUT = 8
 #: Tiers stop below this size (Lance's own cap on the rows of one data file).
 MAX_ROWS = 1 << 20
+#: How many tiers there are above the base (a merge into one can fill the next: a settling
+#: compaction runs at most this many times more).
+TIERS = next(t for t in range(64) if BASE_ROWS * FANOUT ** (t + 1) > MAX_ROWS)
 #: A fragment with more than this share of its rows deleted is rewritten without them, whatever
 #: its size (Lance's default), at its own size.
 DELETED_SHARE = 0.1
@@ -105,9 +112,10 @@ def is_retryable_conflict(error: BaseException) -> bool:
     return isinstance(error, OSError) and "Retryable commit conflict" in str(error)
 
 
-def plan(ds: Any) -> tuple[int, list[Any]]:
+def plan(ds: Any, *, base: int = BASE_ROWS) -> tuple[int, list[Any]]:
     """The tier's ``target_rows_per_fragment`` and Lance's compaction plans for the dataset ``ds``
-    (a ``lance.LanceDataset``) as maintenance would run them now; planning reads only.
+    (a ``lance.LanceDataset``) as maintenance would run them now, with tiers from ``base`` rows;
+    planning reads only.
 
     A fragment at or above the target with more than ``DELETED_SHARE`` of its rows deleted is
     rewritten at its own size (the tier's target would cut it into small fragments), in a plan of
@@ -116,7 +124,7 @@ def plan(ds: Any) -> tuple[int, list[Any]]:
     from lance.optimize import Compaction
 
     sizes = [(f.fragment_id, f.metadata.physical_rows, f.metadata.num_deletions) for f in ds.get_fragments()]
-    target = target_rows([rows for _, rows, _ in sizes])
+    target = target_rows([rows for _, rows, _ in sizes], base=base)
     heavy = [i for i, rows, gone in sizes if rows >= target and gone > DELETED_SHARE * rows]
     plans = [Compaction.plan(ds, {"target_rows_per_fragment": target, "excluded_fragment_ids": heavy,
                                   "materialize_deletions_threshold": DELETED_SHARE})]

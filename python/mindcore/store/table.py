@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 import os
@@ -19,7 +20,7 @@ import pyarrow.compute as pc
 from mindcore.embed.base import Embedder
 from mindcore.store.cache import CacheEntry, split_by_namespace
 from mindcore.store.census import Census
-from mindcore.store.compaction import RETRIES, CompactionResult, is_retryable_conflict
+from mindcore.store.compaction import RETRIES, TIERS, CompactionResult, is_retryable_conflict
 from mindcore.store.compaction import plan as plan_compaction
 from mindcore.store.context import StoreHandle, TableContext
 from mindcore.store.errors import EmbedderMismatchError
@@ -742,6 +743,18 @@ class Table(TableWrites):
         else:
             self._optimize_indices(every_row=settle)
             result = self._compact_files()
+            # A merge can fill the next tier: settling runs again until a run merges nothing (one
+            # run per tier at most), so the table is left as compact as compaction makes it.
+            for _ in range(TIERS if settle else 0):
+                if not result.fragments_removed or result.deferred:
+                    break
+                again = self._compact_files()
+                if not again.fragments_removed:
+                    break
+                result = dataclasses.replace(
+                    again, fragments_removed=result.fragments_removed + again.fragments_removed,
+                    fragments_added=result.fragments_added + again.fragments_added,
+                    retries=result.retries + again.retries)
             self._dataset().cleanup_old_versions(older_than=grace)
         self._writes = 0
         if (
