@@ -69,11 +69,15 @@ class Snapshot:
     """The committed entries of a namespace at one table version, with the vectors of its
     beliefs and reflections (so a flush needs no read beyond the one scan per version)."""
 
-    def __init__(self, version: int, entries: dict[str, Entry], vectors: dict[str, np.ndarray], dim: int) -> None:
+    def __init__(self, version: int, entries: dict[str, Entry], vectors: dict[str, np.ndarray], dim: int,
+                 serial: int | None = None) -> None:
         self.version = version
         self.entries = entries
         self.vectors = vectors
         self.dim = dim
+        # The serial of the store's cache entry holding the same rows (``None``: not known): while
+        # the cache keeps that entry, a newer table version changed nothing of this namespace.
+        self.serial = serial
         self._indexes: dict[type, KindIndex] = {}
         self._index_guard = threading.Lock()
 
@@ -238,8 +242,14 @@ class Repo:
             # store knows which rows are new (an append) without asking the table, and patches
             # it with the commit instead of reading it again.
             entry = self.table.cached(self.namespace)
+            if snap is not None and snap.serial == entry.serial:
+                # Only the table moved (maintenance merged files or updated an index): the same
+                # rows, so the same snapshot, relabelled rather than rebuilt entry by entry.
+                snap.version = entry.version
+                return snap
             snap = _from_columns(entry.version, entry.scalars.select(_SCALARS), entry.matrix, entry.has_vector,
                                  self.dim)
+            snap.serial = entry.serial
             self._snap = snap
             return snap
 
@@ -272,7 +282,10 @@ class Repo:
         if before is not None and before.version == version - 1:
             with self._snap_guard:
                 if self._snap is before:
-                    self._snap = before.patched(version, rows)
+                    patched = before.patched(version, rows)
+                    held = self.table.held(self.namespace)  # the cache patched by the same commit
+                    patched.serial = held.serial if held is not None and held.version == version else None
+                    self._snap = patched
         return version
 
 

@@ -456,6 +456,13 @@ class Table(TableWrites):
         check_namespace(namespace)
         return self._entry(namespace)
 
+    def held(self, namespace: str) -> CacheEntry | None:
+        """:meth:`cached` when ``namespace`` is held in memory at the table's current version,
+        else ``None``; never reads the table. An entry keeps its ``serial`` while the table's
+        version moves without changing its rows (a compaction, an index update)."""
+        check_namespace(namespace)
+        return self._ctx.cache.get(self.name, namespace, self._version())
+
     def cached_many(self, namespaces: Iterable[str]) -> dict[str, CacheEntry]:
         """:meth:`cached` of several namespaces at one table version: those not held in memory
         are loaded by one scan (``namespace IN (...)``) and split, not one scan each. Every
