@@ -638,8 +638,8 @@ def test_a_flush_is_one_version(store: Any, clock: Clock, emb: Any) -> None:
 
 def test_maintenance_moving_the_version_does_not_rebuild_the_snapshot(store: Any, clock: Clock, emb: Any) -> None:
     """A compaction or an index update makes a new table version with the same rows: the mind
-    keeps its snapshot (relabelled), where it used to rebuild it entry by entry (seconds at 100k
-    entries, the flush's p99). A real change of the rows, by another writer, is read again."""
+    keeps its snapshot (relabelled) rather than rebuild it entry by entry (seconds at 100k entries,
+    enough to set a flush's p99). A real change of the rows, by another writer, is read again."""
     mind = make(store, clock, emb)
     for i in range(3):
         with mind.run() as run:  # single commits: several small fragments to merge

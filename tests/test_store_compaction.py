@@ -154,7 +154,7 @@ def test_single_writes_rewrite_each_row_a_few_times_not_once_a_run(tmp_path: Pat
         t.upsert("u", [{"id": f"s{i}", "n": i}])
     assert t.count("u") == n
     # Tiers of 64 and 512 rows: at most ~2 base merges and 1 per tier climbed (a base of 1,024
-    # rows rewrote each row about 15 times here).
+    # rows would rewrite 9,952 rows here, each about 10 times).
     assert 0 < sum(written) <= 4 * n, sum(written)
 
 

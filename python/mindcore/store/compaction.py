@@ -41,9 +41,8 @@ __all__ = ["BASE_ROWS", "DELETED_SHARE", "FANOUT", "MAX_ROWS", "RETRIES", "TIERS
 
 #: Fragments under this many rows are merged at every run. Small, so that a table that grows by
 #: single writes does not rewrite its newest rows at every run: with runs every 32 writes (the
-#: default ``compact_every``), a base of 1,024 rows rewrote each row about 16 times before it left
-#: the base tier (LoCoMo's turns stored one at a time wrote 15x their size on disk), 64 does so
-#: at most twice.
+#: default ``compact_every``), a base of 1,024 rows would rewrite each row about 16 times before it
+#: left the base tier; 64 does so at most twice.
 BASE_ROWS = 64
 #: This many fragments of one tier are merged into one of the next (``BASE_ROWS * FANOUT**L`` rows).
 FANOUT = 8
