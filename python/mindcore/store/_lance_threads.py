@@ -29,18 +29,19 @@ SETTLE_TIMEOUT_S = 5.0
 _ASYNCIO_DIR = os.path.dirname(asyncio.__file__)
 
 
-def lance_threads_in_python() -> int:
-    """How many threads Python's :mod:`threading` did not start are inside :mod:`asyncio` code
-    (LanceDB's workers handing a result to its event loop)."""
+def lance_threads_in_python() -> set[int]:
+    """The identifiers of the threads Python's :mod:`threading` did not start that are inside
+    :mod:`asyncio` code (LanceDB's workers handing a result to its event loop)."""
     own = {t.ident for t in threading.enumerate() if not isinstance(t, threading._DummyThread)}
-    busy = 0
+    busy: set[int] = set()
     for ident, frame in sys._current_frames().items():
         if ident in own:
             continue
         f: FrameType | None = frame
         while f is not None and not f.f_code.co_filename.startswith(_ASYNCIO_DIR):
             f = f.f_back
-        busy += f is not None
+        if f is not None:
+            busy.add(ident)
     return busy
 
 
