@@ -28,7 +28,7 @@ import mindcore.store.table as table_module
 from mindcore.embed import HashEmbedder
 from mindcore.ltm import LongTermMemory
 from mindcore.store import ALL_NAMESPACES, CompactionResult, StoreConfig, Table
-from mindcore.store.compaction import BASE_ROWS, RETRIES
+from mindcore.store.compaction import RETRIES
 from mindcore.store.stats import folder_bytes
 
 COLUMNS = {"n": pa.int64()}
@@ -293,9 +293,9 @@ def test_four_threads_remember_and_recall_while_maintenance_runs(
         fresh = other.store.open_table(memories)
         fresh.write_batch(t.scan_arrow(ALL_NAMESPACES))
         fresh.compact(cleanup_grace=timedelta(0))
-        # Settled as tiered compaction leaves a table: one fragment at most under the base tier.
-        small = [f for f in t._dataset().get_fragments() if f.metadata.physical_rows < BASE_ROWS]
-        assert len(small) <= 1, [f.metadata.physical_rows for f in t._dataset().get_fragments()]
+        # Tiered compaction may leave a few fragments where the bulk write has one (Lance merges
+        # only neighbouring small fragments; one between two bigger ones waits for the next
+        # tier): what must match is the bytes.
         disk, fresh_disk = (folder_bytes(os.path.join(x.store.uri, f"{memories}.lance")) for x in (t, fresh))
         assert disk <= 1.25 * fresh_disk, (disk, fresh_disk)
     assert t.count(ALL_NAMESPACES) == len(ltm.memories())
