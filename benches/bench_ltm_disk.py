@@ -4,7 +4,7 @@ each, against the same texts stored in bulk.
 Group ``ltm: disk, LoCoMo turns by single remember()``. Every turn of the ten conversations is
 stored as ``"{speaker}: {text}"`` (stamped with its session's date) by one plain ``remember()`` call,
 one user per conversation, on a folder store at its defaults (background maintenance on,
-``cleanup_grace`` 60 s) with the default embedder (its vectors computed up front in batches: the
+``cleanup_grace`` 10 s) with the default embedder (its vectors computed up front in batches: the
 store sees the same vectors, the embedding time is left out). The baseline is the bulk size: the
 same texts through ``remember_many(..., dedupe=False)`` into a fresh store, then
 ``Store.compact(cleanup_grace=timedelta(0))``.

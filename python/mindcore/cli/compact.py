@@ -8,7 +8,7 @@ ones are left as they are); each table's merge is one LanceDB commit, made under
 lock after the rewrite, so other processes may keep reading and writing meanwhile, and
 Ctrl-C stops between two tables: every table is left either compacted or as it was. Keep
 ``--older-than`` above the longest read another process may be running (default: the store's
-cleanup grace, 60 s); ``0`` keeps only the latest version.
+cleanup grace, 10 s by default); ``0`` keeps only the latest version.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ EXAMPLE = "mindcore compact --store ./memory --older-than 3600"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_store_argument(parser)
     parser.add_argument("--older-than", type=non_negative_float, default=None, metavar="SECONDS",
-                        help="delete versions older than this (default: the store's cleanup grace, 60 s)")
+                        help="delete versions older than this (default: the store's cleanup grace, 10 s unless configured)")
     parser.add_argument("--table", action="append", default=None, metavar="NAME",
                         help="compact only this table (repeat for several; default: every table)")
 

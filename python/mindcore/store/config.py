@@ -34,9 +34,12 @@ class StoreConfig:
     compact_max_writes: int | None = None
     #: Run scheduled compaction on a background thread (``False``: inline, after the write).
     compact_in_background: bool = True
-    #: Old versions stay readable this long after compaction; readers in other processes may
-    #: still be using them (deleting them at once breaks those readers).
-    cleanup_grace: timedelta = timedelta(seconds=60)
+    #: Maintenance deletes versions once they are this old. A read in another process that
+    #: finds its version's files gone reads the latest version instead (a second read, not an
+    #: error), so the grace only spares most reads that second read. One single write is one
+    #: version, with files of its own: under steady writes, the disk holds about this many
+    #: seconds of them on top of the data (see ``benches/NOTES.md``).
+    cleanup_grace: timedelta = timedelta(seconds=10)
     #: A namespace with at least this many rows is searched through the table's vector index
     #: (when one exists); smaller ones through the in-memory cache and the Rust kernel.
     ann_threshold: int = 200_000

@@ -571,8 +571,8 @@ class Store:
     def compact(self, *, cleanup_grace: timedelta | None = None) -> None:
         """Compact every table now (see :meth:`Table.compact`): merge small fragments (big ones
         are left as they are) and delete versions older than ``cleanup_grace`` (default
-        ``StoreConfig.cleanup_grace``; readers in other processes still reading an older version
-        need it to stay)."""
+        ``StoreConfig.cleanup_grace``; a reader in another process whose version is deleted
+        reads the latest one instead)."""
         self._refuse_writes("compact")
         for name in [*self.table_names(), META_TABLE]:
             self.open_table(name).compact(cleanup_grace=cleanup_grace)

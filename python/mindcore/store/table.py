@@ -490,7 +490,7 @@ class Table(TableWrites):
         if missing:
             # Label with the version read *before* the scan: data at least that new, never older.
             where = to_where(None, col("namespace").is_in(missing), self._schema)
-            parts = split_by_namespace(self._tbl.search().where(where).limit(None).to_arrow())
+            parts = split_by_namespace(self._read(lambda: self._tbl.search().where(where).limit(None).to_arrow()))
             empty = self._schema.empty_table()
             for ns in missing:
                 e = CacheEntry.from_arrow(parts.get(ns, empty), v, self.dim or 0)
