@@ -10,8 +10,11 @@ wall time.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -326,3 +329,61 @@ def test_a_table_deleted_from_disk_ends_its_maintenance_without_a_word(
     assert calls == ["t"] and not caplog.records
     assert not store._maint._due  # no follow-up owed for a table that is gone
     store.close()
+
+
+# -- readers in another process while maintenance deletes versions -------------------------------------
+
+READER = r"""
+import json, os, sys
+import mindcore
+uri, stop = sys.argv[1], sys.argv[2]
+t = mindcore.open(uri).open_table("notes")
+print("ready", flush=True)
+reads = 0
+while True:
+    done = os.path.exists(stop)  # looked at before the reads: the last round reads every write
+    counts = [t.count("u"), len(t.scan("u", columns=["id", "text"])), t.cached("u").n,
+              t.cached_many(["u"])["u"].n]
+    reads += 1
+    if done:
+        break
+print(json.dumps({"reads": reads, "final": counts}), flush=True)
+"""
+
+
+def test_a_reader_in_another_process_reads_on_while_maintenance_deletes_versions(tmp_path: Path) -> None:
+    """Steady single writes with a short grace: maintenance deletes versions while another
+    process reads the table as fast as it can, and that process's counts, scans and cached reads
+    go on without an error. (On object storage, where a reader may keep an old version, a read
+    whose version's files are gone reads the latest one: ``tests/test_purge.py``.)"""
+    uri = tmp_path / "store"
+    store = mindcore.open(uri, config=StoreConfig(compact_every=4, cleanup_grace=timedelta(seconds=2)))
+    t = store.table("notes", {"text": pa.string()})
+    t.upsert("u", [{"id": "first", "text": "first"}])
+    stop = tmp_path / "stop"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    reader = subprocess.Popen([sys.executable, "-c", READER, str(uri), str(stop)], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True, env=env)
+    assert reader.stdout is not None
+    assert reader.stdout.readline().strip() == "ready", reader.communicate(timeout=PATIENCE)[1]
+    # Write until maintenance has deleted 50 versions made after the reader started reading.
+    first_read = t.version
+    writes = 1
+    while _oldest_version(uri / "notes.lance") <= first_read + 50:
+        for _ in range(20):
+            t.upsert("u", [{"id": f"n{writes}", "text": f"note {writes} " + "x" * 2_000}])
+            writes += 1
+    store.wait_for_maintenance()
+    stop.touch()
+    out, err = reader.communicate(timeout=PATIENCE)
+    assert reader.returncode == 0, err
+    assert err == ""
+    summary = json.loads(out.strip().splitlines()[-1])
+    assert summary["final"] == [writes] * 4 and summary["reads"] >= 1
+    store.close()
+
+
+def _oldest_version(dataset: Path) -> int:
+    """The oldest version a Lance dataset keeps, from its manifests' names (Lance names each
+    ``2**64 - 1 - version``), which, unlike listing versions, cannot race with a cleanup."""
+    return min(2**64 - 1 - int(f.stem) for f in (dataset / "_versions").glob("*.manifest"))
