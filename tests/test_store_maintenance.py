@@ -123,6 +123,37 @@ def test_a_conflicted_rewrite_leaves_no_file_behind(tmp_path: Path, monkeypatch:
     assert len(referenced) == 1 and t.count("u") == 12 - 2
 
 
+def test_a_merge_whose_fragments_another_process_merged_and_deleted_plans_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While a pass rewrites, another store (as another process would) compacts the same
+    fragments and deletes the version the pass planned at: the rewrite finds its files gone, and
+    the pass plans again at the latest version instead of failing."""
+    cfg = StoreConfig(compact_every=0, cleanup_grace=timedelta(0))
+    t = mindcore.open(tmp_path, config=cfg).table("t", COLUMNS)
+    _small_writes(t, 12)
+    other = mindcore.open(tmp_path, config=cfg).open_table("t")
+    real = table_module._rewrite
+    calls: list[int] = []  # the rewrites of ``t``'s pass (the other store's run through the same function)
+    overtaking = threading.Event()
+
+    def overtaken(ds: Any, plan: Any) -> list[Any]:
+        if not overtaking.is_set():
+            calls.append(plan.num_tasks())
+            if len(calls) == 1:
+                overtaking.set()
+                other.compact()  # merges the fragments and deletes every other version, files and all
+                overtaking.clear()
+        return real(ds, plan)
+
+    monkeypatch.setattr(table_module, "_rewrite", overtaken)
+    res = t.compact()
+    assert calls == [1] and res.retries == 1 and not res.deferred  # planned again: nothing left to merge
+    assert t.count("u") == 12 and t.stats().fragments == 1
+    on_disk, referenced = _data_files(t)
+    assert on_disk == referenced
+
+
 def test_a_merge_that_keeps_conflicting_leaves_no_file_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cfg = StoreConfig(compact_every=0, cleanup_grace=timedelta(0))
     t = mindcore.open(tmp_path, config=cfg).table("t", COLUMNS)

@@ -805,7 +805,17 @@ class Table(TableWrites):
             while True:
                 ds = self._dataset()
                 target, plans = plan_compaction(ds)
-                rewrites = [r for plan in plans if plan.num_tasks() for r in _rewrite(ds, plan)]
+                try:
+                    rewrites = [r for plan in plans if plan.num_tasks() for r in _rewrite(ds, plan)]
+                except (OSError, RuntimeError) as e:
+                    # Another process compacted these fragments and its cleanup deleted them (the
+                    # version planned at was past the grace): plan again at the latest version.
+                    if not _vanished(e) or retries >= RETRIES:
+                        raise
+                    log.debug("table %r: the fragments planned for merging were merged elsewhere; "
+                              "planning again", self.name)
+                    retries += 1
+                    continue
                 if not rewrites:
                     return CompactionResult(self._version(), target_rows=target, retries=retries)
                 with self._lock.hold(self._ctx.config.lock_timeout):
