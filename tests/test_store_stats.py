@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import stat
+import threading
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -133,3 +134,34 @@ def test_object_storage_lists_the_dataset_files(s3: dict[str, str]) -> None:
     t.compact(cleanup_grace=timedelta(0))
     after = t.stats()
     assert (after.fragments, after.reclaimable_bytes) == (1, 0) and after.disk_bytes < s.disk_bytes  # type: ignore[operator]
+
+
+def test_stats_hold_while_maintenance_deletes_versions(tmp_path: Path) -> None:
+    """``stats()`` from another store handle (as ``mindcore inspect`` run beside a live writer) while
+    steady single writes and a short grace make maintenance delete versions as it reads them: every
+    call answers, and the versions it counts are ones the table kept."""
+    store = mindcore.open(tmp_path, config=StoreConfig(compact_every=4, cleanup_grace=timedelta(seconds=0.5)))
+    t = store.table("notes", {"text": pa.string()})
+    t.upsert("u", [{"id": "first", "text": "first"}])
+    inspector = mindcore.open(tmp_path)
+    answered: list[int] = []
+    failed: list[BaseException] = []
+    wanted = 40
+
+    def inspect() -> None:
+        while len(answered) < wanted and not failed:
+            try:
+                answered.append(inspector.open_table("notes").stats().versions)
+            except BaseException as e:  # reported by the assertion below
+                failed.append(e)
+
+    reader = threading.Thread(target=inspect)
+    reader.start()
+    writes = 1
+    while reader.is_alive():  # the writes go on until the inspector is done (its count is the marker)
+        t.upsert("u", [{"id": f"n{writes}", "text": "y" * 500}])
+        writes += 1
+    reader.join()
+    assert not failed, failed[0]
+    assert len(answered) == wanted and all(1 <= v <= t.version for v in answered)
+    store.close()

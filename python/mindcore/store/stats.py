@@ -81,11 +81,13 @@ class StoreStats:
 @dataclass(frozen=True, slots=True)
 class DiskUsage:
     """A table's files as the dataset lists them (so also on object storage): ``disk_bytes`` in all,
-    ``deleted_rows`` still stored, ``reclaimable_bytes`` (see :mod:`mindcore.store.stats`)."""
+    ``deleted_rows`` still stored, ``reclaimable_bytes`` (see :mod:`mindcore.store.stats`) and the
+    ``versions`` kept (their manifests, counted in the same listing)."""
 
     disk_bytes: int
     deleted_rows: int
     reclaimable_bytes: int
+    versions: int
 
 
 def disk_usage(ds: Any) -> DiskUsage:
@@ -107,6 +109,9 @@ def disk_usage(ds: Any) -> DiskUsage:
         disk_bytes=sum(size.values()),
         deleted_rows=sum(int(f.metadata.num_deletions) for f in ds.get_fragments()),
         reclaimable_bytes=int(old_versions.stats.bytes_removed) + round(stale),
+        # Counted from the listing: reading every manifest (as listing versions does) takes long
+        # enough for a cleanup to delete some of them meanwhile.
+        versions=sum(p.startswith("_versions/") and p.endswith(".manifest") for p in size),
     )
 
 

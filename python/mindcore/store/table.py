@@ -80,6 +80,10 @@ class Hit:
 
 _T = TypeVar("_T")
 
+#: How many times :meth:`Table.stats` lists the table's versions again when a cleanup deleted
+#: one of them while it read them.
+_STATS_ATTEMPTS = 8
+
 
 def _vanished(e: BaseException) -> bool:
     """Whether a LanceDB read failed because a file of the version it read no longer exists."""
@@ -407,6 +411,17 @@ class Table(TableWrites):
         >>> s.rows, s.namespaces
         (3, {'a': 2, 'b': 1})
         """
+        for attempt in range(_STATS_ATTEMPTS):
+            try:
+                return self._stats()
+            except (RuntimeError, OSError, ValueError) as e:
+                # Lance lists the versions, then reads each manifest: a cleanup (maintenance here or
+                # in another process) can delete one in between. A new listing no longer has it.
+                if not _vanished(e) or attempt == _STATS_ATTEMPTS - 1:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _stats(self) -> TableStats:
         version = self._version()
         names = self.scan_arrow(ALL_NAMESPACES, columns=["namespace"]).column("namespace")
         found: Any = pc.value_counts(names)
@@ -417,7 +432,8 @@ class Table(TableWrites):
         usage: DiskUsage | None = None if self._ctx.kind == "memory" else disk_usage(self._dataset())
         return TableStats(
             name=self.name, rows=sum(counts.values()), namespaces=dict(sorted(counts.items())), version=version,
-            versions=len(self._tbl.list_versions()), data_bytes=int(lance_stats.get("total_bytes", 0)),
+            versions=len(self._tbl.list_versions()) if usage is None else usage.versions,
+            data_bytes=int(lance_stats.get("total_bytes", 0)),
             disk_bytes=None if usage is None else usage.disk_bytes,
             fragments=int(lance_stats.get("fragment_stats", {}).get("num_fragments", 0)),
             deleted_rows=None if usage is None else usage.deleted_rows,
