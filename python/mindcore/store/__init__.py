@@ -48,9 +48,10 @@ same id twice. Threads of one process writing a table at once share commits (gro
 each call returns once the commit holding its rows has completed. After ``StoreConfig.compact_every`` writes the
 table is compacted in the background: only its small fragments are merged, in tiers, so the cost of a compaction does
 not grow with the table (``mindcore.store.compaction``), and only the commit of the merge holds the write lock. Old
-versions are kept for ``StoreConfig.cleanup_grace`` (10 s), which spares most reads in other processes a
-second read (a read whose version's files are gone reads the latest version instead); once the grace has passed, maintenance runs again by itself to delete them, and a merge that concurrent writes kept
-conflicting with is run again, so a table's files converge once its writes stop.
+versions are kept for ``StoreConfig.cleanup_grace`` (10 s), which spares most reads in other processes a second
+read (a read whose version's files are gone reads the latest version instead); once the grace has passed,
+maintenance runs again by itself to delete them, and a merge that concurrent writes kept conflicting with is run
+again, so a table's files converge once its writes stop.
 
 **Erasing for good.** A delete hides rows at once, but their values stay in the table's files
 (old versions, and data files whose other rows live on) until compaction and the grace period

@@ -411,15 +411,16 @@ class Table(TableWrites):
         >>> s.rows, s.namespaces
         (3, {'a': 2, 'b': 1})
         """
-        for attempt in range(_STATS_ATTEMPTS):
+        attempts = 1
+        while True:
             try:
                 return self._stats()
             except (RuntimeError, OSError, ValueError) as e:
-                # Lance lists the versions, then reads each manifest: a cleanup (maintenance here or
+                # Lance lists the files, then reads what they say: a cleanup (maintenance here or
                 # in another process) can delete one in between. A new listing no longer has it.
-                if not _vanished(e) or attempt == _STATS_ATTEMPTS - 1:
+                if not _vanished(e) or attempts >= _STATS_ATTEMPTS:
                     raise
-        raise AssertionError("unreachable")
+                attempts += 1
 
     def _stats(self) -> TableStats:
         version = self._version()
@@ -821,11 +822,15 @@ class Table(TableWrites):
             while True:
                 ds = self._dataset()
                 target, plans = plan_compaction(ds)
+                rewrites: list[Any] = []
                 try:
-                    rewrites = [r for plan in plans if plan.num_tasks() for r in _rewrite(ds, plan)]
+                    for plan in plans:
+                        if plan.num_tasks():
+                            rewrites += _rewrite(ds, plan)
                 except (OSError, RuntimeError) as e:
                     # Another process compacted these fragments and its cleanup deleted them (the
                     # version planned at was past the grace): plan again at the latest version.
+                    discarded.extend(rewrites)  # plans rewritten before: no version will use them
                     if not _vanished(e) or retries >= RETRIES:
                         raise
                     log.debug("table %r: the fragments planned for merging were merged elsewhere; "
