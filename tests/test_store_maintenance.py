@@ -401,6 +401,7 @@ def test_a_reader_in_another_process_reads_on_while_maintenance_deletes_versions
     first_read = t.version
     writes = 1
     while _oldest_version(uri / "notes.lance") <= first_read + 50:
+        assert writes < 20_000, "maintenance deleted no version in 20,000 writes"
         for _ in range(20):
             t.upsert("u", [{"id": f"n{writes}", "text": f"note {writes} " + "x" * 2_000}])
             writes += 1
