@@ -130,8 +130,9 @@ class Snapshot:
                    mask=idx.expires > now, min_score=threshold)
         return idx.entries[int(top.indices[0])].id if len(top.indices) else None
 
-    def patched(self, version: int, rows: Sequence[dict[str, Any]]) -> Snapshot:
-        """This snapshot with ``rows`` written over it, labelled ``version``."""
+    def patched(self, version: int, rows: Sequence[dict[str, Any]], serial: int | None) -> Snapshot:
+        """This snapshot with ``rows`` written over it, labelled ``version`` (and the cache entry
+        ``serial`` holding the same rows, when known)."""
         entries, vectors = dict(self.entries), dict(self.vectors)
         for r in rows:
             rid = str(r["id"])
@@ -141,7 +142,7 @@ class Snapshot:
                 vectors.pop(rid, None)
             else:
                 vectors[rid] = np.asarray(v, dtype=np.float32)
-        return Snapshot(version, entries, vectors, self.dim)
+        return Snapshot(version, entries, vectors, self.dim, serial)
 
 
 def _expiry(e: Entry) -> int:
@@ -248,8 +249,7 @@ class Repo:
                 snap.version = entry.version
                 return snap
             snap = _from_columns(entry.version, entry.scalars.select(_SCALARS), entry.matrix, entry.has_vector,
-                                 self.dim)
-            snap.serial = entry.serial
+                                 self.dim, entry.serial)
             self._snap = snap
             return snap
 
@@ -282,16 +282,17 @@ class Repo:
         if before is not None and before.version == version - 1:
             with self._snap_guard:
                 if self._snap is before:
-                    patched = before.patched(version, rows)
                     held = self.table.held(self.namespace)  # the cache patched by the same commit
-                    patched.serial = held.serial if held is not None and held.version == version else None
-                    self._snap = patched
+                    serial = held.serial if held is not None and held.version == version else None
+                    self._snap = before.patched(version, rows, serial)
         return version
 
 
-def _from_columns(version: int, data: pa.Table, matrix: np.ndarray, has: np.ndarray, dim: int) -> Snapshot:
+def _from_columns(version: int, data: pa.Table, matrix: np.ndarray, has: np.ndarray, dim: int,
+                  serial: int | None) -> Snapshot:
     """A snapshot of the rows ``data`` (no vector column) whose vectors are the rows of
-    ``matrix`` where ``has`` is true (read-only views: shared with the store's cache)."""
+    ``matrix`` where ``has`` is true (read-only views: shared with the store's cache entry
+    ``serial``)."""
     scalars = data.to_pylist()
     entries: dict[str, Entry] = {}
     vectors: dict[str, np.ndarray] = {}
@@ -300,7 +301,7 @@ def _from_columns(version: int, data: pa.Table, matrix: np.ndarray, has: np.ndar
         entries[rid] = entry_from_row(r)
         if has[i]:
             vectors[rid] = matrix[i]
-    return Snapshot(version, entries, vectors, dim)
+    return Snapshot(version, entries, vectors, dim, serial)
 
 
 class StoreView:

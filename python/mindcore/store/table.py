@@ -237,18 +237,19 @@ class Table(TableWrites):
 
     # -- reads ----------------------------------------------------------------------------------
 
-    def _read(self, read: Callable[[], _T]) -> _T:
-        """Run ``read`` against the loaded version; if that version's files are gone (another
-        process purged the table, deleting every old version), re-open the latest version and
-        run it again."""
-        try:
-            return read()
-        except (RuntimeError, OSError) as e:
-            if not _vanished(e):
-                raise
-            log.info("table %r: version %d was purged by another process; reading the latest",
-                     self.name, self._versions.loaded)
-        self._exact()
+    def _read(self, read: Callable[[], _T], *, attempts: int = 2) -> _T:
+        """Run ``read`` against the loaded version; if files it reads are gone (another process
+        purged the table, or its maintenance deleted the version), re-open the latest version and
+        run it again, up to ``attempts`` runs in all."""
+        for _ in range(attempts - 1):
+            try:
+                return read()
+            except (RuntimeError, OSError, ValueError) as e:
+                if not _vanished(e):
+                    raise
+                log.info("table %r: version %d was purged by another process; reading the latest",
+                         self.name, self._versions.loaded)
+            self._exact()
         return read()
 
     def _refresh_schema(self) -> bool:
@@ -411,16 +412,9 @@ class Table(TableWrites):
         >>> s.rows, s.namespaces
         (3, {'a': 2, 'b': 1})
         """
-        attempts = 1
-        while True:
-            try:
-                return self._stats()
-            except (RuntimeError, OSError, ValueError) as e:
-                # Lance lists the files, then reads what they say: a cleanup (maintenance here or
-                # in another process) can delete one in between. A new listing no longer has it.
-                if not _vanished(e) or attempts >= _STATS_ATTEMPTS:
-                    raise
-                attempts += 1
+        # Lance lists the files, then reads what they say: a cleanup (maintenance here or in
+        # another process) can delete one in between, as often as the table is written.
+        return self._read(self._stats, attempts=_STATS_ATTEMPTS)
 
     def _stats(self) -> TableStats:
         version = self._version()
