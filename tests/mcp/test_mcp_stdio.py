@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import signal
 import subprocess
 import sys
 from collections.abc import Awaitable, Callable
@@ -189,24 +190,52 @@ def test_bad_calls_are_tool_errors_the_model_reads_and_change_nothing(tmp_path: 
     with_client(tmp_path / "store", scenario)
 
 
-def test_exits_cleanly_when_the_client_closes_stdin_or_on_sigterm(tmp_path: Path) -> None:
+def start_serving(store: Path) -> subprocess.Popen[str]:
+    """A server process, returned once it logs that its store is open."""
+    proc = subprocess.Popen(command(store, "--log-level", "info"), env=server_env(), stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        if "serving store" in line:
+            break
+    return proc
+
+
+def assert_stopped_cleanly(proc: subprocess.Popen[str], store: Path) -> None:
+    out, err = proc.communicate(input="", timeout=60)  # closes stdin: the client went away, if it was not yet
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+    assert f"closed store {store}" in err
+    assert all(json.loads(line)["error"]["code"] == -32700 for line in out.splitlines())  # protocol only
+
+
+@pytest.mark.parametrize("stop", ["stdin", "sigterm at start", "sigterm while reading", "sigint while reading"])
+def test_exits_cleanly_when_the_client_closes_stdin_or_on_a_stop_signal(tmp_path: Path, stop: str) -> None:
     store = tmp_path / "store"
-    for stop in ("stdin", "sigterm"):
-        proc = subprocess.Popen(command(store, "--log-level", "info"), env=server_env(), stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        assert proc.stderr is not None and proc.stdin is not None
-        for line in proc.stderr:  # started: the store is open
-            if "serving store" in line:
-                break
-        if stop == "sigterm":
-            proc.terminate()
-            proc.wait(timeout=60)  # stopped by the signal, its stdin still open
-        out, err = proc.communicate(input="", timeout=60)  # closes stdin: the client went away
-        assert proc.returncode == 0, err
-        assert out == ""  # stdout carries the protocol only
-        assert f"closed store {store}" in err
+    proc = start_serving(store)
+    assert proc.stdin is not None and proc.stdout is not None
+    if stop.endswith("while reading"):
+        # A line answered proves the reader is up; its next read of stdin then blocks, as a
+        # signal usually finds it, and no signal interrupts that read.
+        proc.stdin.write("not json\n")
+        proc.stdin.flush()
+        assert json.loads(proc.stdout.readline())["error"]["code"] == -32700
+    if stop != "stdin":
+        proc.send_signal(signal.SIGINT if stop.startswith("sigint") else signal.SIGTERM)
+        proc.wait(timeout=60)  # stopped by the signal, its stdin still open
+    assert_stopped_cleanly(proc, store)
     with mindcore.open(store) as reopened:  # nothing left half-open
         reopened.check_writable()
+
+
+def test_a_second_stop_signal_does_not_cut_the_close_short(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    proc = start_serving(store)
+    for _ in range(5):  # an impatient supervisor: TERM, then Ctrl-C, again and again
+        proc.send_signal(signal.SIGTERM)
+        proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=60)
+    assert_stopped_cleanly(proc, store)
 
 
 def test_refuses_bad_options_with_a_message(tmp_path: Path) -> None:

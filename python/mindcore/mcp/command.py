@@ -12,11 +12,16 @@ description=DESCRIPTION, epilog=EPILOG, formatter_class=argparse.RawDescriptionH
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import signal
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    import anyio
 
 __all__ = ["DEFAULT_HOST", "DEFAULT_PORT", "DESCRIPTION", "EPILOG", "add_arguments", "main", "run"]
 
@@ -69,12 +74,64 @@ def _embedder(name: str) -> Any:
     return None  # the store's, else the bundled model
 
 
-def _stop_on_sigterm() -> None:
-    """SIGTERM ends the process as SIGINT does, so the store is closed on the way out."""
-    def stop(signum: int, frame: Any) -> None:
-        raise KeyboardInterrupt
+class _StopSignals:
+    """SIGINT and SIGTERM stop the server the same way, once; later signals are ignored, so nothing
+    cuts the store's close short.
 
-    signal.signal(signal.SIGTERM, stop)
+    Outside the stdio event loop a stop raises ``KeyboardInterrupt`` in the main thread, and serving
+    unwinds. Inside it, raising would tear asyncio down mid-step (an error log, and a wait on the
+    thread of a stdin read), so the stop cancels the serving scope from the loop instead; a stop
+    that comes while the loop starts is kept until the scope exists. Installed for SIGINT as well,
+    which keeps asyncio's runner from installing its own.
+    """
+
+    def __init__(self) -> None:
+        self.received = False
+        self._in_loop = False
+        self._cancel: Callable[[], object] | None = None
+
+    def install(self) -> None:
+        for signum in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(signum, self._stop)
+
+    @contextmanager
+    def in_event_loop(self) -> Iterator[None]:
+        """While the event loop runs (``anyio.run``): stops are kept, not raised."""
+        self._in_loop = True
+        try:
+            yield
+        finally:
+            self._in_loop = False
+
+    @contextmanager
+    def cancelling(self, scope: anyio.CancelScope) -> Iterator[None]:
+        """While inside: a stop cancels ``scope`` (at once if one already came)."""
+        loop = asyncio.get_running_loop()
+        self._cancel = lambda: loop.call_soon_threadsafe(scope.cancel)
+        if self.received:
+            scope.cancel()
+        try:
+            yield
+        finally:
+            self._cancel = None
+
+    def _stop(self, signum: int, frame: Any) -> None:
+        if self.received:
+            return
+        self.received = True
+        if self._cancel is not None:
+            self._cancel()  # a signal handler runs between two steps of the loop: hand it over
+        elif not self._in_loop:
+            raise KeyboardInterrupt
+
+
+async def _serve_stdio_until_stopped(server: Any, stops: _StopSignals) -> None:
+    import anyio
+
+    from mindcore.mcp.server import serve_stdio
+
+    with anyio.CancelScope() as scope, stops.cancelling(scope):
+        await serve_stdio(server)
 
 
 def _is_a_stop(exc: BaseException) -> bool:
@@ -98,7 +155,7 @@ def run(args: argparse.Namespace) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from mindcore._http_logs import configure
     from mindcore.errors import MindcoreError
-    from mindcore.mcp.server import create_server, mcp_installed, serve_http, serve_stdio
+    from mindcore.mcp.server import create_server, mcp_installed, serve_http
     from mindcore.mcp.service import MemoryService
 
     configure(args.log_level, args.log_format)
@@ -112,7 +169,8 @@ def _serve(args: argparse.Namespace) -> int:
     except MindcoreError as exc:
         print(f"mindcore mcp: {exc}", file=sys.stderr)
         return 2
-    _stop_on_sigterm()
+    stops = _StopSignals()
+    stops.install()
     try:
         server = create_server(service)
         # SIGINT or SIGTERM is a normal stop (uvicorn shuts down, then passes the signal on).
@@ -128,7 +186,8 @@ def _serve(args: argparse.Namespace) -> int:
                 import anyio
 
                 log.info("serving store %s on stdio", service.store.uri)
-                anyio.run(serve_stdio, server)
+                with stops.in_event_loop():
+                    anyio.run(_serve_stdio_until_stopped, server, stops)
         except BaseException as exc:
             if not _is_a_stop(exc):
                 raise

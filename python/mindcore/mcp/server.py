@@ -12,8 +12,12 @@ in worker threads, so a slow recall never stalls the protocol.
 from __future__ import annotations
 
 import asyncio
+import collections
 import importlib.util
 import json
+import os
+import stat
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -119,7 +123,7 @@ async def serve_stdio(server: Server[Any]) -> None:
     import anyio
     from mcp.server.stdio import stdio_server
 
-    async with stdio_server() as (read, write):
+    async with stdio_server(stdin=_stdin_lines()) as (read, write):
         send, receive = anyio.create_memory_object_stream[Any](0)
 
         async def forward() -> None:
@@ -133,6 +137,79 @@ async def serve_stdio(server: Server[Any]) -> None:
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(forward)
             await server.run(receive, write, server.create_initialization_options())
+
+
+class _StdinLines:
+    """The lines of stdin when it is a pipe, a socket or a terminal, each read when the event loop
+    sees it ready, so cancelling the server stops it at once (a worker thread blocked in a read of
+    stdin could not be stopped before the client sends a line or closes the pipe). Decoded as UTF-8
+    with replacement characters for invalid bytes, each line with its ``\\n``."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lines: collections.deque[bytes] = collections.deque()
+        self._partial = bytearray()
+        self._ended = False
+        self._watchable = True
+
+    def __aiter__(self) -> _StdinLines:
+        return self
+
+    async def __anext__(self) -> str:
+
+        while not self._lines:
+            if self._ended:
+                if not self._partial:
+                    raise StopAsyncIteration
+                self._lines.append(bytes(self._partial))  # a last line without its newline
+                self._partial.clear()
+                break
+            chunk = await self._read()
+            if chunk is None:
+                continue
+            if not chunk:
+                self._ended = True
+                continue
+            *complete, tail = chunk.split(b"\n")
+            if complete:
+                complete[0] = bytes(self._partial) + complete[0]
+                self._partial = bytearray(tail)
+                self._lines.extend(line + b"\n" for line in complete)
+            else:
+                self._partial += tail
+        return self._lines.popleft().decode("utf-8", errors="replace")
+
+    async def _read(self) -> bytes | None:
+        """The next bytes (empty at the end), or ``None`` when another reader took them first."""
+        import anyio
+
+        if self._watchable:
+            try:
+                await anyio.wait_readable(self._fd)
+            except OSError:  # a device the loop cannot watch, such as /dev/null: its reads never block
+                self._watchable = False
+            else:
+                try:
+                    return os.read(self._fd, 1 << 16)
+                except BlockingIOError:
+                    return None
+        return await anyio.to_thread.run_sync(os.read, self._fd, 1 << 16)
+
+
+def _stdin_lines() -> Any:
+    """Stdin as :class:`_StdinLines` where the event loop can watch it; otherwise (a regular file,
+    which never blocks a read, or a platform without readiness on pipes) ``None``: the ``mcp``
+    package then reads it in a worker thread."""
+    if os.name != "posix" or sys.stdin is None:
+        return None
+    try:
+        fd = sys.stdin.fileno()
+        mode = os.fstat(fd).st_mode
+    except (OSError, ValueError, AttributeError):  # no descriptor behind sys.stdin
+        return None
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stat.S_ISCHR(mode)):
+        return None
+    return _StdinLines(fd)
 
 
 def _parse_error(exc: Exception) -> Any:
