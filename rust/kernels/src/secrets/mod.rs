@@ -278,7 +278,13 @@ impl Scanner {
     fn candidates(&self, text: &str) -> Vec<usize> {
         match &self.set {
             _ if text.is_empty() => Vec::new(),
-            Some(set) => set.matches(text).into_iter().collect(),
+            Some(set) => {
+                if set.is_match(text) {
+                    set.matches(text).into_iter().collect()
+                } else {
+                    Vec::new()
+                }
+            }
             None => (0..self.rules.len())
                 .filter(|&i| self.rules[i].regex.is_match(text))
                 .collect(),
