@@ -20,9 +20,12 @@ import lance
 import pyarrow as pa
 import pytest
 from conftest import S3_BUCKET
+from lance.dataset import DatasetOptimizer
+from lance.optimize import Compaction
 
 import mindcore
 import mindcore.store.table as table_module
+from mindcore.embed import HashEmbedder
 from mindcore.store import CompactionResult, StoreConfig, Table
 from mindcore.store.compaction import BASE_ROWS, FANOUT, RETRIES, target_rows
 
@@ -242,6 +245,45 @@ def test_a_merge_that_keeps_conflicting_is_left_for_the_next_run(
     res = t.compact()
     assert not res.deferred and res.retries == 0 and res.fragments_removed == before - (RETRIES + 1)
     assert len(_fragments(t)) == 1 and t.count("u") == 10 - (RETRIES + 1)
+
+
+@pytest.mark.parametrize("step", ["merge", "index update"])
+def test_a_read_that_sees_maintenance_commit_before_it_is_recorded_keeps_the_cached_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, step: str
+) -> None:
+    # Lance writes a version's manifest before the store records the commit that made it: a read
+    # in between sees a version the cache does not know yet. When that commit changes no row (a
+    # merge, an index update), the namespace held in memory is still right: no second read of it
+    # (which takes seconds at 100k rows).
+    emb = HashEmbedder(dim=16)
+    t = _store(tmp_path, embedder=emb).table("notes", {"text": pa.string()}, vectors=True)
+    texts = [f"note {i}" for i in range(300)]
+    t.upsert("u", [{"id": f"n{i}", "text": s, "vector": v} for i, (s, v) in enumerate(zip(texts, emb.embed(texts), strict=True))])
+    t.create_vector_index()
+    for i in range(3):  # small fragments to merge, rows the index does not cover yet
+        t.upsert("u", [{"id": f"s{i}", "text": f"single {i}", "vector": emb.embed([f"single {i}"])[0]}])
+    held = t.cached("u")
+    read_at = held.version
+    seen: list[tuple[int, Any]] = []
+
+    def then_read(real: Callable[..., Any]) -> Callable[..., Any]:
+        def committed_then_read(*args: Any, **kwargs: Any) -> Any:
+            out = real(*args, **kwargs)
+            seen.append((t.version, t.cached("u")))  # the version just made, not recorded yet
+            return out
+        return committed_then_read
+
+    if step == "merge":
+        monkeypatch.setattr(Compaction, "commit", staticmethod(then_read(Compaction.commit)))
+    else:
+        monkeypatch.setattr(DatasetOptimizer, "optimize_indices", then_read(DatasetOptimizer.optimize_indices))
+    t.compact()
+    assert seen, "the patched commit ran"
+    for version, entry in seen:
+        assert version > read_at  # positive control: the read saw a version made since
+        assert entry is held
+    assert t.cached("u") is held and held.version == t.version
+    assert held.n == 303 and t.count("u") == 303
 
 
 def test_a_writer_thread_loses_nothing_while_maintenance_runs(tmp_path: Path) -> None:

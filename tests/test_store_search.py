@@ -571,3 +571,19 @@ def test_a_few_rows_of_a_large_entry_read_the_same_by_slicing() -> None:
     first["tags"].append("mine")
     assert sliced.rows(np.array([1]))[0]["tags"] == ["a", "1"]
     assert sliced.rows(np.arange(20)) == listed.rows(np.arange(20)) and sliced._lists  # more rows: lists
+
+
+def test_the_cache_takes_an_entry_across_versions_only_while_a_commit_keeps_every_row() -> None:
+    from mindcore.store.cache import CacheEntry, VectorCache
+
+    entry, other = (CacheEntry.from_arrow(pa.table({"id": ["a"]}), 5, 0) for _ in range(2))
+    cache = VectorCache(max_bytes=1 << 20)
+    cache.put("t", "ns", entry)
+    cache.put("other", "ns", other)
+    assert cache.get("t", "ns", 6) is None  # a version written since: read again
+    with cache.keeping_rows("t", 5):  # a merge of "t" from version 5 commits 6, 7, ...
+        assert cache.get("t", "ns", 7) is entry and entry.version == 7
+        assert cache.get("other", "ns", 7) is None  # another table's versions are not its own
+        cache.committed("t", set(), 5, 8)
+    assert entry.version == 8  # relabelled from the version a read took it at
+    assert cache.get("t", "ns", 9) is None  # past the commit: a version someone else wrote

@@ -13,12 +13,13 @@ over an earlier entry (long-term memory's BM25) can be patched the same way inst
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -444,14 +445,38 @@ class VectorCache:
         self._sizes: dict[tuple[str, str], int] = {}
         self._bytes = 0
         self._lock = threading.Lock()
+        # Per table: the version a commit of this process that changes no row (a compaction, an
+        # index update) started from, while it commits.
+        self._rows_kept_from: dict[str, int] = {}
 
     def get(self, table: str, namespace: str, version: int) -> CacheEntry | None:
         with self._lock:
             e = self._entries.get((table, namespace))
-            if e is None or e.version != version:
+            if e is None:
                 return None
+            if e.version != version:
+                base = self._rows_kept_from.get(table)
+                if base is None or not base <= e.version < version:
+                    return None
+                # ``version`` is one of the versions a commit that keeps every row is making
+                # (seen on disk before the commit was recorded here): the rows are the same.
+                e.version = version
             self._entries.move_to_end((table, namespace))
             return e
+
+    @contextlib.contextmanager
+    def keeping_rows(self, table: str, old: int) -> Iterator[None]:
+        """Around a commit of ``table`` from version ``old`` that changes no row, made under the
+        table's write lock (so every version after ``old`` until it ends is its own). A read
+        that sees one of its versions before :meth:`committed` records them takes the entries
+        read at ``old`` or after, instead of reading the namespace again."""
+        with self._lock:
+            self._rows_kept_from[table] = old
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._rows_kept_from.pop(table, None)
 
     def put(self, table: str, namespace: str, entry: CacheEntry) -> None:
         key = (table, namespace)
@@ -489,7 +514,8 @@ class VectorCache:
         """This process committed versions ``old+1 .. new`` while holding the table's write lock.
 
         Entries of namespaces in ``touched`` (``None``: all) are dropped; entries read at ``old``
-        stay valid and are relabelled ``new`` (no one else could write in between).
+        (or at a version in between, during a commit that kept every row) stay valid and are
+        relabelled ``new`` (no one else could write in between).
         """
         drop_all = touched is None
         names = set() if touched is None else set(touched)
@@ -498,7 +524,7 @@ class VectorCache:
                 e = self._entries[key]
                 if drop_all or key[1] in names:
                     self._drop(key)
-                elif e.version == old:
+                elif old <= e.version <= new:
                     e.version = new
 
     def drop_table(self, table: str) -> None:

@@ -835,20 +835,22 @@ class Table(TableWrites):
                     return CompactionResult(self._version(), target_rows=target, retries=retries)
                 with self._lock.hold(self._ctx.config.lock_timeout):
                     old = self._exact()
-                    try:
-                        # Committed against ``ds``, the version it was planned at, so Lance sees
-                        # every delete and update made since (and refuses the commit if one
-                        # touched a rewritten fragment): no deleted row comes back.
-                        metrics = Compaction.commit(ds, rewrites)
-                    except OSError as e:
-                        if not is_retryable_conflict(e):
-                            raise
-                        metrics = None
-                    else:
-                        new = self._versions.exact()
-                        # The rewrite changed no row, and no one else commits while we hold the
-                        # lock: cached namespaces stay valid.
-                        self._after_commit(old, new, set())
+                    # The rewrite changes no row, and no one else commits while we hold the lock:
+                    # cached namespaces stay valid, also for a read that sees the new version
+                    # before it is recorded.
+                    with self._ctx.cache.keeping_rows(self.name, old):
+                        try:
+                            # Committed against ``ds``, the version it was planned at, so Lance
+                            # sees every delete and update made since (and refuses the commit if
+                            # one touched a rewritten fragment): no deleted row comes back.
+                            metrics = Compaction.commit(ds, rewrites)
+                        except OSError as e:
+                            if not is_retryable_conflict(e):
+                                raise
+                            metrics = None
+                        else:
+                            new = self._versions.exact()
+                            self._after_commit(old, new, set())
                 if metrics is not None:
                     return CompactionResult(new, int(metrics.fragments_removed), int(metrics.fragments_added),
                                             target, retries)
@@ -894,9 +896,10 @@ class Table(TableWrites):
             return
         with self._lock.hold(self._ctx.config.lock_timeout):
             old = self._exact()
-            self._dataset().optimize.optimize_indices()  # may commit once per index
-            new = self._versions.exact()
-            self._after_commit(old, new, set())
+            with self._ctx.cache.keeping_rows(self.name, old):
+                self._dataset().optimize.optimize_indices()  # may commit once per index
+                new = self._versions.exact()
+                self._after_commit(old, new, set())
         self._index_cache = None
 
     def purge(self) -> int:
