@@ -256,3 +256,45 @@ def test_store_lock_of_a_table_name_is_its_write_lock(tmp_path: Path) -> None:
 def test_store_lock_names_are_checked(name: object) -> None:
     with pytest.raises(ValueError, match="lock name"):
         mindcore.open("memory://").lock(name)  # type: ignore[arg-type]
+
+
+def test_a_read_that_sees_another_threads_write_before_its_patch_waits_for_the_patch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # LanceDB writes the new version before the writer carries its rows into the namespace held in
+    # memory. A read on another thread in between must not read the whole namespace again (seconds
+    # at 100k rows): it waits for the writer's patch, which holds the rows of the version it saw.
+    # (A folder: a reader there sees a version on disk as soon as LanceDB has written it.)
+    t = mindcore.open(tmp_path).table("notes", {"text": pa.string()})
+    t.upsert("u", [{"id": f"n{i}", "text": f"note {i}"} for i in range(50)])
+    t.cached("u")
+    on_disk, reader_waiting = threading.Event(), threading.Event()
+    real_add, real_wait = t._tbl.add, t._ctx.cache.wait_committed
+
+    def add_then_pause(*args: object, **kwargs: object) -> object:
+        out = real_add(*args, **kwargs)
+        on_disk.set()
+        reader_waiting.wait(HANG)  # the reader is reading before the patch
+        return out
+
+    def waiting(*args: object, **kwargs: object) -> bool:
+        reader_waiting.set()
+        return bool(real_wait(*args, **kwargs))
+
+    monkeypatch.setattr(t._tbl, "add", add_then_pause)
+    monkeypatch.setattr(t._ctx.cache, "wait_committed", waiting)
+    got: dict[str, object] = {}
+
+    def read() -> None:
+        on_disk.wait(HANG)
+        got["version"] = t.version
+        got["entry"] = t.cached("u")
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    t.upsert("u", [{"id": "new", "text": "a new note"}])
+    reader.join(HANG)
+    entry = t.cached("u")
+    assert got["entry"] is entry  # the writer's patch, not a second read of the namespace
+    assert got["version"] == entry.version == t.version and entry.n == 51
+    assert reader_waiting.is_set()  # it had seen the new version: it waited for the commit

@@ -448,6 +448,8 @@ class VectorCache:
         # Per table: the version a commit of this process that changes no row (a compaction, an
         # index update) started from, while it commits.
         self._rows_kept_from: dict[str, int] = {}
+        # Per table: the thread committing and an event set once its commit is carried in here.
+        self._committing: dict[str, tuple[int, threading.Event]] = {}
 
     def get(self, table: str, namespace: str, version: int) -> CacheEntry | None:
         with self._lock:
@@ -463,6 +465,32 @@ class VectorCache:
                 e.version = version
             self._entries.move_to_end((table, namespace))
             return e
+
+    @contextlib.contextmanager
+    def committing(self, table: str) -> Iterator[None]:
+        """Around a commit of ``table`` by this thread, from writing its version to carrying it
+        into the entries here: another thread's read that misses meanwhile (it may see the new
+        version first) can wait for it with :meth:`wait_committed` instead of reading the
+        namespace again. The table's write lock makes it one commit per table at a time."""
+        done = threading.Event()
+        with self._lock:
+            self._committing[table] = (threading.get_ident(), done)
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._committing.pop(table, None)
+            done.set()
+
+    def wait_committed(self, table: str, timeout: float) -> bool:
+        """Wait (at most ``timeout`` seconds) for a commit of ``table`` that another thread of
+        this process is making; whether there was one."""
+        with self._lock:
+            under_way = self._committing.get(table)
+        if under_way is None or under_way[0] == threading.get_ident():
+            return False
+        under_way[1].wait(timeout)
+        return True
 
     @contextlib.contextmanager
     def keeping_rows(self, table: str, old: int) -> Iterator[None]:

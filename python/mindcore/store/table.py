@@ -449,6 +449,12 @@ class Table(TableWrites):
         e = cache.get(self.name, namespace, v)
         if e is not None:
             return e
+        if cache.wait_committed(self.name, self._ctx.config.lock_timeout):
+            # Another thread's commit, perhaps the version seen: its patch may hold the rows.
+            v = self._version() if version is None else version
+            e = cache.get(self.name, namespace, v)
+            if e is not None:
+                return e
         if self._surely_empty([namespace], v):  # a new namespace: nothing to read
             e = CacheEntry.empty(self._schema, v, self.dim or 0)
             cache.put(self.name, namespace, e)
@@ -489,15 +495,19 @@ class Table(TableWrites):
         """
         wanted = list(dict.fromkeys(check_namespace(ns) for ns in namespaces))
         cache = self._ctx.cache
-        v = self._version()
-        out: dict[str, CacheEntry] = {}
-        missing: list[str] = []
-        for ns in wanted:
-            e = cache.get(self.name, ns, v)
-            if e is None:
-                missing.append(ns)
-            else:
-                out[ns] = e
+        for attempt in range(2):
+            v = self._version()
+            out: dict[str, CacheEntry] = {}
+            missing: list[str] = []
+            for ns in wanted:
+                e = cache.get(self.name, ns, v)
+                if e is None:
+                    missing.append(ns)
+                else:
+                    out[ns] = e
+            # Another thread's commit, perhaps of the version seen: its patches may hold the rows.
+            if not missing or attempt or not cache.wait_committed(self.name, self._ctx.config.lock_timeout):
+                break
         if missing:
             # Label with the version read *before* the scan: data at least that new, never older.
             where = to_where(None, col("namespace").is_in(missing), self._schema)

@@ -693,6 +693,12 @@ class TableWrites:
         with the table); replacements or deletes take one ``merge_insert`` (or ``delete``).
         ``patch``: carry the commit into the cached namespaces, else drop them (a bulk write
         touches many namespaces once each: patching would copy every one of them)."""
+        # A read on another thread that sees the new version before the patch waits for it,
+        # rather than reading a whole namespace again.
+        with self._ctx.cache.committing(self.name):
+            return self._commit_and_patch(old, parts, patch=patch)
+
+    def _commit_and_patch(self, old: int, parts: Sequence[_Part], *, patch: bool) -> tuple[WriteResult, list[WriteResult]]:
         touched = {p.namespace for p in parts}
         cached = {ns: self._ctx.cache.get(self.name, ns, old) for ns in touched}
         conds = [col("namespace").eq(p.namespace) & p.deletes for p in parts if p.deletes is not None]
