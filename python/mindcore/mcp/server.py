@@ -156,7 +156,6 @@ class _StdinLines:
         return self
 
     async def __anext__(self) -> str:
-
         while not self._lines:
             if self._ended:
                 if not self._partial:
