@@ -247,8 +247,8 @@ class Table(TableWrites):
             except (RuntimeError, OSError, ValueError) as e:
                 if not _vanished(e):
                     raise
-                log.info("table %r: version %d was purged by another process; reading the latest",
-                         self.name, self._versions.loaded)
+                log.info("table %r: files of version %d were deleted (a purge or a cleanup of old "
+                         "versions); reading the latest", self.name, self._versions.loaded)
             self._exact()
         return read()
 
@@ -443,18 +443,25 @@ class Table(TableWrites):
 
     # -- the vector cache -----------------------------------------------------------------------
 
+    def _held_entries(self, namespaces: Sequence[str], version: int | None) -> tuple[int, dict[str, CacheEntry]]:
+        """The version read at (``version``, else the table's current one) and the entries of
+        ``namespaces`` held at it. When one is missing while another thread of this process is
+        committing, that commit is waited for and the lookup made again: the version seen may be
+        that commit's, and its patch holds the rows."""
+        cache = self._ctx.cache
+        for attempt in range(2):
+            v = self._version() if version is None else version
+            held = {ns: e for ns in namespaces if (e := cache.get(self.name, ns, v)) is not None}
+            if len(held) == len(namespaces) or attempt or not cache.wait_committed(
+                    self.name, self._ctx.config.lock_timeout):
+                break
+        return v, held
+
     def _entry(self, namespace: str, version: int | None = None) -> CacheEntry:
         cache = self._ctx.cache
-        v = self._version() if version is None else version
-        e = cache.get(self.name, namespace, v)
-        if e is not None:
-            return e
-        if cache.wait_committed(self.name, self._ctx.config.lock_timeout):
-            # Another thread's commit, perhaps the version seen: its patch may hold the rows.
-            v = self._version() if version is None else version
-            e = cache.get(self.name, namespace, v)
-            if e is not None:
-                return e
+        v, held = self._held_entries([namespace], version)
+        if namespace in held:
+            return held[namespace]
         if self._surely_empty([namespace], v):  # a new namespace: nothing to read
             e = CacheEntry.empty(self._schema, v, self.dim or 0)
             cache.put(self.name, namespace, e)
@@ -495,19 +502,8 @@ class Table(TableWrites):
         """
         wanted = list(dict.fromkeys(check_namespace(ns) for ns in namespaces))
         cache = self._ctx.cache
-        for attempt in range(2):
-            v = self._version()
-            out: dict[str, CacheEntry] = {}
-            missing: list[str] = []
-            for ns in wanted:
-                e = cache.get(self.name, ns, v)
-                if e is None:
-                    missing.append(ns)
-                else:
-                    out[ns] = e
-            # Another thread's commit, perhaps of the version seen: its patches may hold the rows.
-            if not missing or attempt or not cache.wait_committed(self.name, self._ctx.config.lock_timeout):
-                break
+        v, out = self._held_entries(wanted, None)
+        missing = [ns for ns in wanted if ns not in out]
         if missing:
             # Label with the version read *before* the scan: data at least that new, never older.
             where = to_where(None, col("namespace").is_in(missing), self._schema)
