@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     "store": 3, "embed": 3, "llm": 3, "toolspec": 3, "blocks": 3, "policy": 3, "relations": 3,
     "mind": 4, "working": 4, "ltm": 4, "context": 4, "consciousness": 4,
     "eval": 5, "agent": 5, "batch": 5,
-    "server": 6, "mcp": 6,
+    "server": 6, "mcp": 6, "integrations": 6,
     "cli": 7, "__main__": 8,
 }
 CAPABILITIES = {name for name, layer in LAYERS.items() if layer == 4}

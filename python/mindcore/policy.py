@@ -36,6 +36,7 @@ from __future__ import annotations
 import base64
 import binascii
 import bisect
+import dataclasses
 import functools
 import json
 import re
@@ -316,6 +317,34 @@ class SecretPolicy:
             start = at + 1
         return None
 
+    def screen_object(self, value: Any, field: str) -> None:
+        """Refuse ``value``, any Python object a framework hands over to be stored (a graph's state,
+        a message object, a pydantic model, a dataclass), when a string inside it holds a secret:
+        dict keys, the items of lists, tuples and sets, the fields of pydantic models and
+        dataclasses, an object's attributes, and bytes read as UTF-8. Raises
+        :class:`SecretRefusedError` whatever the action: an object cannot be rebuilt with a
+        placeholder and stay the same object. One parallel scan of all its strings.
+
+        >>> from dataclasses import dataclass
+        >>> @dataclass
+        ... class Note:
+        ...     text: str
+        >>> SecretPolicy().screen_object({"notes": [Note("fine")]}, "state")
+        >>> SecretPolicy().screen_object({"notes": [Note("ghp_abcdefghijklmnopqrstuvwxyz0123456789")]}, "state")
+        Traceback (most recent call last):
+        ...
+        mindcore.errors.SecretRefusedError: state: not stored: it looks like a secret (rule github-token); leave credentials out
+        """
+        texts: list[str] = []
+        _strings_in_object(value, texts, set(), 0)
+        at = _first_true(self._refused_each(texts)) if texts else None
+        if at is None:
+            return
+        rules = self.detect(texts[at]) or ["hidden secret"]
+        raise SecretRefusedError(
+            f"{field}: not stored: it looks like a secret (rule {', '.join(rules)}); leave credentials out"
+        )
+
     def screen_value(self, value: Any, field: str) -> Any:
         """Every string inside a JSON-like value (dict keys too) screened; the value rebuilt when
         redacting."""
@@ -346,6 +375,51 @@ def _strings_in(value: Any, out: list[str]) -> None:
     elif isinstance(value, list | tuple):
         for v in value:
             _strings_in(v, out)
+
+
+#: How deep :meth:`SecretPolicy.screen_object` follows nested objects (deeper ones are refused).
+OBJECT_MAX_DEPTH = 100
+
+
+def _strings_in_object(value: Any, out: list[str], seen: set[int], depth: int) -> None:
+    """Every string inside an arbitrary Python object, appended to ``out`` (each object once)."""
+    if isinstance(value, str):
+        out.append(value)
+        return
+    if value is None or isinstance(value, bool | int | float | complex):
+        return
+    if isinstance(value, bytes | bytearray | memoryview):
+        out.append(bytes(value).decode("utf-8", "replace"))
+        return
+    if id(value) in seen:
+        return
+    if depth >= OBJECT_MAX_DEPTH:
+        raise InvalidInputError(f"nested more than {OBJECT_MAX_DEPTH} levels deep: cannot be screened for secrets")
+    seen.add(id(value))
+    depth += 1
+    if isinstance(value, Mapping):
+        for k, v in value.items():
+            _strings_in_object(k, out, seen, depth)
+            _strings_in_object(v, out, seen, depth)
+        return
+    if isinstance(value, list | tuple | set | frozenset):
+        for v in value:
+            _strings_in_object(v, out, seen, depth)
+        return
+    model_dump = getattr(type(value), "model_dump", None)
+    if callable(model_dump):  # a pydantic model: its fields as it would serialise them
+        _strings_in_object(model_dump(value), out, seen, depth)
+        return
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            _strings_in_object(getattr(value, f.name, None), out, seen, depth)
+        return
+    attrs = getattr(value, "__dict__", None)
+    if isinstance(attrs, dict):
+        _strings_in_object(attrs, out, seen, depth)
+    for name in getattr(type(value), "__slots__", ()):
+        if isinstance(name, str):
+            _strings_in_object(getattr(value, name, None), out, seen, depth)
 
 
 @functools.cache
