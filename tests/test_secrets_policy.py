@@ -229,3 +229,53 @@ def test_first_refused_finds_a_secret_anywhere_in_a_value_and_under_either_actio
         assert policy.first_refused(values[3:]) == 0
         assert policy.first_refused(values[:2]) is None
         assert policy.first_refused([]) is None
+
+
+def test_screen_object_finds_a_secret_in_any_object_a_framework_hands_over() -> None:
+    import dataclasses
+
+    import pydantic
+
+    class Message(pydantic.BaseModel):
+        content: str
+
+    class Extra(Message):
+        model_config = pydantic.ConfigDict(extra="allow")
+
+    @dataclasses.dataclass
+    class Note:
+        text: object
+
+    class Plain:
+        def __init__(self, payload: object) -> None:
+            self.payload = payload
+
+    class Slotted:
+        __slots__ = ("payload",)
+
+        def __init__(self, payload: object) -> None:
+            self.payload = payload
+
+    encoded = base64.b64encode(GITHUB.encode()).decode()
+    holders = [
+        # Many models in a row, only the last holding the key.
+        [Message(content=f"turn {i}") for i in range(50)] + [Message(content=f"key {GITHUB}")],
+        Extra(content="fine", note=f"key {GITHUB}"),
+        {"notes": (Note(text={"deep": [Plain(f"key {encoded}")]}),)},
+        {frozenset({GITHUB}): 1},
+        Slotted(GITHUB.encode()),
+    ]
+    for action in ("refuse", "redact"):
+        policy = SecretPolicy(action=action)  # type: ignore[arg-type]
+        for holder in holders:
+            with pytest.raises(mindcore.errors.SecretRefusedError, match=r"state: not stored.*github-token"):
+                policy.screen_object(holder, "state")
+        policy.screen_object([Message(content="fine"), Note(text=Plain(b"\xff\x00")), Slotted(None)], "state")
+    cyclic: list[object] = ["fine"]
+    cyclic.append(cyclic)
+    SecretPolicy().screen_object(cyclic, "state")
+    deep: object = "fine"
+    for _ in range(200):
+        deep = [deep]
+    with pytest.raises(mindcore.errors.InvalidInputError, match="nested"):
+        SecretPolicy().screen_object(deep, "state")

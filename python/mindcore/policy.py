@@ -336,7 +336,7 @@ class SecretPolicy:
         mindcore.errors.SecretRefusedError: state: not stored: it looks like a secret (rule github-token); leave credentials out
         """
         texts: list[str] = []
-        _strings_in_object(value, texts, set(), 0)
+        _strings_in_object(value, texts, {}, 0)
         at = _first_true(self._refused_each(texts)) if texts else None
         if at is None:
             return
@@ -381,8 +381,10 @@ def _strings_in(value: Any, out: list[str]) -> None:
 OBJECT_MAX_DEPTH = 100
 
 
-def _strings_in_object(value: Any, out: list[str], seen: set[int], depth: int) -> None:
-    """Every string inside an arbitrary Python object, appended to ``out`` (each object once)."""
+def _strings_in_object(value: Any, out: list[str], seen: dict[int, Any], depth: int) -> None:
+    """Every string inside an arbitrary Python object, appended to ``out`` (each object once).
+    ``seen`` holds each object visited, which keeps it alive: a dict a pydantic model was dumped
+    to must not be freed and its id reused by the next one's."""
     if isinstance(value, str):
         out.append(value)
         return
@@ -395,7 +397,7 @@ def _strings_in_object(value: Any, out: list[str], seen: set[int], depth: int) -
         return
     if depth >= OBJECT_MAX_DEPTH:
         raise InvalidInputError(f"nested more than {OBJECT_MAX_DEPTH} levels deep: cannot be screened for secrets")
-    seen.add(id(value))
+    seen[id(value)] = value
     depth += 1
     if isinstance(value, Mapping):
         for k, v in value.items():
@@ -407,7 +409,7 @@ def _strings_in_object(value: Any, out: list[str], seen: set[int], depth: int) -
             _strings_in_object(v, out, seen, depth)
         return
     model_dump = getattr(type(value), "model_dump", None)
-    if callable(model_dump):  # a pydantic model: its fields as it would serialise them
+    if callable(model_dump):  # a pydantic model: its fields (extra ones too) as it serialises them
         _strings_in_object(model_dump(value), out, seen, depth)
         return
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

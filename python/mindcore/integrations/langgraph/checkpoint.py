@@ -22,6 +22,7 @@ before its model sees the secret).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import json
 import random
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -39,11 +40,11 @@ from langgraph.checkpoint.base import (
     CheckpointMetadata,
     CheckpointTuple,
     PendingWrite,
-    SerializerProtocol,
     get_checkpoint_id,
     get_checkpoint_metadata,
     writes_sort_key,
 )
+from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from mindcore.errors import InvalidInputError
 from mindcore.policy import SecretPolicy
@@ -240,7 +241,7 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
             if wanted_id:
                 picked = _select(picked, checkpoint_id=wanted_id)
             if before_id:
-                picked = picked.filter(pc.less(picked.column("checkpoint_id"), before_id))
+                picked = picked.filter(pc.less(picked.column("checkpoint_id"), pa.scalar(before_id)))
             found += [(thread_id, row) for row in picked.to_pylist()]
         found.sort(key=lambda item: item[1]["checkpoint_id"], reverse=True)
         left = limit
@@ -267,7 +268,7 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
         returns the config that names it."""
         thread_id = self._thread_id(config)
         ns = self._ns(config)
-        stored = dict(checkpoint)
+        stored: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = stored.pop("channel_values", None) or {}
         meta = get_checkpoint_metadata(config, metadata)
         new_values = {channel: values[channel] for channel in new_versions if channel in values}
@@ -375,7 +376,7 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
             rows = self._rows(thread_id)
             checkpoints = _select(rows, kind=_CHECKPOINT)
             doomed: set[tuple[str, str]] = set()
-            for ns in set(checkpoints.column("checkpoint_ns").to_pylist()):
+            for ns in {str(ns) for ns in checkpoints.column("checkpoint_ns").to_pylist()}:
                 of_ns = _select(checkpoints, checkpoint_ns=ns).to_pylist()
                 kept = self._needed_chain(rows, of_ns)
                 doomed |= {(ns, row["checkpoint_id"]) for row in of_ns if row["checkpoint_id"] not in kept}
@@ -460,7 +461,7 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
         """Every row of a thread, as the store's cache holds it (read-only)."""
         return self.table.cached(thread_id).scalars
 
-    def _threads(self) -> list[str]:
+    def _threads(self) -> builtins.list[str]:
         return self.table.namespaces()
 
     def _tuple(
@@ -490,7 +491,7 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
             pending_writes=pending,
         )
 
-    def _needed_chain(self, rows: pa.Table, checkpoints: list[dict[str, Any]]) -> set[str]:
+    def _needed_chain(self, rows: pa.Table, checkpoints: builtins.list[dict[str, Any]]) -> set[str]:
         """The ids of one checkpoint namespace's latest checkpoint and of the ancestors its
         channel values cannot be rebuilt without (see :meth:`prune`)."""
         by_id = {row["checkpoint_id"]: row for row in checkpoints}
@@ -515,7 +516,7 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
         no other checkpoint points at, in one commit."""
         if not doomed:
             return
-        ids: list[str] = []
+        ids: builtins.list[str] = []
         still_used: set[str] = set()
         blob_ids: set[str] = set()
         for row in rows.to_pylist():
@@ -533,12 +534,15 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
 
 
 def _select(rows: pa.Table, **equal: str) -> pa.Table:
-    """The rows whose columns equal the given values."""
+    """The rows whose columns equal the given values. The mask is computed on the small columns
+    and only the rows picked are copied (a thread's values can be large)."""
     mask = None
     for name, value in equal.items():
-        m = pc.equal(rows.column(name), value)
+        m = pc.equal(rows.column(name), pa.scalar(value))
         mask = m if mask is None else pc.and_(mask, m)
-    return rows if mask is None else rows.filter(mask)
+    if mask is None:
+        return rows
+    return rows.take(pc.indices_nonzero(mask))
 
 
 def _by_id(rows: pa.Table, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
