@@ -118,6 +118,20 @@ class Session:
         done = self.ctx._repo.log.write(self._log, change)
         return done.appended + len(done.edited)
 
+    def clear(self) -> None:
+        """Delete every message of this session (and their earlier versions); the next one
+        appended is ``seq`` 1 again.
+
+        >>> import mindcore
+        >>> chat = mindcore.Context("memory://clear-doc").session("chat")
+        >>> chat.append([{"role": "user", "content": "Hi"}])
+        (1, 1)
+        >>> chat.clear()
+        >>> chat.get_messages().messages, chat.append([{"role": "user", "content": "Again"}])
+        ([], (1, 1))
+        """
+        self.ctx._repo.log.clear(self._log)
+
     def history(self, seq: int) -> list[MessageVersion]:
         """The versions of message ``seq``, oldest first: each edit by :meth:`update_conversation`
         adds one, and the last is the message as :meth:`get_messages` shows it (``[]`` when the

@@ -4,6 +4,10 @@ interfaces and each an optional extra:
 - :mod:`mindcore.integrations.langgraph` (``pip install 'mindcore[langgraph]'``):
   :class:`~mindcore.integrations.langgraph.MindcoreSaver`, a LangGraph checkpointer that keeps a
   graph's state in a mindcore store (a folder or ``s3://``).
+- :mod:`mindcore.integrations.langchain` (``pip install 'mindcore[langchain]'``):
+  :class:`~mindcore.integrations.langchain.MindcoreChatMessageHistory`, a chat history over a
+  context session, and :class:`~mindcore.integrations.langchain.MindcoreRetriever`, a retriever
+  over a user's long-term memory.
 
 Nothing here is imported by ``import mindcore``: importing an integration imports its framework.
 """
