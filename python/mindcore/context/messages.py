@@ -21,6 +21,7 @@ files are refused, naming the part). Every text then goes through the context's
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -67,13 +68,16 @@ def stored(view: LogView, ranks: Sequence[int] | np.ndarray) -> list[StoredMessa
     """The messages at ``ranks`` of ``view`` (0 is the oldest), built straight from its records
     (what :meth:`StoredMessage.from_row` makes of a row, without a dict per row in between)."""
     out = []
-    for id_, seq, role, content, call_id, calls, created_at in view.records(ranks):
+    kept = view.column("metadata")
+    for rank, (id_, seq, role, content, call_id, calls, created_at) in zip(ranks, view.records(ranks), strict=True):
         message: dict[str, Any] = {"role": role, "content": content}
         if calls is not None:
             message["tool_calls"] = calls
         if call_id is not None:
             message["tool_call_id"] = call_id
-        out.append(StoredMessage(message, seq=seq, id=id_, created_at=created_at or 0))
+        raw = kept[rank]
+        out.append(StoredMessage(message, seq=seq, id=id_, created_at=created_at or 0,
+                                 metadata=None if raw is None else json.loads(raw)))
     return out
 
 

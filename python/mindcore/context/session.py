@@ -4,6 +4,7 @@ the tools it holds, and its per-turn :attr:`~Session.context`."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -14,9 +15,9 @@ from mindcore.context.assembly import ContextBuilder
 from mindcore.context.messages import normalize, stored, wire
 from mindcore.context.tools import build_toolset
 from mindcore.context.types import MessagePage, MessageVersion, RankedTool, SearchStrategy, StoredMessage
-from mindcore.errors import ContextError
+from mindcore.errors import ContextError, SecretRefusedError
 from mindcore.store.messages import LogChange, message_key
-from mindcore.validation import check_int
+from mindcore.validation import check_int, check_storable
 
 if TYPE_CHECKING:
     from mindcore.context.context import Context
@@ -68,14 +69,72 @@ class Session:
         cfg = self.ctx.config
         return normalize(messages, cfg.secrets, max_chars=cfg.max_message_chars, max_messages=cfg.max_messages)
 
-    def append(self, messages: Sequence[Mapping[str, Any]]) -> tuple[int, int]:
+    def append(
+        self, messages: Sequence[Mapping[str, Any]], *, metadata: Sequence[Any] | None = None
+    ) -> tuple[int, int]:
         """Store ``messages`` (OpenAI chat messages, or content-part form) as the next ``seq``
         numbers, all or none; return ``(first_seq, last_seq)``. A bad message raises
         :class:`~mindcore.errors.ContextError` and a secret
         :class:`~mindcore.errors.SecretRefusedError` (unless the policy redacts); nothing is then
-        stored."""
+        stored.
+
+        ``metadata``: one JSON value per message, kept with it and read back as
+        :attr:`StoredMessage.metadata` (an adapter keeps a framework's own form of the message
+        there). Its strings go through the secret policy too, which refuses them whatever its
+        action. Each message must then store as one message (content parts that become several
+        messages are refused).
+
+        >>> import mindcore
+        >>> chat = mindcore.Context("memory://append-doc").session("chat")
+        >>> chat.append([{"role": "user", "content": "Hi"}], metadata=[{"source": "web"}])
+        (1, 1)
+        >>> chat.get_messages().messages[0].metadata
+        {'source': 'web'}
+        """
         rows = self._normalize(messages)
+        if metadata is not None:
+            rows = self._with_metadata(messages, rows, metadata)
         return self.ctx._repo.log.append(self._log, rows)
+
+    def _with_metadata(
+        self, messages: Sequence[Mapping[str, Any]], rows: list[dict[str, Any]], metadata: Sequence[Any]
+    ) -> list[dict[str, Any]]:
+        if isinstance(metadata, str | bytes | Mapping) or not isinstance(metadata, Sequence):
+            raise ContextError(f"metadata: expected a list with one value per message, got {type(metadata).__name__}")
+        if len(metadata) != len(messages):
+            raise ContextError(f"metadata: {len(metadata)} values for {len(messages)} messages")
+        if len(rows) != len(messages):
+            raise ContextError("metadata: each message must store as one message (these content parts make several)")
+        values = list(metadata)
+        for i, value in enumerate(values):
+            try:
+                json.dumps(value, allow_nan=False)
+            except (TypeError, ValueError) as e:
+                raise ContextError(f"metadata[{i}]: expected a JSON value ({e})") from None
+            check_storable(value, f"metadata[{i}]", error=ContextError)
+        at = self.ctx.config.secrets.first_refused(values)
+        if at is not None:  # refused whatever the action: the caller's own form cannot be redacted
+            self.ctx.config.secrets.screen_object(values[at], f"metadata[{at}]")
+            raise SecretRefusedError(f"metadata[{at}]: not stored: it looks like a secret; leave credentials out")
+        return [{**row, "metadata": value} for row, value in zip(rows, values, strict=True)]
+
+    def pop(self) -> StoredMessage | None:
+        """Delete the session's last message and return it (``None`` when it has none); the next
+        message appended takes its ``seq``.
+
+        >>> import mindcore
+        >>> chat = mindcore.Context("memory://pop-doc").session("chat")
+        >>> chat.append([{"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"}])
+        (1, 2)
+        >>> chat.pop().content, [m.content for m in chat.get_messages().messages]
+        ('Hello', ['Hi'])
+        """
+        row = self.ctx._repo.log.pop(self._log)
+        if row is None:
+            return None
+        message = StoredMessage.from_row({**row, "metadata": None})
+        message.metadata = row["metadata"]
+        return message
 
     def update_conversation(self, messages: Sequence[Mapping[str, Any]]) -> int:
         """Store what is new in ``messages``, the whole conversation as the caller sees it (an

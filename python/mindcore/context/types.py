@@ -348,13 +348,17 @@ class StoredMessage(dict[str, Any]):
     (True, 1, 'hi')
     """
 
-    __slots__ = ("created_at", "id", "seq")
+    __slots__ = ("created_at", "id", "metadata", "seq")
 
-    def __init__(self, message: Mapping[str, Any], *, seq: int, id: str, created_at: int) -> None:
+    def __init__(
+        self, message: Mapping[str, Any], *, seq: int, id: str, created_at: int, metadata: Any = None
+    ) -> None:
         super().__init__(message)
         self.seq = seq
         self.id = id
         self.created_at = created_at
+        #: What the writer kept with the message (:meth:`Session.append`'s ``metadata``), else ``None``.
+        self.metadata = metadata
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> StoredMessage:
@@ -363,7 +367,9 @@ class StoredMessage(dict[str, Any]):
             message["tool_calls"] = row["tool_calls"]
         if row.get("tool_call_id") is not None:
             message["tool_call_id"] = row["tool_call_id"]
-        return cls(message, seq=int(row["seq"]), id=str(row["id"]), created_at=int(row["created_at"] or 0))
+        raw = row.get("metadata")
+        return cls(message, seq=int(row["seq"]), id=str(row["id"]), created_at=int(row["created_at"] or 0),
+                   metadata=None if raw is None else json.loads(raw))
 
     @property
     def role(self) -> str:

@@ -8,6 +8,9 @@ interfaces and each an optional extra:
   :class:`~mindcore.integrations.langchain.MindcoreChatMessageHistory`, a chat history over a
   context session, and :class:`~mindcore.integrations.langchain.MindcoreRetriever`, a retriever
   over a user's long-term memory.
+- :mod:`mindcore.integrations.openai_agents` (``pip install 'mindcore[openai-agents]'``):
+  :class:`~mindcore.integrations.openai_agents.MindcoreSession`, the Agents SDK's session over a
+  context session, and :func:`~mindcore.integrations.openai_agents.mindcore_tools`.
 
 Nothing here is imported by ``import mindcore``: importing an integration imports its framework.
 """

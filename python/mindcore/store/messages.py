@@ -82,6 +82,10 @@ COLUMNS: dict[str, pa.DataType] = {
     "replaced_at": pa.int64(),  # unix ms an edit replaced this version; null for current messages
 }
 _READ = ["id", "seq", "role", "content", "tool_call_id", "tool_calls", "created_at"]
+# The columns a message writes (``metadata``: the standard column, JSON text of what the caller
+# keeps with the message), and their types.
+_WRITTEN = ("role", "content", "tool_call_id", "tool_calls", "metadata")
+_TYPES: dict[str, pa.DataType] = {**COLUMNS, "metadata": pa.string()}
 _VERSION_READ = [*_READ, "updated_at", "replaced_at"]
 _CALLS = _READ.index("tool_calls")
 
@@ -286,8 +290,9 @@ class MessageLog:
     """Append-only chat logs kept in table ``table`` of ``store``; ``log`` names one log (any
     non-empty string: it is the log's namespace).
 
-    A message is a dict with ``role`` and ``content`` (str) and optionally ``tool_call_id`` (str)
-    and ``tool_calls`` (any JSON value); other keys are not stored. Checking what a capability
+    A message is a dict with ``role`` and ``content`` (str) and optionally ``tool_call_id`` (str),
+    ``tool_calls`` and ``metadata`` (any JSON values: ``metadata`` is what the caller keeps with the
+    message, read back through :meth:`LogView.column`); other keys are not stored. Checking what a capability
     accepts (roles, sizes, secrets) is the capability's job; the log checks only types.
     """
 
@@ -499,7 +504,7 @@ class MessageLog:
                 at = max(now, (old["updated_at"] or 0) + 1)  # two edits in one ms still order
                 replaced.append({**new, "id": old["id"], "seq": seq, "created_at": old["created_at"], "updated_at": at})
                 replaced.append({
-                    **{k: old[k] for k in ("role", "content", "tool_call_id", "tool_calls")},
+                    **{k: old[k] for k in ("role", "content", "tool_call_id", "tool_calls", "metadata")},
                     "id": new_id(), "seq": seq, "created_at": old["updated_at"] or old["created_at"],
                     "updated_at": at, "replaced_at": at,
                 })
@@ -599,7 +604,7 @@ class MessageLog:
     def _stored(self, view: LogView, rank: int) -> dict[str, Any]:
         """The stored row at ``rank`` as written (``tool_calls`` as JSON text), with ``updated_at``."""
         idx = rank if view.order is None else int(view.order[rank])
-        fields = ["id", "role", "content", "tool_call_id", "tool_calls", "created_at", "updated_at"]
+        fields = ["id", "role", "content", "tool_call_id", "tool_calls", "metadata", "created_at", "updated_at"]
         row: dict[str, Any] = view.entry.scalars.select(fields).slice(idx, 1).to_pylist()[0]
         return row
 
@@ -612,6 +617,31 @@ class MessageLog:
             result = self.table.delete(log, where=col("seq").lt(before_seq))
         self._forget(log)
         return result.deleted
+
+    def pop(self, log: str) -> dict[str, Any] | None:
+        """Delete the last message of ``log`` (with its earlier versions) and return it as
+        :meth:`LogView.messages` gives it, plus ``metadata`` (decoded JSON); ``None`` when the log
+        is empty. The next message appended takes its ``seq``.
+
+        >>> import mindcore
+        >>> log = MessageLog(mindcore.open("memory://messages-pop-doc"), "chat_messages")
+        >>> log.append("chat-1", [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}])
+        (1, 2)
+        >>> log.pop("chat-1")["content"], log.max_seq("chat-1"), log.pop("empty")
+        ('hello', 1, None)
+        """
+        with self._lock_of(log).hold():
+            version = self.table.refresh()  # see every write committed before the lock was taken
+            view = self._locked_view(log, version)
+            if not len(view):
+                return None
+            last = len(view) - 1
+            message = view.messages([last])[0]
+            raw = view.column("metadata")[last]
+            message["metadata"] = None if raw is None else json.loads(raw)
+            self.table.delete(log, where=col("seq").eq(view.max_seq))
+        self._forget(log)
+        return message
 
     def clear(self, log: str) -> None:
         """Delete every message of ``log``."""
@@ -669,8 +699,8 @@ def _columns(messages: Sequence[Mapping[str, Any]]) -> pa.Table:
             columns = {}
     if not columns:
         rows = [_row(m, f"messages[{i}]") for i, m in enumerate(given)]
-        columns = {name: [r[name] for r in rows] for name in ("role", "content", "tool_call_id", "tool_calls")}
-    return pa.table({name: pa.array(values, type=COLUMNS[name]) for name, values in columns.items()})
+        columns = {name: [r[name] for r in rows] for name in _WRITTEN}
+    return pa.table({name: pa.array(values, type=_TYPES[name]) for name, values in columns.items()})
 
 
 def _row(message: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -683,9 +713,11 @@ def _row(message: Mapping[str, Any], where: str) -> dict[str, Any]:
     if call_id is not None and not isinstance(call_id, str):
         raise InvalidInputError(f"{where}: 'tool_call_id' must be a string")
     calls = message.get("tool_calls")
+    metadata = message.get("metadata")
     return {
         "role": role,
         "content": content,
         "tool_call_id": call_id,
         "tool_calls": None if calls is None else json.dumps(calls, ensure_ascii=False, separators=(",", ":")),
+        "metadata": None if metadata is None else json.dumps(metadata, ensure_ascii=False, separators=(",", ":")),
     }
