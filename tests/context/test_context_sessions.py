@@ -196,3 +196,47 @@ def test_two_writer_processes_keep_seq_contiguous(tmp_path: Path, mode: str) -> 
         assert len(stored) == 1 + 2 * count
         switches = sum(a[:2] != b[:2] for a, b in itertools.pairwise(texts))
         assert switches >= 3, "the writers did not run at the same time"  # they meet twice (the writer)
+
+
+def test_metadata_is_kept_with_each_message_and_screened(store: mindcore.Store) -> None:
+    chat = Context(store, dataset="ds").session("meta")
+    assert chat.append([user("hi"), assistant("hello")], metadata=[{"source": "web", "n": [1, 2]}, None]) == (1, 2)
+    chat.append([user("plain")])
+    got = chat.get_messages().messages
+    assert [m.metadata for m in got] == [{"source": "web", "n": [1, 2]}, None, None]
+    assert got[0] == user("hi")  # the message itself is unchanged: metadata is beside it
+    assert chat.get_messages_wire()["messages"][0].keys() == chat.get_messages().messages[0].to_wire().keys()
+    before = contents(chat)
+    for policy in (SecretPolicy(), SecretPolicy(action="redact")):  # refused whatever the action
+        guarded = Context(store, dataset="ds", config=mindcore.context.ContextConfig(secrets=policy)).session("meta")
+        with pytest.raises(SecretRefusedError, match=r"metadata\[1\].*github-token"):
+            guarded.append([user("a"), user("b")], metadata=[{"ok": 1}, {"raw": {"token": TOKEN}}])
+    for metadata, match in (
+        ([{"a": 1}], "1 values for 2 messages"),
+        ({"a": 1}, "one value per message"),
+        ([{"a": {1, 2}}, None], r"metadata\[0\]: expected a JSON value"),
+        ([{"a": "bad\x00"}, None], r"metadata\[0\]"),
+    ):
+        with pytest.raises(ContextError, match=match):
+            chat.append([user("a"), user("b")], metadata=metadata)  # type: ignore[arg-type]
+    parts = {"role": "tool", "content": [{"type": "tool-result", "toolCallId": "c1", "result": 1},
+                                         {"type": "tool-result", "toolCallId": "c2", "result": 2}]}
+    with pytest.raises(ContextError, match="several"):
+        chat.append([parts], metadata=[{"x": 1}])
+    assert contents(chat) == before
+
+
+def test_pop_removes_the_last_message_and_its_versions(store: mindcore.Store) -> None:
+    chat = Context(store, dataset="ds").session("pop")
+    assert chat.pop() is None
+    chat.append([user("one"), assistant("two"), user("three")], metadata=[None, {"k": "v"}, None])
+    chat.update_conversation([user("one"), assistant("two, edited"), user("three")])  # message 2 gets a version
+    assert len(chat.history(2)) == 2
+    third = chat.pop()
+    assert third is not None and (third.seq, third.content) == (3, "three")
+    popped = chat.pop()
+    assert popped is not None and (popped.seq, popped.content) == (2, "two, edited")
+    assert chat.history(2) == []
+    assert contents(chat) == [(1, "one")]
+    assert chat.append([assistant("again")]) == (2, 2)  # the popped seq is reused
+    assert contents(Context(store, dataset="ds").session("pop")) == [(1, "one"), (2, "again")]
