@@ -11,6 +11,9 @@ interfaces and each an optional extra:
 - :mod:`mindcore.integrations.openai_agents` (``pip install 'mindcore[openai-agents]'``):
   :class:`~mindcore.integrations.openai_agents.MindcoreSession`, the Agents SDK's session over a
   context session, and :func:`~mindcore.integrations.openai_agents.mindcore_tools`.
+- :mod:`mindcore.integrations.pydantic_ai` (``pip install 'mindcore[pydantic-ai]'``):
+  :func:`~mindcore.integrations.pydantic_ai.mindcore_toolset` and
+  :class:`~mindcore.integrations.pydantic_ai.MindcoreMessageHistory`.
 
 Nothing here is imported by ``import mindcore``: importing an integration imports its framework.
 """
