@@ -11,10 +11,15 @@ that opens the same store::
     with MindcoreSaver.open("./agent-state") as saver:
         graph = builder.compile(checkpointer=saver)
         graph.invoke(inputs, {"configurable": {"thread_id": "user-42"}})
+
+:class:`MindcoreStore` is LangGraph's long-term memory store (``BaseStore``): items under
+namespaces, TTLs, and search through mindcore's hybrid recall (vector and BM25), for
+``builder.compile(store=...)`` and LangMem-style memory tools.
 """
 
 from __future__ import annotations
 
 from mindcore.integrations.langgraph.checkpoint import MindcoreSaver
+from mindcore.integrations.langgraph.store import MindcoreStore
 
-__all__ = ["MindcoreSaver"]
+__all__ = ["MindcoreSaver", "MindcoreStore"]
