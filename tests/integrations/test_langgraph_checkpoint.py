@@ -278,3 +278,35 @@ def test_a_store_given_open_is_not_closed_by_the_saver(tmp_path: Path) -> None:
     assert store.table_names() == ["langgraph_checkpoints"]
     assert MindcoreSaver(store).get_tuple({"configurable": {"thread_id": "t"}}) is not None
     store.close()
+
+
+class _PickleSerde:
+    """A serializer of the user's own (LangGraph's protocol): what it stores cannot be read back as
+    plain data, so the values themselves are screened."""
+
+    def dumps_typed(self, obj: Any) -> tuple[str, bytes]:
+        import pickle
+
+        return "my-pickle", pickle.dumps(obj)
+
+    def loads_typed(self, data: tuple[str, bytes]) -> Any:
+        import pickle
+
+        return pickle.loads(data[1])  # the test's own bytes
+
+
+def test_a_serializer_of_ones_own_round_trips_and_still_refuses_secrets(tmp_path: Path) -> None:
+    with MindcoreSaver.open(str(tmp_path / "s"), serde=_PickleSerde()) as saver:  # type: ignore[arg-type]
+        graph = _counter_graph(saver)
+        config: Any = {"configurable": {"thread_id": "t"}}
+        assert graph.invoke({"count": 1}, config)["count"] == 2
+        assert saver.table.scan("t", mindcore.store.col("kind").eq("checkpoint"))[0]["value_type"] == "my-pickle"
+        builder = StateGraph(MessagesState)
+        builder.add_node("echo", lambda s: {"messages": [AIMessage("ok")]})
+        builder.add_edge(START, "echo")
+        builder.add_edge("echo", END)
+        chat = builder.compile(checkpointer=saver)
+        with pytest.raises(SecretRefusedError, match="github-token"):
+            chat.invoke({"messages": [HumanMessage(f"key {SECRET}")]}, {"configurable": {"thread_id": "u"}},
+                        durability="sync")
+        assert saver.table.count("u") == 0

@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Iterator, Sequence
 from types import TracebackType
 from typing import Any, Literal
 
+import ormsgpack
 import pyarrow as pa
 import pyarrow.compute as pc
 from langchain_core.runnables import RunnableConfig
@@ -45,8 +46,9 @@ from langgraph.checkpoint.base import (
     writes_sort_key,
 )
 from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
-from mindcore.errors import InvalidInputError
+from mindcore.errors import InvalidInputError, SecretRefusedError
 from mindcore.policy import SecretPolicy
 from mindcore.store import ALL_NAMESPACES, Store, Table, col
 from mindcore.store import open as open_store
@@ -198,16 +200,17 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
         thread_id = self._thread_id(config)
         ns = self._ns(config)
         rows = self._rows(thread_id)
-        checkpoints = _select(rows, kind=_CHECKPOINT, checkpoint_ns=ns)
+        mask = _mask(rows, kind=_CHECKPOINT, checkpoint_ns=ns)
         checkpoint_id = get_checkpoint_id(config)
-        if checkpoint_id:
-            checkpoints = _select(checkpoints, checkpoint_id=checkpoint_id)
-        elif checkpoints.num_rows:
-            latest = pc.max(checkpoints.column("checkpoint_id")).as_py()
-            checkpoints = _select(checkpoints, checkpoint_id=latest)
-        if not checkpoints.num_rows:
+        if not checkpoint_id:
+            ids = rows.column("checkpoint_id").filter(mask)
+            if not len(ids):
+                return None
+            checkpoint_id = pc.max(ids).as_py()
+        picked = _rows_at(rows, pc.and_(mask, pc.equal(rows.column("checkpoint_id"), pa.scalar(checkpoint_id))))
+        if not picked.num_rows:
             return None
-        return self._tuple(thread_id, rows, checkpoints.slice(0, 1).to_pylist()[0])
+        return self._tuple(thread_id, rows, picked.slice(0, 1).to_pylist()[0])
 
     def list(
         self,
@@ -231,23 +234,28 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
         else:
             threads = self._threads()
             ns, wanted_id = None, None
-        found: list[tuple[str, dict[str, Any]]] = []
+        # Which rows, found on the small columns; a row is read whole only when it is yielded.
+        found: list[tuple[str, str, int]] = []
         views: dict[str, pa.Table] = {}
         for thread_id in threads:
             rows = views[thread_id] = self._rows(thread_id)
-            picked = _select(rows, kind=_CHECKPOINT)
+            equal = {"kind": _CHECKPOINT}
             if ns is not None:
-                picked = _select(picked, checkpoint_ns=ns)
+                equal["checkpoint_ns"] = ns
             if wanted_id:
-                picked = _select(picked, checkpoint_id=wanted_id)
+                equal["checkpoint_id"] = wanted_id
+            mask = _mask(rows, **equal)
             if before_id:
-                picked = picked.filter(pc.less(picked.column("checkpoint_id"), pa.scalar(before_id)))
-            found += [(thread_id, row) for row in picked.to_pylist()]
-        found.sort(key=lambda item: item[1]["checkpoint_id"], reverse=True)
+                mask = pc.and_(mask, pc.less(rows.column("checkpoint_id"), pa.scalar(before_id)))
+            at = pc.indices_nonzero(mask)
+            ids = rows.column("checkpoint_id").take(at).to_pylist()
+            found += [(thread_id, str(cid), int(i)) for cid, i in zip(ids, at.to_pylist(), strict=True)]
+        found.sort(key=lambda item: item[1], reverse=True)
         left = limit
-        for thread_id, row in found:
+        for thread_id, _, i in found:
             if left is not None and left <= 0:
                 return
+            row = views[thread_id].slice(i, 1).to_pylist()[0]
             metadata = self.serde.loads_typed((row["meta_type"], row["meta"]))
             if filter and not all(metadata.get(k) == v for k, v in filter.items()):
                 continue
@@ -271,19 +279,21 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
         stored: dict[str, Any] = dict(checkpoint)
         values: dict[str, Any] = stored.pop("channel_values", None) or {}
         meta = get_checkpoint_metadata(config, metadata)
-        new_values = {channel: values[channel] for channel in new_versions if channel in values}
-        self.secrets.screen_object(stored, "checkpoint")
-        self.secrets.screen_object(new_values, "checkpoint channel values")
-        self.secrets.screen_object(meta, "checkpoint metadata")
         rows: list[dict[str, Any]] = []
         for channel, version in new_versions.items():
-            value_type, value = self.serde.dumps_typed(values[channel]) if channel in values else (_EMPTY, b"")
+            if channel in values:
+                value_type, value = self.serde.dumps_typed(values[channel])
+                self._screen((value_type, value), values[channel], f"channel {channel!r}")
+            else:
+                value_type, value = _EMPTY, b""
             rows.append({
                 "id": _blob_key(ns, channel, version), "kind": _BLOB, "checkpoint_ns": ns,
                 "channel": channel, "value_type": value_type, "value": value,
             })
         value_type, value = self.serde.dumps_typed(stored)
+        self._screen((value_type, value), stored, "checkpoint")
         meta_type, meta_bytes = self.serde.dumps_typed(meta)
+        self._screen((meta_type, meta_bytes), meta, "checkpoint metadata")
         run_id = meta.get("run_id")
         rows.append({
             "id": _checkpoint_key(ns, checkpoint["id"]), "kind": _CHECKPOINT, "checkpoint_ns": ns,
@@ -311,12 +321,13 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
         if not checkpoint_id:
             raise InvalidInputError("config: put_writes needs configurable.checkpoint_id")
         self.secrets.screen_identifier(task_id, "task_id")
-        self.secrets.screen_object([(c, v) for c, v in writes], "pending writes")
+        self.secrets.screen_object([task_path, *(c for c, _ in writes)], "pending writes")
         fresh: list[dict[str, Any]] = []
         replacing: list[dict[str, Any]] = []
         for i, (channel, value) in enumerate(writes):
             idx = WRITES_IDX_MAP.get(channel, i)
             value_type, data = self.serde.dumps_typed(value)
+            self._screen((value_type, data), value, f"pending write to {channel!r}")
             row = {
                 "id": _write_key(ns, checkpoint_id, task_id, idx), "kind": _WRITE, "checkpoint_ns": ns,
                 "checkpoint_id": checkpoint_id, "task_id": task_id, "task_path": task_path, "idx": idx,
@@ -441,6 +452,18 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
 
     # -- helpers -------------------------------------------------------------------------------
 
+    def _screen(self, typed: tuple[str, bytes], value: Any, field: str) -> None:
+        """Refuse ``value`` if a string in it holds a secret. With LangGraph's own serializer the
+        judged text is exactly what is stored (the serialized value read back as plain data, every
+        string of it scanned in Rust); with another serializer (an encrypting one) the value's
+        object is walked."""
+        text = _stored_text(self.serde, typed)
+        if text is not None and self.secrets.first_refused_json([text]) is None:
+            return
+        self.secrets.screen_object(value, field)
+        if text is not None:  # found in the stored form only: refuse it all the same
+            raise SecretRefusedError(f"{field}: not stored: it looks like a secret; leave credentials out")
+
     def _check_thread(self, thread_id: object) -> str:
         value = check_id(thread_id, "thread_id", max_chars=_ID_MAX_CHARS)
         return self.secrets.screen_identifier(value, "thread_id")
@@ -533,27 +556,63 @@ class MindcoreSaver(BaseCheckpointSaver[str]):
         self.table.delete(thread_id, ids=ids)
 
 
-def _select(rows: pa.Table, **equal: str) -> pa.Table:
-    """The rows whose columns equal the given values. The mask is computed on the small columns
-    and only the rows picked are copied (a thread's values can be large)."""
-    mask = None
+def _mask(rows: pa.Table, **equal: str) -> Any:
+    """Which rows have these values in these columns (computed on those columns only)."""
+    mask: Any = None
     for name, value in equal.items():
         m = pc.equal(rows.column(name), pa.scalar(value))
         mask = m if mask is None else pc.and_(mask, m)
-    if mask is None:
-        return rows
-    return rows.take(pc.indices_nonzero(mask))
+    return mask
+
+
+def _select(rows: pa.Table, **equal: str) -> pa.Table:
+    """The rows whose columns equal the given values (see :func:`_rows_at`)."""
+    return _rows_at(rows, _mask(rows, **equal))
+
+
+def _rows_at(rows: pa.Table, mask: Any) -> pa.Table:
+    """The rows ``mask`` picks, sliced out one by one: a thread's table is held in chunks (one per
+    write) and its values can be large, which a take or a filter over every column would copy
+    or visit whole."""
+    picked = pc.indices_nonzero(mask).to_pylist()
+    if not picked:
+        return rows.schema.empty_table()
+    return pa.concat_tables([rows.slice(i, 1) for i in picked])
 
 
 def _by_id(rows: pa.Table, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
     if not ids:
         return {}
-    picked = rows.filter(pc.is_in(rows.column("id"), pa.array(list(ids), pa.string())))
+    picked = _rows_at(rows, pc.is_in(rows.column("id"), pa.array(list(ids), pa.string())))
     return {row["id"]: row for row in picked.select(["id", "value_type", "value"]).to_pylist()}
 
 
 def _empty(blob: dict[str, Any] | None) -> bool:
     return blob is None or blob["value_type"] == _EMPTY
+
+
+def _stored_text(serde: SerializerProtocol, typed: tuple[str, bytes]) -> str | None:
+    """A serialized value as JSON text holding every string it stores (``None`` when it is not
+    LangGraph's msgpack, or cannot be read back as plain data)."""
+    kind, data = typed
+    if kind != "msgpack" or not isinstance(serde, JsonPlusSerializer):
+        return None
+    try:
+        plain = ormsgpack.unpackb(data, ext_hook=_plain_ext, option=ormsgpack.OPT_NON_STR_KEYS)
+        return json.dumps(plain, ensure_ascii=False, allow_nan=False, default=_as_text)
+    except (TypeError, ValueError):  # ormsgpack's decode errors are ValueErrors too
+        return None
+
+
+def _plain_ext(code: int, data: bytes) -> Any:
+    """An extension value (a message object, a model) as the plain data it was packed from."""
+    return ormsgpack.unpackb(data, ext_hook=_plain_ext, option=ormsgpack.OPT_NON_STR_KEYS)
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bytes | bytearray | memoryview):
+        return bytes(value).decode("utf-8", "replace")
+    return str(value)
 
 
 def _strings(values: Sequence[str], name: str) -> list[str]:
