@@ -237,3 +237,56 @@ def test_a_new_thread_in_another_process_recalls_what_an_earlier_one_stored(tmp_
     # A new thread: nothing of t1's messages, only the store's memories.
     assert _run(folder, "t2", "ada", "what is my cat called") == "my cat is called Miso"
     assert _run(folder, "t3", "bob", "what is my cat called") == "I do not know."
+
+
+# The issue names create_react_agent; LangGraph 1.x marks it moved to langchain.agents.create_agent.
+@pytest.mark.filterwarnings("ignore:create_react_agent has been moved")
+def test_a_react_agent_with_langmem_memory_tools_works_unchanged(tmp_path: Path) -> None:
+    langmem = pytest.importorskip("langmem", reason="langmem is in the test extra")
+    from langchain_core.language_models.chat_models import BaseChatModel
+    from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+    from langchain_core.outputs import ChatGeneration, ChatResult
+    from langgraph.prebuilt import create_react_agent
+
+    from mindcore.integrations.langgraph import MindcoreSaver
+
+    class Scripted(BaseChatModel):
+        """Stores what it is told to remember with manage_memory, answers questions with
+        search_memory, and says what the tool returned."""
+
+        @property
+        def _llm_type(self) -> str:
+            return "scripted"
+
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Scripted:  # type: ignore[override]
+            return self
+
+        def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None,
+                      **kwargs: Any) -> ChatResult:
+            last = messages[-1]
+            if isinstance(last, ToolMessage):
+                reply = AIMessage(f"tool: {last.content}")
+            elif str(last.content).startswith("Remember "):
+                reply = AIMessage("", tool_calls=[{"name": "manage_memory", "id": "c1",
+                                                   "args": {"content": str(last.content)[9:], "action": "create"}}])
+            else:
+                reply = AIMessage("", tool_calls=[{"name": "search_memory", "id": "c2", "args": {"query": str(last.content)}}])
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+
+    namespace = ("memories", "{langgraph_user_id}")
+    tools = [langmem.create_manage_memory_tool(namespace=namespace), langmem.create_search_memory_tool(namespace=namespace)]
+    index = {"dims": 64, "embed": HashEmbedder(dim=64), "fields": ["content"]}
+
+    def run(thread: str, text: str) -> str:
+        with MindcoreSaver.open(str(tmp_path / "state")) as saver, \
+                MindcoreStore.open(str(tmp_path / "state"), index=index) as store:  # type: ignore[arg-type]
+            agent = create_react_agent(Scripted(), tools, checkpointer=saver, store=store)
+            config: Any = {"configurable": {"thread_id": thread, "langgraph_user_id": "ada"}}
+            return str(agent.invoke({"messages": [HumanMessage(text)]}, config)["messages"][-1].content)
+
+    assert run("t1", "Remember my cat is called Miso").startswith("tool: created memory")
+    answer = run("t2", "what is my cat called")  # a new thread: only the store remembers
+    assert "my cat is called Miso" in answer
+    with MindcoreStore.open(str(tmp_path / "state")) as store:
+        items = store.search(("memories", "ada"))
+        assert [i.value["content"] for i in items] == ["my cat is called Miso"]
