@@ -277,3 +277,21 @@ def s3() -> Iterator[dict[str, str]]:
 def data_dir() -> Path:
     """The evaluation data folder (LoCoMo, tools, secrets), as :func:`shared_data` finds it."""
     return shared_data()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """Reports tests record with ``record_property("report", text)`` (LangGraph's conformance
+    report) printed at the end of the test log, also when they ran in xdist workers."""
+    reports = [
+        (report.nodeid, value)
+        for outcome in ("passed", "failed")
+        for report in terminalreporter.stats.get(outcome, [])
+        if getattr(report, "when", "call") == "call"
+        for name, value in getattr(report, "user_properties", [])
+        if name == "report"
+    ]
+    if reports:
+        terminalreporter.section("recorded reports")
+        for nodeid, text in reports:
+            terminalreporter.write_line(nodeid)
+            terminalreporter.write_line(str(text))

@@ -6,6 +6,8 @@ model is called, and bad input refused with nothing stored."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import io
 import operator
 import subprocess
 import sys
@@ -34,31 +36,34 @@ from mindcore.integrations.langgraph import MindcoreSaver
 SECRET = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
 
 
-def _conformance(make: Any) -> None:
-    @checkpointer_test(name="MindcoreSaver")
+def _conformance(make: Any, record_property: Any, where: str) -> None:
+    @checkpointer_test(name=f"MindcoreSaver on {where}")
     async def saver() -> AsyncIterator[MindcoreSaver]:
         s = make()
         yield s
         s.close()
 
-    report = asyncio.run(validate(saver, progress=ProgressCallbacks.verbose()))
-    report.print_report()
+    report = asyncio.run(validate(saver, progress=ProgressCallbacks.quiet()))
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        report.print_report()
+    record_property("report", printed.getvalue())  # printed at the end of the test log (conftest.py)
     results = report.to_dict()
     assert report.passed_all_base(), results
     assert report.passed_all(), results
     assert report.conformance_level() == "FULL", results
 
 
-def test_conformance_on_a_folder(tmp_path: Path) -> None:
+def test_conformance_on_a_folder(tmp_path: Path, record_property: Any) -> None:
     store = mindcore.open(tmp_path / "store")
-    _conformance(lambda: MindcoreSaver(store))
+    _conformance(lambda: MindcoreSaver(store), record_property, "a folder")
     store.close()
 
 
-def test_conformance_on_s3(s3: dict[str, str]) -> None:
+def test_conformance_on_s3(s3: dict[str, str], record_property: Any) -> None:
     uri = f"s3://{S3_BUCKET}/langgraph-{uuid.uuid4().hex[:8]}"
     store = mindcore.open(uri, storage_options=s3)
-    _conformance(lambda: MindcoreSaver(store))
+    _conformance(lambda: MindcoreSaver(store), record_property, "S3 (moto)")
     store.close()
 
 
