@@ -44,7 +44,10 @@ SUITE = tuple(os.environ.get("MINDCORE_WHEEL_SUITE", "").split()) or (
     # docker/Dockerfile's command, run from this venv (installed with the `server` extra, as the image is).
     "test_docker_recipe.py",
 )
-# What those files import beyond the wheel's own dependencies.
+# The extras the wheel is installed with: the server (the Docker recipe's command) and the frameworks
+# the README's examples use, resolved from the wheel's own metadata.
+EXTRAS = ("server", "langgraph", "langchain", "openai-agents", "pydantic-ai")
+# What those files import beyond the wheel's own dependencies and those extras.
 SUITE_DEPS = ("pytest>=8", "hypothesis>=6.100", "tiktoken>=0.9", "pydantic>=2", "mypy>=1.10")
 # The oldest glibc the Linux wheels may need (manylinux_2_28 = glibc 2.28, RHEL 8 and Debian 10 on).
 MAX_GLIBC = (2, 28)
@@ -180,7 +183,7 @@ def installed(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathF
     subprocess.run([str(python), "-m", "venv", str(venv)], check=True, env=env, timeout=300)
     done = subprocess.run(
         [str(venv / "bin" / "python"), "-m", "pip", "install", "--quiet", "--only-binary", ":all:",
-         f"{_host_wheel()}[server]", *SUITE_DEPS],
+         f"{_host_wheel()}[{','.join(EXTRAS)}]", *SUITE_DEPS],
         env=env, capture_output=True, text=True, timeout=1200,
     )
     assert done.returncode == 0, f"pip install of the wheel failed:\n{done.stdout}\n{done.stderr}"
