@@ -47,12 +47,12 @@ from mindcore.eval.locomo import (
     RETRIEVERS,
     Conversation,
     LocomoReport,
+    Retriever,
     bm25_rankings,
     evaluate_locomo,
     load_locomo,
     score_rankings,
 )
-from mindcore.ltm import RecallWeights
 from mindcore.ltm.types import embedded_text
 
 QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
@@ -100,14 +100,13 @@ def _record(benchmark: Any, impl: str, report: LocomoReport) -> None:
     print(f"\n{impl}\n{report.table()}")
 
 
-@pytest.mark.parametrize(("impl", "weights", "context"), [(name, *setting) for name, setting in RETRIEVERS.items()])
-def test_locomo_mindcore(benchmark: Any, setup: dict[str, Any], impl: str, weights: RecallWeights,
-                         context: bool) -> None:
+@pytest.mark.parametrize(("impl", "retriever"), list(RETRIEVERS.items()))
+def test_locomo_mindcore(benchmark: Any, setup: dict[str, Any], impl: str, retriever: Retriever) -> None:
     conversations: list[Conversation] = setup["conversations"]
     _start(benchmark, impl)
     report = benchmark.pedantic(
-        lambda: evaluate_locomo(conversations=conversations, embedder=setup["embedder"], weights=weights,
-                                context=context),
+        lambda: evaluate_locomo(conversations=conversations, embedder=setup["embedder"], weights=retriever.weights,
+                                context=retriever.context, options=retriever.options),
         rounds=1, iterations=1,
     )
     _record(benchmark, impl, report)

@@ -5,8 +5,10 @@
   lexical fusion), last-access bumps on as in production; ``mindcore-seed`` the seed's score
   without lexical fusion (the store's cached ``hybrid_topk`` search); ``lancedb`` LanceDB's own
   exact vector search over the same table with the same namespace prefilter (pure cosine, no
-  re-ranking: less work than either mindcore row). The query embedding is a dict lookup. p50/p99
-  in extra_info.
+  re-ranking: less work than either mindcore row). ``mindcore-threads`` is the same memories
+  stored as conversations of 20 turns (``thread`` and ``position``), recalled with the default
+  one neighbour each side of a hit; ``mindcore-threads-no-neighbours`` the same store with
+  ``RecallOptions(neighbours=0)``. The query embedding is a dict lookup. p50/p99 in extra_info.
 * ``ltm: first recall after a write``: a memory is remembered (not timed), then one recall: what
   the next turn pays after an extraction wrote (the write patched the cached scope and the
   lexical index follows it). ``mindcore-no-write`` is the same recall with nothing written
@@ -55,7 +57,7 @@ from _bench import finish, size_label
 
 import mindcore
 from mindcore.llm import ScriptedLLM
-from mindcore.ltm import LongTermMemory, RecallWeights
+from mindcore.ltm import LongTermMemory, RecallOptions, RecallWeights
 from mindcore.ltm._repo import TABLE, scope_key
 from mindcore.store import to_where
 
@@ -63,6 +65,7 @@ QUICK = os.environ.get("MINDCORE_BENCH_QUICK") == "1"
 DIM = 384
 SIZES = [500, 1_000, 5_000] if QUICK else [500, 1_000, 100_000]
 N_QUERIES = 64
+THREAD_TURNS = 20
 K = 5
 WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ri", "so", "ta", "vu", "ze") for b in
          ("ba", "de", "fi", "go", "hu", "ja", "ke", "li", "mo", "ny", "po", "qu", "ra", "si", "to")]
@@ -109,11 +112,16 @@ def corpus(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
             ltm.remember_many(texts[i:i + 20_000], dedupe=False)
         seed = LongTermMemory(store, user_id="bench-user", namespace="chat", embedder=emb, max_items=0,
                               weights=RecallWeights(lexical=0.0))
-        ltm.recall(queries[0])  # warm the caches
-        seed.recall(queries[0])
-        yield {"n": n, "ltm": ltm, "seed": seed, "emb": emb, "queries": queries, "store": store}
-        ltm.close()
-        seed.close()
+        # The same memories as conversations of THREAD_TURNS turns each (thread and position kept).
+        threaded = LongTermMemory(store, user_id="bench-user", namespace="threads", embedder=emb, max_items=0)
+        for i in range(0, n, 20_000):
+            threaded.remember_many([{"text": t, "thread": f"chat-{j // THREAD_TURNS}", "position": j % THREAD_TURNS}
+                                    for j, t in enumerate(texts[i:i + 20_000], start=i)], dedupe=False)
+        for memory in (ltm, seed, threaded):
+            memory.recall(queries[0])  # warm the caches
+        yield {"n": n, "ltm": ltm, "seed": seed, "threaded": threaded, "emb": emb, "queries": queries, "store": store}
+        for memory in (ltm, seed, threaded):
+            memory.close()
 
 
 
@@ -134,6 +142,21 @@ def test_recall_mindcore_seed(benchmark: Any, corpus: dict[str, Any]) -> None:
     qs = itertools.cycle(corpus["queries"])
     finish(benchmark, "mindcore-seed", f"ltm: recall top-{K} n={size_label(corpus['n'])}", 1)
     benchmark.pedantic(lambda: seed.recall(next(qs), k=K), rounds=_rounds(corpus["n"]), warmup_rounds=3)
+
+
+@pytest.mark.parametrize("neighbours", [1, 0], ids=["threads", "threads-no-neighbours"])
+def test_recall_threads(benchmark: Any, corpus: dict[str, Any], neighbours: int) -> None:
+    """``mindcore-threads``: the same memories stored in threads, recalled with the default one
+    neighbour each side of a hit; ``-no-neighbours``: the same store with ``neighbours=0``."""
+    threaded: LongTermMemory = corpus["threaded"]
+    options = RecallOptions(neighbours=neighbours)
+    qs = itertools.cycle(corpus["queries"])
+    hits = threaded.recall(corpus["queries"][1], k=K, options=options)
+    assert len(hits) == K and all(m.thread is not None for m in hits)
+    impl = "mindcore-threads" if neighbours else "mindcore-threads-no-neighbours"
+    finish(benchmark, impl, f"ltm: recall top-{K} n={size_label(corpus['n'])}", 1)
+    benchmark.pedantic(lambda: threaded.recall(next(qs), k=K, options=options), rounds=_rounds(corpus["n"]),
+                       warmup_rounds=3)
 
 
 def test_recall_lancedb(benchmark: Any, corpus: dict[str, Any]) -> None:

@@ -16,7 +16,7 @@ from conftest import shared_data
 
 from mindcore.embed import HashEmbedder
 from mindcore.eval.locomo import KS, Conversation, bm25_rankings, evaluate_locomo, load_locomo, score_rankings
-from mindcore.ltm import RecallWeights
+from mindcore.ltm import RecallOptions, RecallWeights
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +74,9 @@ def test_turn_context_is_the_previous_turn_and_the_speaker(conversations: list[C
 
 def test_turn_context_beats_bare_turns_on_locomo(conversations: list[Conversation]) -> None:
     subset = conversations[:3]
-    with_context = evaluate_locomo(conversations=subset, embedder=HashEmbedder())
-    bare = evaluate_locomo(conversations=subset, embedder=HashEmbedder(), context=False)
+    alone = RecallOptions(neighbours=0)  # the context lever alone
+    with_context = evaluate_locomo(conversations=subset, embedder=HashEmbedder(), options=alone)
+    bare = evaluate_locomo(conversations=subset, embedder=HashEmbedder(), context=False, options=alone)
     for k in KS:
         assert with_context.overall[k] > bare.overall[k] + 0.05, (k, with_context.overall, bare.overall)
 

@@ -15,11 +15,11 @@ from mindcore.eval.locomo import KS, RETRIEVERS, evaluate_locomo, load_locomo
 def test_batch_recall_gives_the_ltm_loops_recall_at_k(data_dir: Path) -> None:
     conversations = load_locomo(data_dir / "locomo" / "locomo10.json")[:2]
     for name in ("mindcore", "mindcore-seed"):
-        weights, context = RETRIEVERS[name]
+        weights, context, options = RETRIEVERS[name]
         loop = evaluate_locomo(conversations=conversations, embedder=HashEmbedder(), weights=weights,
-                               context=context)
+                               context=context, options=options)
         batch = evaluate_locomo(conversations=conversations, embedder=HashEmbedder(), weights=weights,
-                                context=context, batch_recall=recall)
+                                context=context, options=options, batch_recall=recall)
         assert batch.n == loop.n and batch.n["all"] > 300
         assert batch.overall == loop.overall and batch.by_category == loop.by_category
 
@@ -30,7 +30,8 @@ def test_eval_cli_runs_locomo_through_batch_recall(data_dir: Path) -> None:
                           capture_output=True, text=True, timeout=300, check=True)
     out = done.stdout
     conversations = load_locomo(data_dir / "locomo" / "locomo10.json")[:1]
-    weights, context = RETRIEVERS["mindcore"]
-    report = evaluate_locomo(conversations=conversations, embedder=HashEmbedder(), weights=weights, context=context)
+    weights, context, options = RETRIEVERS["mindcore"]
+    report = evaluate_locomo(conversations=conversations, embedder=HashEmbedder(), weights=weights, context=context,
+                             options=options)
     expected = f"| mindcore | {report.n['all']} | " + " | ".join(f"{100 * report.overall[k]:.1f}" for k in KS) + " |"
     assert expected in out

@@ -489,7 +489,7 @@ def test_engine_ray_hands_every_option_to_the_ray_engine(monkeypatch: pytest.Mon
                  storage_options={"a": "b"}, num_workers=2, ray_init_kwargs={"num_cpus": 2})
     assert out == "from ray"
     assert seen == {"store": "s3://b/p", "queries": "q.parquet", "k": 4, "namespace": "n", "embedder": EMB,
-                    "workspace_id": "w", "weights": weights, "now_ms": 5, "touch": True, "chunk_size": 7,
+                    "workspace_id": "w", "weights": weights, "options": None, "now_ms": 5, "touch": True, "chunk_size": 7,
                     "max_rows_in_memory": 9, "embed_batch_size": 3, "storage_options": {"a": "b"},
                     "num_workers": 2, "ray_init_kwargs": {"num_cpus": 2}}
 

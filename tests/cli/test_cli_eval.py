@@ -16,8 +16,9 @@ from mindcore.eval.tools import load_metatool, rankings, register, score_metatoo
 def test_locomo_subset_prints_each_retriever_and_the_summary(data_dir: Path) -> None:
     out = run_cli("eval", "locomo", "--data", data_dir, "--limit", "1", "--embedder", "hash").stdout
     conversations = load_locomo(data_dir / "locomo" / "locomo10.json")[:1]
-    weights, context = RETRIEVERS["mindcore"]
-    report = evaluate_locomo(conversations=conversations, embedder=HashEmbedder(), weights=weights, context=context)
+    weights, context, options = RETRIEVERS["mindcore"]
+    report = evaluate_locomo(conversations=conversations, embedder=HashEmbedder(), weights=weights, context=context,
+                             options=options)
     assert f"\nmindcore\n{report.table()}\n" in out
     expected = f"| mindcore | {report.n['all']} | " + " | ".join(f"{100 * report.overall[k]:.1f}" for k in KS) + " |"
     assert expected in out

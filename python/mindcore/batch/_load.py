@@ -114,6 +114,7 @@ class Scopes:
     ids: pa.Array[Any]
     texts: pa.Array[Any]
     kinds: pa.Array[Any]
+    threads: pa.Table  # thread, position and created_at: what recall's neighbours are found by
 
 
 def load_scopes(table: Table, keys: Sequence[str]) -> Scopes:
@@ -147,6 +148,7 @@ def load_scopes(table: Table, keys: Sequence[str]) -> Scopes:
         ids=scalars.column("id").combine_chunks(),
         texts=_filled(scalars.column("text"), ""),
         kinds=_kinds(scalars.column("kind")),
+        threads=scalars.select([c for c in ("thread", "position", "created_at") if c in scalars.column_names]),
     )
 
 

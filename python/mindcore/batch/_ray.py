@@ -49,7 +49,7 @@ from mindcore.embed import Embedder
 from mindcore.embed.base import check_embedder
 from mindcore.errors import InvalidInputError, InvalidTypeError, MindcoreError
 from mindcore.ltm._repo import TABLE
-from mindcore.ltm.config import RecallWeights
+from mindcore.ltm.config import RecallOptions, RecallWeights
 from mindcore.ltm.memory import MAX_QUERY_CHARS
 from mindcore.store import Store, StoreLike
 from mindcore.store import open as open_store_at
@@ -76,6 +76,7 @@ def recall_ray(
     embedder: Embedder | None,
     workspace_id: str | None,
     weights: RecallWeights | None,
+    options: RecallOptions | None,
     now_ms: int | None,
     touch: bool,
     chunk_size: int,
@@ -96,7 +97,7 @@ def recall_ray(
     writes).
     """
     # Every option checked as the local engine checks it; now_ms is fixed here, once, for every worker.
-    opts = _options(k, namespace, workspace_id, weights, now_ms, touch, chunk_size, max_rows_in_memory,
+    opts = _options(k, namespace, workspace_id, weights, options, now_ms, touch, chunk_size, max_rows_in_memory,
                     embed_batch_size)
     if embedder is not None:
         check_embedder(embedder)
@@ -118,7 +119,7 @@ def recall_ray(
     table = table.append_column(_INDEX, pa.array(np.arange(table.num_rows, dtype=np.int64)))
     worker_options: dict[str, Any] = {
         "k": opts.k, "namespace": opts.namespace, "workspace_id": opts.workspace_id, "weights": opts.weights,
-        "now_ms": opts.now_ms, "touch": opts.touch, "chunk_size": opts.chunk_size,
+        "options": opts.options,        "now_ms": opts.now_ms, "touch": opts.touch, "chunk_size": opts.chunk_size,
         "max_rows_in_memory": opts.max_rows, "embed_batch_size": opts.embed_batch_size,
     }
 

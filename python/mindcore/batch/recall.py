@@ -30,9 +30,10 @@ from mindcore.embed import Embedder
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
 from mindcore.kernels import grouped_recall
+from mindcore.ltm._neighbours import cosines, with_neighbours
 from mindcore.ltm._order import TIE_MARGIN
 from mindcore.ltm._repo import LEXICAL_FLOOR, TABLE, scope_key, touch_rows
-from mindcore.ltm.config import DAY_MS, RecallWeights
+from mindcore.ltm.config import DAY_MS, RecallOptions, RecallWeights
 from mindcore.ltm.memory import MAX_QUERY_CHARS, MAX_RECALL_K
 from mindcore.store import Store, StoreLike, Table
 from mindcore.validation import check_bool, check_choice, check_id, check_int
@@ -62,6 +63,7 @@ class _Options:
     namespace: str
     workspace_id: str | None
     weights: RecallWeights
+    options: RecallOptions
     now_ms: int
     touch: bool
     chunk_size: int
@@ -78,6 +80,7 @@ def recall(
     embedder: Embedder | None = None,
     workspace_id: str | None = None,
     weights: RecallWeights | None = None,
+    options: RecallOptions | None = None,
     now_ms: int | None = None,
     touch: bool = False,
     engine: Engine = "local",
@@ -91,8 +94,9 @@ def recall(
     """The ``k`` best long-term memories for every query, for many users at once.
 
     Each query gets what ``LongTermMemory.create(store, user_id=..., namespace=namespace,
-    workspace_id=..., embedder=embedder, enabled=True).recall(query, k, touch=touch)`` returns for
-    it (same scores, same order, equal scores in memory-id order), without a Python loop over users: the
+    workspace_id=..., embedder=embedder, enabled=True).recall(query, k, touch=touch, options=options)``
+    returns for it (same scores, same order, equal scores in memory-id order; neighbours in a
+    thread included), without a Python loop over users: the
     queries are grouped by user, embedded in large batches, each user's memories are read once
     per chunk (many users per LanceDB scan) and scored together.
 
@@ -121,6 +125,9 @@ def recall(
         The workspace of every query (give it here or as a column, not both).
     weights
         How to rank (:class:`~mindcore.ltm.RecallWeights`; default: long-term memory's default).
+    options
+        What recall adds around its hits (:class:`~mindcore.ltm.RecallOptions`; default: long-term
+        memory's default, one neighbour on each side of a hit in its thread).
     now_ms
         "Now" for recency, in unix ms; default the time of the call, the same for every query.
     touch
@@ -186,13 +193,13 @@ def recall(
         ray_engine: Any = importlib.import_module("mindcore.batch._ray")
         return ray_engine.recall_ray(  # type: ignore[no-any-return]
             store, queries, k=k, namespace=namespace, embedder=embedder, workspace_id=workspace_id,
-            weights=weights, now_ms=now_ms, touch=touch, chunk_size=chunk_size,
+            weights=weights, options=options, now_ms=now_ms, touch=touch, chunk_size=chunk_size,
             max_rows_in_memory=max_rows_in_memory, embed_batch_size=embed_batch_size,
             storage_options=storage_options, num_workers=num_workers, ray_init_kwargs=ray_init_kwargs)
     for name, value in (("num_workers", num_workers), ("ray_init_kwargs", ray_init_kwargs)):
         if value is not None:
             raise InvalidInputError(f"{name}: only used with engine='ray'")
-    opts = _options(k, namespace, workspace_id, weights, now_ms, touch, chunk_size, max_rows_in_memory,
+    opts = _options(k, namespace, workspace_id, weights, options, now_ms, touch, chunk_size, max_rows_in_memory,
                     embed_batch_size)
     if embedder is not None:
         check_embedder(embedder)
@@ -212,10 +219,12 @@ def recall(
 arecall = async_twin(recall)
 
 
-def _options(k: object, namespace: object, workspace_id: object, weights: object, now_ms: object,
+def _options(k: object, namespace: object, workspace_id: object, weights: object, options: object, now_ms: object,
              touch: object, chunk_size: object, max_rows: object, embed_batch_size: object) -> _Options:
     if weights is not None and not isinstance(weights, RecallWeights):
         raise InvalidTypeError(f"weights: expected a RecallWeights, got {type(weights).__name__}")
+    if options is not None and not isinstance(options, RecallOptions):
+        raise InvalidTypeError(f"options: expected a RecallOptions, got {type(options).__name__}")
     check_id(namespace, "namespace", max_chars=MAX_ID_CHARS)
     if workspace_id is not None:
         check_id(workspace_id, "workspace_id", max_chars=MAX_ID_CHARS)
@@ -224,6 +233,7 @@ def _options(k: object, namespace: object, workspace_id: object, weights: object
         namespace=namespace,  # type: ignore[arg-type]  # checked above, kept as given (not stripped)
         workspace_id=workspace_id,  # type: ignore[arg-type]
         weights=weights or RecallWeights(),
+        options=options or RecallOptions(),
         now_ms=time.time_ns() // 1_000_000 if now_ms is None else check_int(now_ms, "now_ms"),
         touch=check_bool(touch, "touch"),
         chunk_size=check_int(chunk_size, "chunk_size", minimum=1),
@@ -426,7 +436,11 @@ def _score_run(chunk: _Chunk, scopes: Scopes, opts: _Options, touched: dict[str,
             k=fetch, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
             half_life_ms=w.half_life_days * DAY_MS, now_ms=opts.now_ms, lexical_floor=LEXICAL_FLOOR,
         )
-        ordered = _by_score_then_id(top.indices, top.scores, top.similarities, scopes, opts.k, fetch)
+        indices, scores, similarities = top.indices, top.scores, top.similarities
+        if opts.options.neighbours > 0:
+            indices, scores, similarities = _with_neighbours(indices, scores, similarities, vectors[qsel], group,
+                                                             scopes, fetch, opts.options)
+        ordered = _by_score_then_id(indices, scores, similarities, scopes, opts.k, fetch)
         if ordered is not None:
             break
         fetch *= 2
@@ -449,6 +463,32 @@ def _score_run(chunk: _Chunk, scopes: Scopes, opts: _Options, touched: dict[str,
         "score": pa.array(scores[hit_q, hit_rank], pa.float32()),
         "similarity": pa.array(sims[hit_q, hit_rank], pa.float32()),
     }, schema=RESULT_SCHEMA)
+
+
+def _with_neighbours(idx: NDArray[np.int64], scores: Any, sims: Any, queries: NDArray[np.float32],
+                     group: NDArray[np.int64], scopes: Scopes, fetch: int,
+                     options: RecallOptions) -> tuple[NDArray[np.int64], Any, Any]:
+    """Each query's top ``fetch`` once its hits lent their neighbours in a thread a share of their
+    score, exactly as ``LongTermMemory.recall`` does it (see :mod:`mindcore.ltm._neighbours`)."""
+    idx, scores, sims = idx.copy(), np.asarray(scores, dtype=np.float64).copy(), np.asarray(sims).copy()
+    for qi in range(idx.shape[0]):
+        valid = idx[qi] >= 0
+        start = int(scopes.offsets[group[qi]])
+        size = int(scopes.offsets[group[qi] + 1]) - start
+        rows = scopes.threads.slice(start, size)
+        query = queries[qi]
+
+        def cosine(local: np.ndarray, start: int = start, query: np.ndarray = query) -> np.ndarray:
+            return cosines(query, scopes.matrix[start + local])
+
+        hits = idx[qi][valid] - start
+        got, got_scores, got_sims = with_neighbours(rows, hits, scores[qi][valid], sims[qi][valid], k=fetch,
+                                                    complete=len(hits) < fetch, radius=options.neighbours,
+                                                    decay=options.neighbour_decay, similarity=cosine)
+        n = len(got)
+        idx[qi, :n], scores[qi, :n], sims[qi, :n] = got + start, got_scores, got_sims
+        idx[qi, n:] = -1
+    return idx, scores, sims
 
 
 def _by_score_then_id(idx: NDArray[np.int64], scores: Any, sims: Any, scopes: Scopes, k: int,

@@ -114,14 +114,15 @@ def _locomo(args: argparse.Namespace) -> None:
                 report = score_rankings(conversations, bm25_rankings())
                 bar.update(len(conversations), note=name)
             else:
-                weights, context = RETRIEVERS[name]
+                retriever = RETRIEVERS[name]
                 assert embedder is not None
 
                 def step(line: str, retriever: str = name) -> None:
                     bar.update(1, note=retriever)
 
-                report = evaluate_locomo(conversations=conversations, embedder=embedder, weights=weights,
-                                         context=context, progress=step, batch_recall=batch_recall)
+                report = evaluate_locomo(conversations=conversations, embedder=embedder, weights=retriever.weights,
+                                         context=retriever.context, options=retriever.options, progress=step,
+                                         batch_recall=batch_recall)
             print(f"\n{name}\n{report.table()}", flush=True)
             summary.append([name, report.n["all"], *(f"{100 * report.overall[k]:.1f}" for k in KS)])
     summary += [[name, "", *(f"{v:.1f}" for v in values)] for name, values in LOCOMO_ANCHORS.items()]

@@ -24,12 +24,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyarrow as pa
 
 from mindcore.embed import Embedder
-from mindcore.ltm import LongTermMemory, RecallWeights
+from mindcore.ltm import LongTermMemory, RecallOptions, RecallWeights
 from mindcore.store import open as open_store
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "Conversation",
     "LocomoReport",
     "Question",
+    "Retriever",
     "Turn",
     "bm25_rankings",
     "evaluate_locomo",
@@ -61,6 +62,9 @@ class Turn:
     # The previous turn of the same session with its speaker, then this turn's speaker
     # ("Melanie: How are you?\nCaroline:"): the memory's context (see LongTermMemory.remember).
     context: str = ""
+    # The session ("D3") and the turn's index in it: the memory's thread and position.
+    session: str = ""
+    position: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,10 +112,11 @@ def load_locomo(path: str | Path) -> list[Conversation]:
             when = _parse_date(conv[f"session_{session}_date_time"])
             last_ms = max(last_ms, when)
             previous = ""
-            for t in conv[f"session_{session}"]:
+            for position, t in enumerate(conv[f"session_{session}"]):
                 speaker, text = str(t.get("speaker", "")).strip(), _turn_text(t)
                 context = f"{previous}\n{speaker}:" if previous else f"{speaker}:"
-                turns.append(Turn(t["dia_id"], text, when, speaker, context if speaker else previous))
+                turns.append(Turn(t["dia_id"], text, when, speaker, context if speaker else previous,
+                                  f"D{session}", position))
                 previous = f"{speaker}: {text}" if speaker else text
             session += 1
         known = {t.dia_id for t in turns}
@@ -156,14 +161,27 @@ Ranker = Callable[[Conversation], list[list[str]]]
 #: :func:`mindcore.batch.recall`'s signature, as :func:`evaluate_locomo` calls it.
 BatchRecall = Callable[..., pa.Table]
 
-#: The long-term memory retrievers the LoCoMo bench compares: name -> (recall weights, whether each turn
-#: is stored with its context). ``bm25`` (:func:`bm25_rankings`) is the lexical floor beside them.
-RETRIEVERS: dict[str, tuple[RecallWeights, bool]] = {
-    "mindcore": (RecallWeights(), True),
-    "mindcore-no-recency": (RecallWeights(recency=0.0), True),
-    "mindcore-bare": (RecallWeights(), False),
-    "mindcore-seed": (RecallWeights(lexical=0.0), False),
-    "mindcore-cosine": (RecallWeights(similarity=1.0, recency=0.0, importance=0.0, lexical=0.0), False),
+class Retriever(NamedTuple):
+    """How a LoCoMo row stores and recalls: recall weights, whether each turn is stored with its
+    context, and recall options (``None``: long-term memory's default). Every turn is stored with
+    its session as its thread and its index there as its position."""
+
+    weights: RecallWeights
+    context: bool
+    options: RecallOptions | None = None
+
+
+_ALONE = RecallOptions(neighbours=0)
+#: The long-term memory retrievers the LoCoMo bench compares. ``bm25`` (:func:`bm25_rankings`) is
+#: the lexical floor beside them.
+RETRIEVERS: dict[str, Retriever] = {
+    "mindcore": Retriever(RecallWeights(), True),
+    "mindcore-no-neighbours": Retriever(RecallWeights(), True, _ALONE),
+    "mindcore-no-recency": Retriever(RecallWeights(recency=0.0), True),
+    "mindcore-bare": Retriever(RecallWeights(), False),
+    "mindcore-bare-no-neighbours": Retriever(RecallWeights(), False, _ALONE),
+    "mindcore-seed": Retriever(RecallWeights(lexical=0.0), False, _ALONE),
+    "mindcore-cosine": Retriever(RecallWeights(similarity=1.0, recency=0.0, importance=0.0, lexical=0.0), False, _ALONE),
 }
 
 
@@ -210,6 +228,7 @@ def evaluate_locomo(
     batch_recall: BatchRecall | None = None,
     dedupe: bool = True,
     plain: bool = False,
+    options: RecallOptions | None = None,
 ) -> LocomoReport:
     """Store each conversation in its own long-term memory (a temporary local store) and score every
     question's recall@k. Give ``path`` to ``locomo10.json`` or already loaded ``conversations``.
@@ -225,8 +244,13 @@ def evaluate_locomo(
     ``remember_many(..., dedupe=False)``): the path a user who stores a chat turn by turn takes.
     The report's ``writes`` counts what the writes did.
 
+    Each turn is stored with its session (``"D3"``) as its ``thread`` and its index there as its
+    ``position``, so recall brings the turns around a hit (``options``, default long-term memory's
+    :class:`RecallOptions`; ``plain`` rows store the text alone, as a user's ``remember()`` does).
+
     The questions are recalled with ``LongTermMemory.recall_many``, or, given ``batch_recall``
-    (:func:`mindcore.batch.recall`), with one batch call per conversation: the same rankings.
+    (:func:`mindcore.batch.recall`), with one batch call per conversation: the same rankings as
+    ``recall_many`` with ``RecallOptions(neighbours=0)`` (batch recall adds no neighbours).
     """
     if conversations is None:
         if path is None:
@@ -247,7 +271,8 @@ def evaluate_locomo(
                 else:
                     results = ltm.remember_many(
                         [{"text": f"{t.speaker}: {t.text}" if plain else t.text, "created_at": t.timestamp_ms,
-                          "context": t.context if context and not plain else None} for t in conv.turns],
+                          "context": t.context if context and not plain else None,
+                          **({} if plain else {"thread": t.session, "position": t.position})} for t in conv.turns],
                         dedupe=dedupe,
                     )
                 live = {m.id for m in ltm.memories()}
@@ -258,7 +283,8 @@ def evaluate_locomo(
                           if r.memory and r.status == "stored"}
                 questions = [q.question for q in conv.questions]
                 if batch_recall is None:
-                    found = [[m.id for m in hits] for hits in ltm.recall_many(questions, k=k_max, touch=False)]
+                    found = [[m.id for m in hits]
+                             for hits in ltm.recall_many(questions, k=k_max, touch=False, options=options)]
                 else:
                     found = _batch_ids(batch_recall(
                         ltm.store, pa.table({"user_id": [conv.sample_id] * len(questions), "query": questions}),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mindcore.errors import MemoryNotFoundError
 from mindcore.ltm._repo import VECTOR_TEXTS
-from mindcore.ltm.config import LongTermMemoryConfig, resolve_enabled, resolve_max_items
+from mindcore.ltm.config import LongTermMemoryConfig, RecallOptions, resolve_enabled, resolve_max_items
 from mindcore.ltm.extract import ExtractionParseError, parse_candidates, render_conversation
 from mindcore.ltm.memory import DUPLICATE_THRESHOLD, LongTermMemory, RecallWeights
 from mindcore.ltm.render import render_memories
@@ -29,6 +29,7 @@ __all__ = [
     "Memory",
     "MemoryNotFoundError",
     "MemoryVersion",
+    "RecallOptions",
     "RecallWeights",
     "RememberResult",
     "parse_candidates",

@@ -38,7 +38,7 @@ from mindcore.store.scoring import Weights, rank
 
 if TYPE_CHECKING:
     from mindcore.ltm.config import LongTermMemoryConfig
-    from mindcore.ltm.pipeline import Row
+    from mindcore.ltm.types import Row
 
 __all__ = ["Decision", "Judge", "Ref", "ScopePlan", "Stored", "conservative_judge", "decide", "plan_scope"]
 
@@ -245,10 +245,11 @@ def plan_scope(rows: Sequence[Row], vectors: np.ndarray, decisions: Sequence[Dec
     memory_of: dict[int, Memory] = {}
     stored_rows = [j for j, d in enumerate(decisions) if d.action != "duplicate"]
     for j, memory_id in zip(stored_rows, new_ids(len(stored_rows)), strict=True):
-        text, kind, importance, created_at, context = rows[j]
+        row = rows[j]
         memory_of[j] = MemoryRepo.new_memory(NewMemory(
-            text=text, kind=kind, importance=importance, created_at=now if created_at is None else created_at,
-            source=source, context=context), memory_id)
+            text=row.text, kind=row.kind, importance=row.importance,
+            created_at=now if row.created_at is None else row.created_at, source=source, context=row.context,
+            thread=row.thread, position=row.position), memory_id)
 
     def memory(ref: Ref) -> Memory:
         return known[ref[1]] if ref[0] else memory_of[ref[1]]

@@ -20,6 +20,7 @@ import pyarrow.compute as pc
 from mindcore.kernels import BM25Index, RowShadow, looks_like_secret
 from mindcore.ltm._history import STATE_ACTIONS, Event, state_ids
 from mindcore.ltm._lexical import lexical_index, lexical_terms
+from mindcore.ltm._neighbours import cosines, with_neighbours
 from mindcore.ltm.types import Memory, embedded_text, indexed_text
 from mindcore.store.filters import col
 from mindcore.store.ids import new_id
@@ -69,6 +70,10 @@ COLUMNS: dict[str, pa.DataType] = {
     # The older memories this one was kept beside though it may update or contradict them
     # (Memory.related), as a JSON list of ids; null when none.
     "related": pa.string(),
+    # The conversation the memory came from and its place there (Memory.thread, Memory.position):
+    # recall brings a hit's neighbours in its thread.
+    "thread": pa.string(),
+    "position": pa.int64(),
 }
 # What happened to the memories of a scope (same namespaces as TABLE): one row per event, its
 # ``created_at`` being when it happened. A retired memory lives on here only, in full.
@@ -84,6 +89,8 @@ HISTORY_COLUMNS: dict[str, pa.DataType] = {
     "source": pa.string(),
     "context": pa.string(),
     "memory_created_at": pa.int64(),
+    "thread": pa.string(),
+    "position": pa.int64(),
 }
 _READ_COLUMNS = ["id", "created_at", *COLUMNS]
 _MEMORY_COLUMNS = [c for c in _READ_COLUMNS if c != "terms"]
@@ -157,6 +164,8 @@ class NewMemory:
     source: str
     context: str | None = None
     related: tuple[str, ...] = ()
+    thread: str | None = None
+    position: int | None = None
 
 
 def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
@@ -175,6 +184,8 @@ def _arrow(memories: Sequence[Memory], vectors: np.ndarray) -> pa.Table:
         "terms": pa.array([lexical_terms(indexed_text(m.text, m.context)) for m in memories], pa.string()),
         "context": pa.array([m.context for m in memories], pa.string()),
         "related": pa.array([json.dumps(list(m.related)) if m.related else None for m in memories], pa.string()),
+        "thread": pa.array([m.thread for m in memories], pa.string()),
+        "position": pa.array([m.position for m in memories], pa.int64()),
         "vector": pa.FixedSizeListArray.from_arrays(pa.array(matrix.reshape(-1)), matrix.shape[1]),
     })
 
@@ -194,6 +205,8 @@ def _memory(row: Mapping[str, Any], *, score: float | None = None, similarity: f
         similarity=similarity,
         context=None if row.get("context") is None else str(row["context"]),
         related=_related(row.get("related")),
+        thread=None if row.get("thread") is None else str(row["thread"]),
+        position=None if row.get("position") is None else int(row["position"]),
     )
 
 
@@ -314,6 +327,8 @@ def _history_rows(events: Sequence[tuple[str, HistoryEvent]]) -> pa.Table:
         "source": pa.array([e.memory.source for _, e in events], pa.string()),
         "context": pa.array([e.memory.context for _, e in events], pa.string()),
         "memory_created_at": pa.array([e.memory.created_at for _, e in events], pa.int64()),
+        "thread": pa.array([e.memory.thread for _, e in events], pa.string()),
+        "position": pa.array([e.memory.position for _, e in events], pa.int64()),
     })
 
 
@@ -446,35 +461,55 @@ class MemoryRepo:
         return [_memory(h.row | {"id": h.id}, score=h.score, similarity=h.similarity) for h in hits]
 
     def search_lexical(self, vector: np.ndarray, query: str, *, k: int, w_sim: float, w_rec: float,
-                       w_importance: float, w_lexical: float, half_life_ms: float, now_ms: int) -> list[Memory]:
+                       w_importance: float, w_lexical: float, half_life_ms: float, now_ms: int,
+                       neighbours: int = 0, neighbour_decay: float = 0.0) -> list[Memory]:
         """Hybrid top-k with lexical fusion: the extra term is ``w_importance·importance +
         w_lexical·bm25/max(max(bm25), LEXICAL_FLOOR)`` (BM25 over the scope's texts, scaled so the
         query's best match gets 1 unless even that match is weak), scored in one ``hybrid_topk``
-        call over the cached vectors."""
-        view = self._lexical_view(query)
+        call over the cached vectors. With ``neighbours``, the memories up to that many places
+        around a hit in its thread score at least ``neighbour_decay ** distance`` times the hit's
+        (positive) score (see :func:`~mindcore.ltm._neighbours.with_neighbours`)."""
+        view = self._lexical_view(query if w_lexical > 0 else None)
         n = view.matrix.shape[0]
         if n == 0:
             return []
-        lexical = view.lexical
-        scale = max(float(lexical.max()), LEXICAL_FLOOR)
-        extra = w_importance * view.importance + (w_lexical / scale) * lexical
-        weights = Weights(similarity=w_sim, recency=w_rec, extra=1.0, half_life_ms=half_life_ms)
+        if w_lexical > 0:
+            lexical = view.lexical
+            scale = max(float(lexical.max()), LEXICAL_FLOOR)
+            extra = np.ascontiguousarray(w_importance * view.importance + (w_lexical / scale) * lexical,
+                                         dtype=np.float32)
+            weights = Weights(similarity=w_sim, recency=w_rec, extra=1.0, half_life_ms=half_life_ms)
+        else:  # importance weighted in the kernel, as the store's search (and batch recall) weighs it
+            extra = np.ascontiguousarray(view.importance, dtype=np.float32)
+            weights = Weights(similarity=w_sim, recency=w_rec, extra=w_importance, half_life_ms=half_life_ms)
         top = rank(vector, view.matrix, weights, k=k, now_ms=now_ms, timestamps=view.recency_ms,
-                   extra=np.ascontiguousarray(extra, dtype=np.float32), inv_norms=view.inv_norms,
-                   shadow=view.shadow if 8 * k <= n else None)
-        names = view.rows.column_names
-        rows = take_rows(view.rows.select([c for c in _MEMORY_COLUMNS if c in names]), top.indices)
-        return [_memory(r, score=float(sc), similarity=float(si))
-                for r, sc, si in zip(rows, top.scores, top.similarities, strict=True)]
+                   extra=extra, inv_norms=view.inv_norms, shadow=view.shadow if 8 * k <= n else None)
+        indices, scores, similarities = top.indices, top.scores, top.similarities
+        if neighbours > 0:
+            def cosine(rows: np.ndarray) -> np.ndarray:
+                return cosines(vector, view.matrix[rows])
 
-    def _lexical_view(self, query: str) -> _LexicalView:
-        """The scope's cached rows with a vector, and ``query``'s BM25 scores over them."""
-        entry = self._indexed
-        if entry is None or entry.version != int(self.table.version):
-            entry = self.table.cached(self.ns)  # kept while current, even if the store's cache lets it go
-        with self._bm25_lock:  # the index moves with the newest entry: score before another thread moves it
-            self._follow(entry)
-            lexical = self._bm25.scores(query)
+            indices, scores, similarities = with_neighbours(
+                view.rows, indices, scores, similarities, k=k, complete=len(indices) < k, radius=neighbours,
+                decay=neighbour_decay, similarity=cosine)
+        names = view.rows.column_names
+        rows = take_rows(view.rows.select([c for c in _MEMORY_COLUMNS if c in names]), indices)
+        return [_memory(r, score=float(sc), similarity=float(si))
+                for r, sc, si in zip(rows, scores, similarities, strict=True)]
+
+    def _lexical_view(self, query: str | None) -> _LexicalView:
+        """The scope's cached rows with a vector, and ``query``'s BM25 scores over them (zeros
+        without a query: the BM25 index is then not read)."""
+        if query is None:
+            entry = self.table.cached(self.ns)
+            lexical = np.zeros(entry.matrix.shape[0], dtype=np.float32)
+        else:
+            entry = self._indexed
+            if entry is None or entry.version != int(self.table.version):
+                entry = self.table.cached(self.ns)  # kept while current, even if the store's cache lets it go
+            with self._bm25_lock:  # the index moves with the newest entry: score before another thread moves it
+                self._follow(entry)
+                lexical = self._bm25.scores(query)
         matrix, rows = entry.matrix, entry.scalars
         recency, importance = entry.int64("recency_at"), entry.float32("importance")
         if not entry.has_vector.all():  # rows whose vector was refused never match
@@ -557,7 +592,7 @@ class MemoryRepo:
         collision-free id (bulk writes make theirs with ``store.new_ids``)."""
         return Memory(id=new_id() if memory_id is None else memory_id, text=row.text, kind=row.kind, importance=row.importance,
                       created_at=row.created_at, last_accessed_at=row.created_at, source=row.source,
-                      context=row.context, related=row.related)
+                      context=row.context, related=row.related, thread=row.thread, position=row.position)
 
     def insert(self, rows: Sequence[NewMemory], vectors: np.ndarray) -> list[Memory | None]:
         """Insert ``rows`` in one commit: the stored memory for each, ``None`` where refused."""

@@ -37,6 +37,7 @@ __all__ = [
     "ENV_ENABLED",
     "ENV_MAX_ITEMS",
     "LongTermMemoryConfig",
+    "RecallOptions",
     "RecallWeights",
     "resolve_enabled",
     "resolve_max_items",
@@ -48,6 +49,8 @@ ENV_ENABLED = "MINDCORE_MEMORY_ENABLED"
 ENV_MAX_ITEMS = "MINDCORE_MEMORY_MAX_ITEMS"
 DEFAULT_MAX_ITEMS = 500
 DAY_MS = 86_400_000
+#: The most neighbours on each side :class:`RecallOptions` adds to a hit.
+MAX_NEIGHBOURS = 8
 #: Default of :attr:`LongTermMemoryConfig.duplicate_threshold`.
 DEFAULT_DUPLICATE_THRESHOLD = 0.92
 #: Default of :attr:`LongTermMemoryConfig.related_threshold`. With the bundled embedder, 127 of the
@@ -139,12 +142,42 @@ class RecallWeights:
                        half_life_ms=self.half_life_days * DAY_MS)
 
 
+@dataclass(frozen=True, slots=True)
+class RecallOptions:
+    """What recall adds around its hits.
+
+    ``neighbours``: a memory stored with a ``thread`` (the conversation or session it came from,
+    see :meth:`~mindcore.ltm.LongTermMemory.remember`) brings the memories up to this many places
+    before and after it in that thread, each scored ``neighbour_decay ** distance`` times the hit's
+    score (or its own score, if higher), so the turns around an answer ("Where did you go?" /
+    "Lisbon, last May") are recalled together; :meth:`~mindcore.ltm.LongTermMemory.render` shows a
+    thread's memories in their order. Memories without a thread are unaffected. ``0`` turns it off.
+
+    >>> RecallOptions().neighbours
+    1
+    >>> RecallOptions(neighbours=-1)
+    Traceback (most recent call last):
+    ...
+    mindcore.errors.InvalidInputError: neighbours: expected an int in 0..8, got -1
+    """
+
+    neighbours: int = 1
+    neighbour_decay: float = 0.8
+
+    def __post_init__(self) -> None:
+        n = self.neighbours
+        if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_NEIGHBOURS:
+            raise InvalidInputError(f"neighbours: expected an int in 0..{MAX_NEIGHBOURS}, got {n!r}")
+        check_number(self.neighbour_decay, "neighbour_decay", minimum=0, maximum=1)
+
+
 @dataclass(frozen=True)
 class LongTermMemoryConfig:
     """Options of a :class:`~mindcore.ltm.LongTermMemory`; wrong types and values fail here.
 
     ``max_items``: the most memories a scope keeps (``None``: ``MINDCORE_MEMORY_MAX_ITEMS``, else
-    500; 0 disables eviction). ``weights``: how recall ranks (:class:`RecallWeights`).
+    500; 0 disables eviction). ``weights``: how recall ranks (:class:`RecallWeights`);
+    ``recall``: what it adds around its hits (:class:`RecallOptions`).
     ``touch_delay``: seconds after a recall before its last-access bumps are written (one write
     for a burst of recalls). ``secrets``: the :class:`~mindcore.policy.SecretPolicy` every write
     path goes through: a refused item is reported as ``secret`` and nothing of it is stored; with
@@ -176,6 +209,7 @@ class LongTermMemoryConfig:
 
     max_items: int | None = None
     weights: RecallWeights = field(default_factory=RecallWeights)
+    recall: RecallOptions = field(default_factory=RecallOptions)
     touch_delay: float = 2.0
     secrets: SecretPolicy = field(default_factory=SecretPolicy)
     related_threshold: float = DEFAULT_RELATED_THRESHOLD
@@ -188,6 +222,8 @@ class LongTermMemoryConfig:
         object.__setattr__(self, "max_items", resolve_max_items(self.max_items))
         if not isinstance(self.weights, RecallWeights):
             raise InvalidTypeError(f"weights: expected RecallWeights, got {type(self.weights).__name__}")
+        if not isinstance(self.recall, RecallOptions):
+            raise InvalidTypeError(f"recall: expected RecallOptions, got {type(self.recall).__name__}")
         object.__setattr__(self, "touch_delay", check_number(self.touch_delay, "touch_delay", minimum=0))
         if not isinstance(self.secrets, SecretPolicy):
             raise InvalidTypeError(f"secrets: expected a SecretPolicy, got {type(self.secrets).__name__}")

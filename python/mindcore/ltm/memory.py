@@ -32,7 +32,7 @@ from mindcore.ltm._history import (
 from mindcore.ltm._order import TIE_MARGIN, by_score_then_id
 from mindcore.ltm._repo import HistoryEvent, HistoryRepo, MemoryRepo
 from mindcore.ltm.background import ExtractionQueue, TouchWriter
-from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig, RecallWeights, resolve_enabled
+from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig, RecallOptions, RecallWeights, resolve_enabled
 from mindcore.ltm.extract import (
     Candidate,
     ExtractionParseError,
@@ -255,18 +255,24 @@ class LongTermMemory:
 
     # -- recall ---------------------------------------------------------------------------------
 
-    def recall(self, query: str, k: int = 5, *, touch: bool = True) -> list[Memory]:
+    def recall(self, query: str, k: int = 5, *, touch: bool = True,
+               options: RecallOptions | None = None) -> list[Memory]:
         """The ``k`` best memories for ``query``, best first, each with ``.score`` and ``.similarity``
         (:meth:`render` shows the newer of two related memories first, see :attr:`Memory.related`).
 
         A blank query recalls nothing. With ``touch`` (the default) the returned memories' last access
-        is bumped in the background (see :meth:`flush`), so memories in use age slower.
+        is bumped in the background (see :meth:`flush`), so memories in use age slower. ``options``
+        (default: ``config.recall``) says what recall adds around its hits: the memories next to a
+        hit in its thread (:class:`~mindcore.ltm.RecallOptions`).
         """
-        return self.recall_many([query], k, touch=touch)[0]
+        return self.recall_many([query], k, touch=touch, options=options)[0]
 
     @traced("ltm.recall", k="k", queries=lambda call: _count(call["queries"]))
-    def recall_many(self, queries: Sequence[str], k: int = 5, *, touch: bool = True) -> list[list[Memory]]:
+    def recall_many(self, queries: Sequence[str], k: int = 5, *, touch: bool = True,
+                    options: RecallOptions | None = None) -> list[list[Memory]]:
         """:meth:`recall` for several queries at once (one embedding call, then one ranking pass per query)."""
+        if options is not None and not isinstance(options, RecallOptions):
+            raise InvalidTypeError(f"options: expected RecallOptions, got {type(options).__name__}")
         if isinstance(queries, str) or not isinstance(queries, Sequence):
             raise TypeError("queries: expected a sequence of strings")
         for query in queries:
@@ -286,14 +292,15 @@ class LongTermMemory:
         now = self._clock()
         w = self.weights
         hybrid = w.hybrid
+        around = self.config.recall if options is None else options
         for i, vector in zip(asked, vectors, strict=True):
             fetch = k + TIE_MARGIN
             while True:  # equal scores are ordered by id: fetch until the run of ties at the cut ends
-                if w.lexical > 0:
+                if w.lexical > 0 or around.neighbours > 0:
                     hits = self._repo.search_lexical(
                         vector, queries[i], k=fetch, w_sim=w.similarity, w_rec=w.recency,
                         w_importance=w.importance, w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS,
-                        now_ms=now,
+                        now_ms=now, neighbours=around.neighbours, neighbour_decay=around.neighbour_decay,
                     )
                 else:
                     hits = self._repo.search(vector, k=fetch, weights=hybrid, now_ms=now)
@@ -307,8 +314,9 @@ class LongTermMemory:
             self._touches.schedule([m for hits in out for m in hits], now)
         return out
 
-    async def arecall(self, query: str, k: int = 5, *, touch: bool = True) -> list[Memory]:
-        return await asyncio.to_thread(self.recall, query, k, touch=touch)
+    async def arecall(self, query: str, k: int = 5, *, touch: bool = True,
+                      options: RecallOptions | None = None) -> list[Memory]:
+        return await asyncio.to_thread(self.recall, query, k, touch=touch, options=options)
 
     @staticmethod
     def render(memories: Iterable[Memory], *, dates: bool = False) -> str:
@@ -321,7 +329,8 @@ class LongTermMemory:
     # -- writes ---------------------------------------------------------------------------------
 
     def remember(self, text: str, kind: str = DEFAULT_KIND, importance: float = 0.5, *,
-                 created_at: int | None = None, context: str | None = None) -> Memory | None:
+                 created_at: int | None = None, context: str | None = None, thread: str | None = None,
+                 position: int | None = None) -> Memory | None:
         """Store one fact and return it; ``None`` when refused because it looks like a secret (or, for
         a backdated ``created_at`` in a full scope, when it ranks below every memory kept).
 
@@ -329,6 +338,12 @@ class LongTermMemory:
         (``"Bob: How was the trip?\\nAlice:"``). Recall's BM25 side indexes the whole context with
         ``text`` and the vector embeds ``text`` after the context's last line (document expansion, see
         :func:`~mindcore.ltm.types.embedded_text`), but :meth:`render` shows ``text`` only.
+
+        ``thread`` names the conversation (or session, document...) the fact came from and
+        ``position`` its place there (a turn index; without it, order of ``created_at``): a recall
+        that finds this memory brings the memories around it in the thread too
+        (:class:`~mindcore.ltm.RecallOptions`), and :meth:`render` shows them in order. A thread is
+        an identifier: one that looks like a secret is refused, whatever the secret policy's action.
 
         The new fact is judged against the stored memories near it (cosine ≥
         ``config.related_threshold``), on the texts alone, never their contexts: a duplicate is not
@@ -339,22 +354,25 @@ class LongTermMemory:
         cases apart.
         """
         return self.try_remember(text, kind=kind, importance=importance, created_at=created_at,
-                                 context=context).memory
+                                 context=context, thread=thread, position=position).memory
 
     def try_remember(self, text: str, kind: str = DEFAULT_KIND, importance: float = 0.5, *,
                      created_at: int | None = None, source: str = "manual",
-                     context: str | None = None) -> RememberResult:
+                     context: str | None = None, thread: str | None = None,
+                     position: int | None = None) -> RememberResult:
         """Like :meth:`remember`, but says what happened: ``.status`` (``stored``, ``duplicate``,
         ``secret`` or ``evicted``), ``.action`` (``created``, ``duplicate``, ``updated``,
         ``superseded``, ``evicted`` or ``refused``), ``.replaced`` (the memory it retired) and
         ``.reason`` (see :class:`~mindcore.ltm.RememberResult`)."""
         return self.remember_many([{"text": text, "kind": kind, "importance": importance,
-                                    "created_at": created_at, "context": context}], source=source)[0]
+                                    "created_at": created_at, "context": context, "thread": thread,
+                                    "position": position}], source=source)[0]
 
     async def aremember(self, text: str, kind: str = DEFAULT_KIND, importance: float = 0.5, *,
-                        created_at: int | None = None, context: str | None = None) -> Memory | None:
+                        created_at: int | None = None, context: str | None = None, thread: str | None = None,
+                        position: int | None = None) -> Memory | None:
         return await asyncio.to_thread(self.remember, text, kind, importance, created_at=created_at,
-                                       context=context)
+                                       context=context, thread=thread, position=position)
 
     @traced("ltm.remember", source="source", user_id=lambda call: call["self"].user_id)
     def remember_many(
@@ -367,7 +385,7 @@ class LongTermMemory:
         """Store many facts in one write (bulk import); one :class:`RememberResult` per item, in order.
 
         Items are strings or mappings with ``text`` and optional ``kind``, ``importance``,
-        ``created_at`` (unix ms) and ``context`` (see :meth:`remember`). Every item passes the secret
+        ``created_at`` (unix ms), ``context``, ``thread`` and ``position`` (see :meth:`remember`). Every item passes the secret
         filter; with ``dedupe`` (the default) each item is judged as :meth:`remember` judges it,
         against the stored memories and the earlier items alike, as if remembered one after the
         other (an item retired by a later one is reported ``stored``; :meth:`history` shows it
@@ -443,7 +461,7 @@ class LongTermMemory:
                 continue
             reports.append(ExtractionReport(candidates=len(parsed.candidates), invalid=parsed.invalid,
                                             over_limit=parsed.over_limit))
-            rows.extend((c.text, c.kind, c.importance, None, None) for c in parsed.candidates)
+            rows.extend(Row(c.text, c.kind, c.importance, None, None) for c in parsed.candidates)
             owner.extend([n] * len(parsed.candidates))
         if not rows:
             return reports

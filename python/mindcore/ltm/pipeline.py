@@ -58,11 +58,14 @@ from mindcore.ltm.types import (
     KINDS,
     MAX_CONTEXT_CHARS,
     MAX_TEXT_CHARS,
+    MAX_THREAD_CHARS,
     Memory,
     RememberResult,
     RememberStatus,
+    Row,
     embedded_text,
 )
+from mindcore.policy import SecretPolicy
 from mindcore.store import Store
 from mindcore.store.scoring import Weights, rank
 from mindcore.validation import text_problem
@@ -84,8 +87,6 @@ EVICT_IMPORTANCE = 0.1
 # rarely wait for each other, few enough that the lock folder stays small.
 _LOCK_STRIPES = 256
 
-#: One validated write: text, kind, importance, created_at, context.
-Row = tuple[str, str, float, int | None, str | None]
 # How many times a write asks the resolver about pairs that appeared while it was asking.
 _JUDGE_ROUNDS = 3
 
@@ -135,11 +136,11 @@ def validate_item(item: str | Mapping[str, Any] | Candidate) -> Row:
         raise TypeError(f"expected a str or a mapping with 'text', got {type(item).__name__}")
     text, kind = item.get("text"), item.get("kind", DEFAULT_KIND)
     importance, created_at = item.get("importance", 0.5), item.get("created_at")
-    context = item.get("context")
+    context, thread, position = item.get("context"), item.get("thread"), item.get("position")
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text: expected a non-blank string, got {text!r}")
     text = text.strip()
-    for name, value in (("text", text), ("context", context)):
+    for name, value in (("text", text), ("context", context), ("thread", thread)):
         problem = text_problem(value) if isinstance(value, str) else None
         if problem:
             raise InvalidInputError(f"{name}: {problem}")
@@ -159,7 +160,27 @@ def validate_item(item: str | Mapping[str, Any] | Candidate) -> Row:
         context = context.strip() or None
         if context is not None and len(context) > MAX_CONTEXT_CHARS:
             raise ValueError(f"context: {len(context):,} characters; at most {MAX_CONTEXT_CHARS:,}")
-    return text, kind, float(importance), created_at, context
+    if thread is not None and (not isinstance(thread, str) or not thread.strip() or len(thread) > MAX_THREAD_CHARS):
+        raise ValueError(f"thread: expected a non-blank string of at most {MAX_THREAD_CHARS} characters, got {thread!r}")
+    if position is not None and (isinstance(position, bool) or not isinstance(position, int) or position < 0):
+        raise ValueError(f"position: expected a non-negative int, got {position!r}")
+    if position is not None and thread is None:
+        raise ValueError("position: a position is a place in a thread; give thread= too")
+    return Row(text, kind, float(importance), created_at, context, thread, position)
+
+
+def _refused_identifier(policy: SecretPolicy, value: str, field: str) -> bool:
+    try:
+        policy.screen_identifier(value, field)
+    except SecretRefusedError:
+        return True
+    return False
+
+
+def _restored_thread(policy: SecretPolicy, thread: Any) -> str | None:
+    """A retired memory's thread as it may be restored (``None``: none, or it was stored before
+    threads were kept)."""
+    return None if thread is None else policy.screen_identifier(str(thread), "thread")
 
 
 class WritePipeline:
@@ -185,11 +206,10 @@ class WritePipeline:
 
     def _screen(self, row: Row) -> Row | None:
         """The row as the secret policy lets it be stored, or ``None`` when refused."""
-        text, kind, importance, created_at, context = row
         policy = self._config.secrets
         try:
-            return (policy.screen(text, "text"), kind, importance, created_at,
-                    policy.screen_optional(context, "context"))
+            return row._replace(text=policy.screen(row.text, "text"), context=policy.screen_optional(row.context, "context"),
+                                thread=None if row.thread is None else policy.screen_identifier(row.thread, "thread"))
         except SecretRefusedError:
             return None
 
@@ -300,7 +320,8 @@ class WritePipeline:
             memory = Memory(id=memory_id, text=text, kind=str(retired["kind"] or DEFAULT_KIND),
                             importance=round(float(retired["importance"] or 0.0), 6), created_at=created,
                             last_accessed_at=max(now, created), source=str(retired["source"] or "manual"),
-                            context=context)
+                            context=context, thread=_restored_thread(policy, retired.get("thread")),
+                            position=None if retired.get("position") is None else int(retired["position"]))
             if not storable([memory]):
                 raise SecretRefusedError("text: not restored: it looks like a credential; leave credentials out")
             vectors = self._embed([embedded_text(text, context)])
@@ -463,10 +484,11 @@ class BulkPipeline:
         with_context = [i for i, row in enumerate(rows) if row[4] is not None]
         contexts = dict(zip(with_context, policy.screen_batch([str(rows[i][4]) for i in with_context]), strict=True))
         out: list[Row | None] = []
-        for i, (_, kind, importance, created_at, context) in enumerate(rows):
+        threads = [row.thread is not None and _refused_identifier(policy, row.thread, "thread") for row in rows]
+        for i, row in enumerate(rows):
             screened_text, screened_context = texts[i], contexts.get(i)
-            refused = screened_text is None or (context is not None and screened_context is None)
-            out.append(None if refused else (str(screened_text), kind, importance, created_at, screened_context))
+            refused = screened_text is None or (row.context is not None and screened_context is None) or threads[i]
+            out.append(None if refused else row._replace(text=str(screened_text), context=screened_context))
         return out
 
     def ingest(self, scopes: Mapping[str, Sequence[Row]], *, dedupe: bool,

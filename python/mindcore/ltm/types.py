@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 __all__ = [
     "DEFAULT_KIND",
@@ -32,6 +32,8 @@ MAX_TEXT_CHARS = 2_000
 # CONTEXT_WINDOW_CHARS (the part nearest the fact), so a long context cannot push the fact itself
 # out of the embedder's window (256 tokens for the default model).
 MAX_CONTEXT_CHARS = 2_000
+# A memory's thread (see Memory.thread) is an identifier: at most this long.
+MAX_THREAD_CHARS = 256
 CONTEXT_WINDOW_CHARS = 600
 
 RememberStatus = Literal["stored", "duplicate", "secret", "evicted"]
@@ -54,7 +56,8 @@ class Memory:
     Timestamps are unix milliseconds (UTC). ``score`` and ``similarity`` are set on memories returned
     by :meth:`LongTermMemory.recall` (``None`` elsewhere). ``context`` is optional text that situates
     the fact (e.g. the conversation turn it came from and who said it): recall embeds and indexes it
-    with ``text``, but the rendered block shows ``text`` only.
+    with ``text``, but the rendered block shows ``text`` only. ``thread`` and ``position`` place it
+    in the conversation it came from (see :meth:`LongTermMemory.remember`).
 
     >>> m = Memory(id="m1", text="Prefers green tea", kind="preference", importance=0.8,
     ...            created_at=0, last_accessed_at=0)
@@ -75,6 +78,10 @@ class Memory:
     #: Ids of older memories this one was kept beside although it may update or contradict them
     #: (both stay; recall puts this one first when both match, and ``history`` links them).
     related: tuple[str, ...] = ()
+    #: The conversation (or session, document...) the memory came from, and its place there: recall
+    #: brings the memories around a hit in the same thread (:class:`~mindcore.ltm.RecallOptions`).
+    thread: str | None = None
+    position: int | None = None
 
     @property
     def created(self) -> datetime:
@@ -89,6 +96,18 @@ class Memory:
         out = asdict(self)
         out["related"] = list(self.related)
         return out
+
+
+class Row(NamedTuple):
+    """One validated write, as the write path carries it."""
+
+    text: str
+    kind: str
+    importance: float
+    created_at: int | None
+    context: str | None
+    thread: str | None = None
+    position: int | None = None
 
 
 def indexed_text(text: str, context: str | None) -> str:
