@@ -249,8 +249,7 @@ def evaluate_locomo(
     :class:`RecallOptions`; ``plain`` rows store the text alone, as a user's ``remember()`` does).
 
     The questions are recalled with ``LongTermMemory.recall_many``, or, given ``batch_recall``
-    (:func:`mindcore.batch.recall`), with one batch call per conversation: the same rankings as
-    ``recall_many`` with ``RecallOptions(neighbours=0)`` (batch recall adds no neighbours).
+    (:func:`mindcore.batch.recall`), with one batch call per conversation: the same rankings.
     """
     if conversations is None:
         if path is None:
@@ -288,7 +287,8 @@ def evaluate_locomo(
                 else:
                     found = _batch_ids(batch_recall(
                         ltm.store, pa.table({"user_id": [conv.sample_id] * len(questions), "query": questions}),
-                        k=k_max, namespace="locomo", embedder=embedder, weights=weights, now_ms=conv.now_ms,
+                        k=k_max, namespace="locomo", embedder=embedder, weights=weights, options=options,
+                        now_ms=conv.now_ms,
                     ), len(questions))
                 ltm.close()
                 if progress:
