@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["cosines", "lent_scores", "with_neighbours"]
+__all__ = ["cosines", "has_threads", "lent_scores", "with_neighbours"]
 
 _LAST = np.iinfo(np.int64).max  # a memory without a position sorts after those with one
 # The memory before a hit is lent a hair less than the one after it, so the two never tie (ties
@@ -32,6 +32,14 @@ def cosines(vector: np.ndarray, rows: np.ndarray) -> np.ndarray:
     return np.where(norms > 0, dots / np.where(norms > 0, norms, 1.0), 0.0).astype(np.float32)
 
 
+def has_threads(rows: pa.Table) -> bool:
+    """Whether any of ``rows`` has a thread (a count Arrow keeps: no scan)."""
+    if "thread" not in rows.column_names:
+        return False
+    column = rows.column("thread")
+    return bool(column.null_count < len(column))
+
+
 def _int64s(column: Any, missing: int) -> np.ndarray:
     filled: Any = pc.fill_null(column, missing)
     return np.asarray(filled.to_numpy(), dtype=np.int64)
@@ -42,7 +50,7 @@ def lent_scores(rows: pa.Table, hits: np.ndarray, scores: np.ndarray, radius: in
     score (when positive) to the rows ``d <= radius`` places after it in its thread, ordered by
     position, then creation, then row, and a hair less to those before it. Only the hits'
     threads are read and sorted, so the cost follows their size, not the scope's."""
-    if "thread" not in rows.column_names or not len(hits):
+    if not has_threads(rows) or not len(hits):
         return {}
     thread: Any = rows.column("thread")
     wanted = pc.unique(thread.take(pa.array(hits, pa.int64())).drop_null())

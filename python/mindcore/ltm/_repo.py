@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 from mindcore.kernels import BM25Index, RowShadow, looks_like_secret
 from mindcore.ltm._history import STATE_ACTIONS, Event, state_ids
 from mindcore.ltm._lexical import lexical_index, lexical_terms
-from mindcore.ltm._neighbours import cosines, with_neighbours
+from mindcore.ltm._neighbours import cosines, has_threads, with_neighbours
 from mindcore.ltm.types import Memory, embedded_text, indexed_text
 from mindcore.store.filters import col
 from mindcore.store.ids import new_id
@@ -540,6 +540,11 @@ class MemoryRepo:
             self._bm25.remove(dropped)
         self._bm25.add(stored_terms(entry.scalars.slice(start)), analyzed=True)
         self._indexed = entry
+
+    def has_threads(self) -> bool:
+        """Whether any memory of the scope has a thread (read from the cached scope)."""
+        entry: CacheEntry = self.table.cached(self.ns)
+        return has_threads(entry.scalars)
 
     def vectors(self) -> tuple[Sequence[str], np.ndarray]:
         """Ids and vectors of every memory of the scope, from the cached namespace without copies:

@@ -293,14 +293,16 @@ class LongTermMemory:
         w = self.weights
         hybrid = w.hybrid
         around = self.config.recall if options is None else options
+        # Neighbours only where memories have threads: a scope without any ranks as it always did.
+        neighbours = around.neighbours if around.neighbours > 0 and self._repo.has_threads() else 0
         for i, vector in zip(asked, vectors, strict=True):
             fetch = k + TIE_MARGIN
             while True:  # equal scores are ordered by id: fetch until the run of ties at the cut ends
-                if w.lexical > 0 or around.neighbours > 0:
+                if w.lexical > 0 or neighbours > 0:
                     hits = self._repo.search_lexical(
                         vector, queries[i], k=fetch, w_sim=w.similarity, w_rec=w.recency,
                         w_importance=w.importance, w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS,
-                        now_ms=now, neighbours=around.neighbours, neighbour_decay=around.neighbour_decay,
+                        now_ms=now, neighbours=neighbours, neighbour_decay=around.neighbour_decay,
                     )
                 else:
                     hits = self._repo.search(vector, k=fetch, weights=hybrid, now_ms=now)
