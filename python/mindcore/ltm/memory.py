@@ -293,8 +293,8 @@ class LongTermMemory:
         w = self.weights
         hybrid = w.hybrid
         around = self.config.recall if options is None else options
-        # Neighbours only where memories have threads: a scope without any ranks as it always did.
-        neighbours = around.neighbours if around.neighbours > 0 and self._repo.has_threads() else 0
+        # Without lexical fusion, the store's own search serves a scope without threads, as always.
+        neighbours = around.neighbours if w.lexical > 0 or self._repo.has_threads() else 0
         for i, vector in zip(asked, vectors, strict=True):
             fetch = k + TIE_MARGIN
             while True:  # equal scores are ordered by id: fetch until the run of ties at the cut ends
