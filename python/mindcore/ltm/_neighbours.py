@@ -40,11 +40,6 @@ def has_threads(rows: pa.Table) -> bool:
     return bool(column.null_count < len(column))
 
 
-def _int64s(column: Any, missing: int) -> np.ndarray:
-    filled: Any = pc.fill_null(column, missing)
-    return np.asarray(filled.to_numpy(), dtype=np.int64)
-
-
 def lent_scores(rows: pa.Table, hits: np.ndarray, scores: np.ndarray, radius: int, decay: float) -> dict[int, float]:
     """Row -> the best score a hit lends it: each hit with a thread lends ``decay ** d`` times its
     score (when positive) to the rows ``d <= radius`` places after it in its thread, ordered by
@@ -53,29 +48,30 @@ def lent_scores(rows: pa.Table, hits: np.ndarray, scores: np.ndarray, radius: in
     if not has_threads(rows) or not len(hits):
         return {}
     thread: Any = rows.column("thread")
-    wanted = pc.unique(thread.take(pa.array(hits, pa.int64())).drop_null())
-    if len(wanted) == 0:
+    hit_threads: list[str | None] = thread.take(pa.array(hits, pa.int64())).to_pylist()
+    wanted = sorted({t for t in hit_threads if t is not None})
+    if not wanted:
         return {}
-    member_mask: Any = pc.fill_null(pc.is_in(thread, value_set=wanted), False)
-    members = np.flatnonzero(np.asarray(member_mask.to_numpy(), dtype=bool))
+    member_mask: Any = pc.is_in(thread, value_set=pa.array(wanted, pa.string()))
+    members: list[int] = np.flatnonzero(np.asarray(pc.fill_null(member_mask, False).to_numpy(), dtype=bool)).tolist()
     take = pa.array(members, pa.int64())
-    found: Any = pc.index_in(thread.take(take), value_set=wanted)
-    codes = np.asarray(found.to_numpy(), dtype=np.int64)
-    position = _int64s(rows.column("position").take(take), _LAST)
-    created = _int64s(rows.column("created_at").take(take), 0)
-    order = np.lexsort((members, created, position, codes))
-    ordered, ordered_codes = members[order], codes[order]
-    place = {int(r): p for p, r in enumerate(ordered.tolist())}
+    threads: list[str] = thread.take(take).to_pylist()
+    positions: list[int | None] = rows.column("position").take(take).to_pylist()
+    created: list[int | None] = rows.column("created_at").take(take).to_pylist()
+    ordered = sorted(zip(threads, [_LAST if p is None else p for p in positions], [c or 0 for c in created],
+                         members, strict=True))
+    place = {row: n for n, (_, _, _, row) in enumerate(ordered)}
     lent: dict[int, float] = {}
     for hit, score in zip(hits.tolist(), scores.tolist(), strict=True):
-        p = place.get(int(hit))
+        p = place.get(hit)
         if p is None or score <= 0:
             continue
+        own_thread = ordered[p][0]
         for step in range(1, radius + 1):
             after = score * decay**step
             for q, share in ((p + step, after), (p - step, after * _BEFORE)):
-                if 0 <= q < len(ordered) and ordered_codes[q] == ordered_codes[p]:
-                    row = int(ordered[q])
+                if 0 <= q < len(ordered) and ordered[q][0] == own_thread:
+                    row = ordered[q][3]
                     if share > lent.get(row, -np.inf):
                         lent[row] = share
     return lent
