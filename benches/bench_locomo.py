@@ -8,21 +8,24 @@ date, each question with a resolvable evidence id is a query, recall = |evidence
 * ``mindcore``: the default ``RecallWeights`` (seed 0.7·cosine + 0.2·recency + 0.1·importance, plus
   1.0·BM25 lexical fusion), each turn stored with its context (the previous turn of the session and
   the speaker, ``LongTermMemory.remember_many(..., context=...)``: embedded and indexed, not
-  rendered), judged as every write is (turns never retire turns; a verbatim repeat is not stored twice);
+  rendered) and its session as its ``thread`` (recall's default ``RecallOptions`` bring a hit's
+  neighbours in it), judged as every write is (turns never retire turns; a verbatim repeat is not
+  stored twice); ``mindcore-no-neighbours`` the same with ``RecallOptions(neighbours=0)``;
 * ``mindcore-remember``: ``"{speaker}: {text}"`` per turn through one plain ``remember()`` call, and
   ``mindcore-remember-dedupe-false``, the same texts stored as they are (see the test's docstring);
 * ``mindcore-no-recency``: the same without the recency term (LoCoMo's questions are about any
   session, so with ``now`` = the last session recency only adds bias here; real users' memories
   need it, so the default keeps the seed's weights);
-* ``mindcore-bare``: the default weights over the bare turn texts (no context), the previous default;
+* ``mindcore-bare``: the default weights over the bare turn texts (no context), and
+  ``mindcore-bare-no-neighbours`` without neighbours (the default before contexts and threads);
 * ``mindcore-seed``: the seed's score alone (``lexical=0``, bare turns);
 * ``mindcore-cosine``: cosine similarity alone (bare turns);
 * ``bm25``: BM25 (the Rust kernel) over the turns, the lexical floor.
 
 Settings were chosen on conversations 0-4 only; ``MINDCORE_LOCOMO_SPLIT=tune`` / ``held-out``
 evaluates conversations 0-4 / 5-9 (the default is all ten). Measured (default embedder, R@5/10/25/50):
-``mindcore`` all 64.1 / 71.9 / 80.5 / 85.3, tuning half 66.3 / 74.5 / 81.8 / 86.4, held-out half
-61.9 / 69.3 / 79.1 / 84.3; ``mindcore-bare`` all 53.6 / 60.5 / 69.5 / 75.6.
+``mindcore`` all 65.9 / 75.7 / 82.7 / 87.6 (``-no-neighbours`` 64.1 / 71.9 / 80.4 / 85.3);
+``mindcore-bare`` 59.7 / 69.0 / 77.7 / 83.8 (``-no-neighbours`` 53.6 / 60.5 / 69.5 / 75.6).
 
 Published anchors (README): BM25 46.3 / 54.2 / 63.0 / 70.7, DRAGON 56.7 / 66.2 / 76.7 / 82.7. Each
 row's extra_info holds R@5/10/25/50 overall (``r@k``), without category 5 and per category; the
