@@ -37,6 +37,7 @@ from typing import Any
 import pytest
 from _bench import PrecomputedEmbedder
 
+from mindcore.context import Context, ContextConfig
 from mindcore.eval import data_dir
 from mindcore.eval.tools import (
     STRATEGIES,
@@ -77,7 +78,13 @@ def bfcl() -> dict[str, Any]:
     for t in schema_tools:
         texts += [x for x in t.embedding_texts() if x is not None]
     embedder = PrecomputedEmbedder(_embedder(), texts)
-    return {"data": data, "ctx": register(data.tools, embedder), "ctx+schema": register(schema_tools, embedder)}
+    ctx = register(data.tools, embedder)
+    return {"data": data, "ctx": ctx, "ctx+schema": register(schema_tools, embedder), "zscore": _zscore(ctx, embedder)}
+
+
+def _zscore(ctx: Context, embedder: Any) -> Context:
+    """The same registered tools, ranked with ``ContextConfig(fusion="zscore")``."""
+    return Context(ctx.store, dataset=ctx.dataset, embedder=embedder, config=ContextConfig(fusion="zscore"))
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +93,9 @@ def metatool() -> dict[str, Any]:
                          pair_limit=50 if QUICK else None)
     texts = [q for q, _ in data.single + data.pairs] + [x for t in data.tools for x in t.embedding_texts()
                                                           if x is not None]
-    return {"data": data, "ctx": register(data.tools, PrecomputedEmbedder(_embedder(), texts))}
+    embedder = PrecomputedEmbedder(_embedder(), texts)
+    ctx = register(data.tools, embedder)
+    return {"data": data, "ctx": ctx, "zscore": _zscore(ctx, embedder)}
 
 
 @pytest.mark.parametrize("variant", ["", "+schema"])
@@ -110,3 +119,23 @@ def test_metatool(benchmark: Any, metatool: dict[str, Any], strategy: str) -> No
     benchmark.group = "context: MetaTool tool discovery"
     ranked, ranked_pairs = benchmark.pedantic(run, rounds=1, iterations=1)
     _record(benchmark, "context: MetaTool tool discovery", strategy, score_metatool(data, ranked, ranked_pairs))
+
+
+def test_bfcl_zscore(benchmark: Any, bfcl: dict[str, Any]) -> None:
+    """``hybrid-zscore``: hybrid with each score standardised over the candidates."""
+    data, ctx = bfcl["data"], bfcl["zscore"]
+    benchmark.group = "context: BFCL tool discovery"
+    ranked = benchmark.pedantic(lambda: rankings(ctx, [q["query"] for q in data.queries], "hybrid"),
+                                rounds=1, iterations=1)
+    _record(benchmark, "context: BFCL tool discovery", "hybrid-zscore", score_bfcl(data, ranked))
+
+
+def test_metatool_zscore(benchmark: Any, metatool: dict[str, Any]) -> None:
+    data, ctx = metatool["data"], metatool["zscore"]
+
+    def run() -> tuple[list[list[str]], list[list[str]]]:
+        return (rankings(ctx, [q for q, _ in data.single], "hybrid"), rankings(ctx, [q for q, _ in data.pairs], "hybrid"))
+
+    benchmark.group = "context: MetaTool tool discovery"
+    ranked, ranked_pairs = benchmark.pedantic(run, rounds=1, iterations=1)
+    _record(benchmark, "context: MetaTool tool discovery", "hybrid-zscore", score_metatool(data, ranked, ranked_pairs))

@@ -12,7 +12,7 @@ from _context_helpers import TableEmbedder, bm25_oracle
 
 import mindcore
 import mindcore.context.discovery as discovery
-from mindcore.context import Context, Tool, ToolFields
+from mindcore.context import Context, ContextConfig, Tool, ToolFields
 from mindcore.errors import ContextError, NotFoundError
 
 TOOLS = [
@@ -112,6 +112,35 @@ def test_hybrid_is_seven_tenths_semantic_and_three_tenths_bm25(store: mindcore.S
     hyb = scores(ctx.discover("query alpha", strategy="hybrid"))
     for name in ("alpha", "beta"):
         assert hyb[name] == pytest.approx(0.7 * sem[name] + 0.3 * lex[name], abs=1e-5)
+
+
+def _z(values: dict[str, float]) -> dict[str, float]:
+    mean = sum(values.values()) / len(values)
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values.values()) / len(values))
+    return {k: (v - mean) / spread if spread else 0.0 for k, v in values.items()}
+
+
+def test_zscore_fusion_standardises_each_score_over_the_candidates(store: mindcore.Store) -> None:
+    ctx, emb = semantic_ctx(store, config=ContextConfig(fusion="zscore"))
+    emb.table["gamma"] = [0, 0.6, 0.8, 0]
+    emb.table["gamma does things"] = [0.8, 0, 0.6, 0]
+    ctx.register([Tool("gamma", "gamma does things")])
+    for query in ("query alpha", "query gamma", "query"):
+        sem = scores(ctx.discover(query, strategy="semantic"))
+        lex = scores(ctx.discover(query, strategy="bm25"))
+        hyb = scores(ctx.discover(query, strategy="hybrid"))
+        zs, zl = _z(sem), _z(lex)
+        assert hyb == pytest.approx({k: 0.7 * zs[k] + 0.3 * zl[k] for k in sem}, abs=1e-4)
+    weighted = Context(store, embedder=emb)  # the same tools, the agentified server's fusion
+    got = scores(weighted.discover("query gamma", strategy="hybrid"))
+    sem = scores(weighted.discover("query gamma", strategy="semantic"))
+    lex = scores(weighted.discover("query gamma", strategy="bm25"))
+    assert got == pytest.approx({k: 0.7 * sem[k] + 0.3 * lex[k] for k in sem}, abs=1e-5)
+
+
+def test_fusion_must_be_known() -> None:
+    with pytest.raises(ContextError, match="fusion: 'rrf' is not one of 'weighted', 'zscore'"):
+        ContextConfig(fusion="rrf")  # type: ignore[arg-type]
 
 
 def test_the_default_strategy_is_the_contexts(store: mindcore.Store) -> None:

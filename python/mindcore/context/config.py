@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from mindcore.context.types import SEARCH_STRATEGIES, EmbeddingWeights, SearchStrategy
+from mindcore.context.types import FUSIONS, SEARCH_STRATEGIES, EmbeddingWeights, Fusion, SearchStrategy
 from mindcore.errors import ContextError, InvalidTypeError
 from mindcore.policy import SecretPolicy
 from mindcore.validation import check_choice, check_int
@@ -17,7 +17,11 @@ class ContextConfig:
     """Options of a :class:`~mindcore.context.Context`; wrong values fail here, naming the option.
 
     ``default_strategy``: how :meth:`~mindcore.context.Context.discover` and tool recall rank when
-    no strategy is given (``"bm25"``, ``"semantic"`` or ``"hybrid"``). ``weights``: the default
+    no strategy is given (``"bm25"``, ``"semantic"`` or ``"hybrid"``). ``fusion``: how ``hybrid``
+    adds its two scores: ``"weighted"`` (``0.7·semantic + 0.3·bm25``, BM25 min-max normalised over the
+    candidates: the agentified server's scores) or ``"zscore"`` (each score standardised over the
+    candidates first, so neither side's spread decides; its scores are in standard deviations,
+    not 0..1). ``weights``: the default
     :class:`~mindcore.context.EmbeddingWeights` of semantic ranking. ``secrets``: the
     :class:`~mindcore.policy.SecretPolicy` every stored text goes through (session messages, tools,
     turns): refuse by default, ``SecretPolicy(action="redact")`` to store placeholders instead.
@@ -34,6 +38,7 @@ class ContextConfig:
     """
 
     default_strategy: SearchStrategy = "bm25"
+    fusion: Fusion = "weighted"
     weights: EmbeddingWeights = field(default_factory=EmbeddingWeights)
     secrets: SecretPolicy = field(default_factory=SecretPolicy)
     max_message_chars: int = 1_000_000
@@ -42,6 +47,7 @@ class ContextConfig:
 
     def __post_init__(self) -> None:
         check_choice(self.default_strategy, "default_strategy", SEARCH_STRATEGIES, error=ContextError)
+        check_choice(self.fusion, "fusion", FUSIONS, error=ContextError)
         if not isinstance(self.weights, EmbeddingWeights):
             raise InvalidTypeError(f"weights: expected EmbeddingWeights, got {type(self.weights).__name__}")
         if not isinstance(self.secrets, SecretPolicy):

@@ -241,7 +241,7 @@ class Context:
         base = catalog.rows_of(loaded)
         candidates = catalog.candidates(catalog.rows_of([*excluded, *loaded, *held]))
         ranked = catalog.rank(
-            query, candidates, strategy=chosen, limit=limit, weights=field_weights.as_tuple(),
+            query, candidates, strategy=chosen, limit=limit, weights=field_weights.as_tuple(), fusion=self.config.fusion,
             query_vector=lambda: self._query_vector(query), vectors=lambda: self._field_vectors(catalog),
         )
         expanded = catalog.expand([r for r, _ in ranked], candidates, limit)

@@ -8,7 +8,8 @@ Scores, as the agentified server computes them:
 - ``semantic``: ``Σ wᵢ·cos(query, fieldᵢ) / Σ wᵢ`` over the embedded fields a tool has (name,
   description, input schema, output schema). Field vectors are unit length, so this is the dot
   product of the query with one combined vector per tool: one pass of ``hybrid_topk``.
-- ``hybrid``: ``0.7·semantic + 0.3·bm25``, the same pass with the BM25 scores as its extra term.
+- ``hybrid``: ``0.7·semantic + 0.3·bm25``, the same pass with the BM25 scores as its extra term;
+  with ``fusion="zscore"``, ``0.7·z(semantic) + 0.3·z(bm25)``, each standardised over the candidates.
 
 Ties keep registration order. Graph expansion then appends, with score 0, up to
 ``ceil(0.6·limit)`` candidates whose ``metadata.provides`` covers most of what the ranked tools'
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from mindcore.context.types import SearchStrategy, Tool, ToolFields
+from mindcore.context.types import Fusion, SearchStrategy, Tool, ToolFields
 from mindcore.kernels import BM25Index, hybrid_topk
 
 if TYPE_CHECKING:
@@ -45,6 +46,22 @@ _SUBSET_INDEXES = 16
 
 #: Embeds texts to unit rows: ``texts -> float32 (n, dim)``.
 VectorSource = Callable[[list[str]], np.ndarray]
+
+
+def _standardised(q: np.ndarray, matrix: np.ndarray, candidates: np.ndarray, bm25: np.ndarray,
+                  n: int) -> dict[str, Any]:
+    """``hybrid_topk`` arguments scoring ``0.7·z(semantic) + 0.3·z(bm25)``, each score standardised
+    over the candidates (a side that does not vary adds 0). Standardising the semantic side is
+    affine, so the kernel still computes it: its weight is ``0.7/std`` and ``-0.7·mean/std`` joins the
+    extra term."""
+    semantic = matrix[candidates] @ q
+    mean, spread = float(semantic.mean()), float(semantic.std())
+    w_sim = HYBRID_SEMANTIC / spread if spread > 0 else 0.0
+    lexical_spread = float(bm25.std())
+    lexical = (bm25 - bm25.mean()) / lexical_spread if lexical_spread > 0 else np.zeros_like(bm25)
+    extra = np.zeros(n, dtype=np.float32)
+    extra[candidates] = HYBRID_BM25 * lexical - w_sim * mean
+    return {"w_sim": w_sim, "w_extra": 1.0, "extra": extra}
 
 
 def _unit_rows(m: np.ndarray) -> np.ndarray:
@@ -190,6 +207,7 @@ class Catalog:
         query_vector: Callable[[], np.ndarray] | None = None,
         vectors: Callable[[], FieldVectors] | None = None,
         weights: tuple[float, float, float, float] = (0.1, 0.5, 0.3, 0.1),
+        fusion: Fusion = "weighted",
     ) -> list[tuple[int, float]]:
         """The best ``limit`` candidates as ``(row, score)``, best first."""
         k = min(limit, int(candidates.shape[0]))
@@ -205,7 +223,9 @@ class Catalog:
         mask = np.zeros(self.n, dtype=bool)
         mask[candidates] = True
         kwargs: dict[str, Any] = {}
-        if strategy == "hybrid":
+        if strategy == "hybrid" and fusion == "zscore":
+            kwargs = _standardised(q, matrix, candidates, self.bm25(query, candidates), self.n)
+        elif strategy == "hybrid":
             extra = np.zeros(self.n, dtype=np.float32)
             extra[candidates] = self.bm25(query, candidates)
             kwargs = {"w_sim": HYBRID_SEMANTIC, "w_extra": HYBRID_BM25, "extra": extra}

@@ -34,6 +34,9 @@ __all__ = [
 
 SearchStrategy = Literal["bm25", "semantic", "hybrid"]
 SEARCH_STRATEGIES: tuple[SearchStrategy, ...] = ("bm25", "semantic", "hybrid")
+#: How hybrid discovery adds its semantic and BM25 scores (see :class:`~mindcore.context.ContextConfig`).
+Fusion = Literal["weighted", "zscore"]
+FUSIONS: tuple[Fusion, ...] = ("weighted", "zscore")
 ToolType = Literal["backend", "mcp"]
 TOOL_TYPES: tuple[ToolType, ...] = ("backend", "mcp")
 
