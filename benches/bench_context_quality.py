@@ -25,6 +25,9 @@ offline run over every query, nothing chosen from it). A stronger embedding mode
 ``embedder=``, is what moves this figure.
 MetaTool Hit@1 / R@5 / R@10 / both@10: bm25 .246 / .411 / .490 / .145, semantic .563 / .786 /
 .853 / .579, hybrid .461 / .692 / .774 / .527 (+.215 Hit@1 over bm25: target met).
+``hybrid-zscore`` (``ContextConfig(fusion="zscore")``: each score standardised over the candidates
+before the 0.7 / 0.3 weights): BFCL strict .379 / .688 / .809 / .594 (NDCG unchanged), MetaTool
+.564 / .787 / .855 / .616 (+.103 Hit@1 over hybrid, +.318 over bm25).
 
     pytest benches/bench_context_quality.py --benchmark-only -q -s
 """
