@@ -15,6 +15,8 @@ from mindcore.batch import recall as batch_recall
 from mindcore.embed import HashEmbedder
 from mindcore.errors import InvalidInputError, InvalidTypeError, MindcoreError
 from mindcore.ltm import LongTermMemory, LongTermMemoryConfig, RecallOptions
+from mindcore.ltm._lexical import lexical_terms
+from mindcore.ltm._repo import COLUMNS, TABLE, scope_key
 from mindcore.policy import SecretPolicy
 
 EMB = HashEmbedder()
@@ -174,9 +176,16 @@ def test_batch_recall_gives_the_same_hits_with_neighbours(tmp_path: Path) -> Non
     users = {"ann": CHAT, "bob": [*reversed(CHAT), "Summer is for holidays by the sea."]}
     for user, chat in users.items():
         ltm = LongTermMemory(store, user_id=user, embedder=EMB, max_items=0, clock=lambda: NOW)
-        ltm.remember_many([{"text": t, "thread": f"{user}-s1", "position": i} for i, t in enumerate(chat)]
+        ltm.remember_many([{"text": t, "thread": f"{user}-s1", "position": 2 * i} for i, t in enumerate(chat)]
                           + [{"text": "Bees and tea on Sundays."}], dedupe=False)
         ltm.close()
+    # A row another writer left without a vector, between the first two turns of ann's thread:
+    # recall never ranks it, so it is nobody's neighbour either.
+    table = store.table(TABLE, COLUMNS, vectors=True, embedder=EMB)
+    table.upsert(scope_key("ann", "default", None), [{
+        "id": "novec", "text": "Lisbon, in May.", "kind": "fact", "importance": 0.5, "recency_at": NOW,
+        "last_accessed_at": NOW, "terms": lexical_terms("Lisbon, in May."), "vector": None, "created_at": NOW,
+        "thread": "ann-s1", "position": 1}])
     queries = pa.table({"user_id": ["ann", "bob", "ann", "bob"], "query": [QUERY, QUERY, "bees", "sea"]})
     for options in (None, ALONE, RecallOptions(neighbours=2, neighbour_decay=0.6)):
         hits = batch_recall(store, queries, k=3, embedder=EMB, now_ms=NOW, options=options)
@@ -189,3 +198,4 @@ def test_batch_recall_gives_the_same_hits_with_neighbours(tmp_path: Path) -> Non
             expected.append([(m.id, round(float(m.score or 0), 5)) for m in ltm.recall(query, 3, touch=False,
                                                                                        options=options)])
         assert got == expected
+        assert "novec" not in {row["memory_id"] for row in hits.to_pylist()}

@@ -148,8 +148,20 @@ def load_scopes(table: Table, keys: Sequence[str]) -> Scopes:
         ids=scalars.column("id").combine_chunks(),
         texts=_filled(scalars.column("text"), ""),
         kinds=_kinds(scalars.column("kind")),
-        threads=scalars.select([c for c in ("thread", "position", "created_at") if c in scalars.column_names]),
+        threads=_threads(scalars, entry.has_vector),
     )
+
+
+def _threads(scalars: pa.Table, has_vector: NDArray[np.bool_]) -> pa.Table:
+    """What recall's neighbours are found by: ``thread``, ``position`` and ``created_at``, a row
+    without a vector having no thread (recall never ranks it, so it is nobody's neighbour, as in
+    ``LongTermMemory.recall``)."""
+    present = [c for c in ("thread", "position", "created_at") if c in scalars.column_names]
+    threads = scalars.select(present)
+    if "thread" in present and not has_vector.all():
+        column: Any = pc.if_else(pa.array(has_vector), threads.column("thread"), pa.scalar(None, pa.string()))
+        threads = threads.set_column(present.index("thread"), "thread", column)
+    return threads
 
 
 def _terms(scalars: pa.Table) -> pa.Array[Any]:
