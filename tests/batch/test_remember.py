@@ -165,6 +165,15 @@ def test_secrets_are_refused_in_text_and_context(store: Store) -> None:
     assert texts_of(store, "ann") == ["Likes tea"] and texts_of(store, "bob") == []
 
 
+def test_threads_and_positions_are_stored_and_a_secret_thread_refused(store: Store) -> None:
+    rows = pa.table({"user_id": ["ann", "ann", "ann"], "text": ["Where did you go in May?", "Lisbon.", "Likes tea"],
+                     "thread": ["chat-1", "chat-1", SECRET], "position": [0, 1, None]})
+    report = remember(store, rows, embedder=HashEmbedder())
+    assert report.results.column("status").to_pylist() == ["stored", "stored", "secret"]
+    stored = {m.text: (m.thread, m.position) for m in ltm(store, "ann").memories()}
+    assert stored == {"Where did you go in May?": ("chat-1", 0), "Lisbon.": ("chat-1", 1)}
+
+
 def test_a_redacting_policy_stores_placeholders(store: Store) -> None:
     rows = pa.table({"user_id": ["ann"], "text": [SECRET]})
     report = remember(store, rows, embedder=HashEmbedder(), secrets=SecretPolicy(action="redact"))
@@ -226,12 +235,14 @@ def test_a_duplicate_of_a_memory_evicted_by_the_same_write_has_no_memory_id(stor
     ({"kind": "rumour"}, r"rows\[7\]: kind: expected one of"),
     ({"importance": 2.0}, r"rows\[7\]: importance: expected a number in \[0, 1\], got 2.0"),
     ({"workspace_id": ""}, r"rows\[7\]: workspace_id"),
+    ({"thread": "t", "position": -1}, r"rows\[7\]: position: expected a non-negative int"),
+    ({"position": 3}, r"rows\[7\]: position: a position is a place in a thread"),
 ])
 def test_a_bad_row_raises_before_anything_is_written(store: Store, change: dict[str, Any], message: str) -> None:
     ltm(store, "seed").remember("a memory")
     before = version(store)
     rows = [{"user_id": f"user-{i}", "text": f"fact {i}", "kind": "fact", "importance": 0.5,
-             "workspace_id": None} for i in range(10)]
+             "workspace_id": None, "thread": None, "position": None} for i in range(10)]
     rows[7].update(change)
     with pytest.raises(InvalidInputError, match=message):
         remember(store, pa.Table.from_pylist(rows), embedder=HashEmbedder(), chunk_size=2)
@@ -244,6 +255,8 @@ def test_a_bad_row_raises_before_anything_is_written(store: Store, change: dict[
     (pa.table({"user_id": ["a"], "text": ["t"], "importanc": [0.2]}), r"unknown columns \['importanc'\]"),
     (pa.table({"user_id": [1], "text": ["t"]}), "column 'user_id': expected strings, got int64"),
     (pa.table({"user_id": ["a"], "text": ["t"], "created_at": [1.5]}), "created_at.*fractional"),
+    (pa.table({"user_id": ["a"], "text": ["t"], "thread": ["t"], "position": ["1"]}),
+     "column 'position': expected non-negative ints, got string"),
 ])
 def test_bad_columns_raise(store: Store, table: pa.Table, message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):

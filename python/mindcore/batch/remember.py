@@ -57,9 +57,10 @@ __all__ = ["COLUMNS", "BulkReport", "RowsLike", "aremember", "remember"]
 
 #: The columns ``rows`` may have: ``user_id`` and ``text`` are required, the others optional (a
 #: null or missing value means the default, as in ``LongTermMemory.remember``).
-COLUMNS = ("user_id", "text", "kind", "importance", "created_at", "context", "workspace_id")
+COLUMNS = ("user_id", "text", "kind", "importance", "created_at", "context", "thread", "position", "workspace_id")
 _REQUIRED = ("user_id", "text")
-_STRINGS = ("user_id", "text", "kind", "context", "workspace_id")
+_STRINGS = ("user_id", "text", "kind", "context", "thread", "workspace_id")
+_INTEGERS = ("created_at", "position")
 
 #: What ``rows`` may be: an Arrow table, record batch or reader, a pandas or polars data frame (or
 #: anything with the Arrow stream interface), or the path of a Parquet, CSV or JSON-lines file or of a
@@ -116,8 +117,8 @@ def remember(
     with that user's rows.
 
     ``rows`` has the columns of :data:`COLUMNS` (``user_id`` and ``text`` required; ``kind``,
-    ``importance``, ``created_at`` in unix ms, ``context`` and ``workspace_id`` optional) and is an
-    Arrow table or reader, a pandas or polars frame, or a ``.parquet``, ``.csv`` or ``.jsonl``
+    ``importance``, ``created_at`` in unix ms, ``context``, ``thread``, ``position`` and
+    ``workspace_id`` optional) and is an Arrow table or reader, a pandas or polars frame, or a ``.parquet``, ``.csv`` or ``.jsonl``
     file or a folder of parquet files (local, or on object storage with ``storage_options``). ``store`` is a
     :class:`~mindcore.store.Store` or what :func:`mindcore.open` takes (then opened with
     ``storage_options`` and closed at the end).
@@ -236,7 +237,8 @@ def _ordered(outcomes: dict[str, list[Outcome]], chunk: _Chunk, namespace: str) 
 
 def _row(values: dict[str, list[Any] | None], j: int) -> Row:
     """Row ``j`` of ``values`` (columns as lists) validated by :func:`mindcore.ltm.pipeline.validate_item`."""
-    item = {name: values[name][j] for name in ("text", "kind", "importance", "created_at", "context")  # type: ignore[index]
+    item = {name: values[name][j] for name in ("text", "kind", "importance", "created_at", "context", "thread",  # type: ignore[index]
+                                               "position")
             if values[name] is not None and values[name][j] is not None}  # type: ignore[index]
     return validate_item(item)
 
@@ -354,16 +356,17 @@ def _read(rows: RowsLike, storage_options: Mapping[str, str] | None) -> pa.Table
             if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_null(t)):
                 raise InvalidInputError(f"rows: column 'importance': expected numbers in [0, 1], got {t}")
             column = column.cast(pa.float64())
-        elif name == "created_at":
+        elif name in _INTEGERS:
+            expected = "unix milliseconds (int)" if name == "created_at" else "non-negative ints"
             if pa.types.is_floating(t):
-                # pandas stores an int column with gaps as floats: whole values are still ms.
+                # pandas stores an int column with gaps as floats: whole values are still ints.
                 try:
                     column = column.cast(pa.int64())
                 except pa.ArrowInvalid:
-                    raise InvalidInputError("rows: column 'created_at': expected unix milliseconds (int), "
+                    raise InvalidInputError(f"rows: column {name!r}: expected {expected}, "
                                             "got fractional numbers") from None
             elif not (pa.types.is_integer(t) or pa.types.is_null(t)):
-                raise InvalidInputError(f"rows: column 'created_at': expected unix milliseconds (int), got {t}")
+                raise InvalidInputError(f"rows: column {name!r}: expected {expected}, got {t}")
             else:
                 column = column.cast(pa.int64())
         columns[name] = column
