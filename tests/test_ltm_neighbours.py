@@ -14,7 +14,7 @@ import mindcore
 from mindcore.batch import recall as batch_recall
 from mindcore.embed import HashEmbedder
 from mindcore.errors import InvalidInputError, InvalidTypeError, MindcoreError
-from mindcore.ltm import LongTermMemory, LongTermMemoryConfig, RecallOptions
+from mindcore.ltm import LongTermMemory, LongTermMemoryConfig, RecallOptions, RecallWeights
 from mindcore.ltm._lexical import lexical_terms
 from mindcore.ltm._repo import COLUMNS, TABLE, scope_key
 from mindcore.policy import SecretPolicy
@@ -187,14 +187,16 @@ def test_batch_recall_gives_the_same_hits_with_neighbours(tmp_path: Path) -> Non
         "last_accessed_at": NOW, "terms": lexical_terms("Lisbon, in May."), "vector": None, "created_at": NOW,
         "thread": "ann-s1", "position": 1}])
     queries = pa.table({"user_id": ["ann", "bob", "ann", "bob"], "query": [QUERY, QUERY, "bees", "sea"]})
-    for options in (None, ALONE, RecallOptions(neighbours=2, neighbour_decay=0.6)):
-        hits = batch_recall(store, queries, k=3, embedder=EMB, now_ms=NOW, options=options)
+    settings = [(None, None), (ALONE, None), (RecallOptions(neighbours=2, neighbour_decay=0.6), None),
+                (None, RecallWeights(lexical=0.0))]  # without lexical fusion too
+    for options, weights in settings:
+        hits = batch_recall(store, queries, k=3, embedder=EMB, now_ms=NOW, options=options, weights=weights)
         got: list[list[tuple[str, float]]] = [[] for _ in range(queries.num_rows)]
         for row in hits.to_pylist():
             got[row["query_index"]].append((row["memory_id"], round(row["score"], 5)))
         expected = []
         for user, query in zip(queries.column("user_id").to_pylist(), queries.column("query").to_pylist(), strict=True):
-            ltm = LongTermMemory(store, user_id=user, embedder=EMB, max_items=0, clock=lambda: NOW)
+            ltm = LongTermMemory(store, user_id=user, embedder=EMB, max_items=0, clock=lambda: NOW, weights=weights)
             expected.append([(m.id, round(float(m.score or 0), 5)) for m in ltm.recall(query, 3, touch=False,
                                                                                        options=options)])
         assert got == expected
