@@ -55,6 +55,7 @@ def _grouped_recall(
     query_texts: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None,
     terms: tuple[NDArray[np.int64], NDArray[np.uint8]] | None = None,
     has_vector: NDArray[np.bool_] | None = None,
+    eligible: NDArray[np.bool_] | None = None,
 ) -> tuple[NDArray[np.int64], NDArray[np.float32], NDArray[np.float32]]: ...
 
 # --- dedupe ---

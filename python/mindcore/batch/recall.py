@@ -14,7 +14,7 @@ import queue
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -29,10 +29,11 @@ from mindcore.batch._twin import async_twin
 from mindcore.embed import Embedder
 from mindcore.embed.base import check_embedder, check_vectors
 from mindcore.errors import InvalidInputError, InvalidTypeError
-from mindcore.kernels import grouped_recall
+from mindcore.kernels import TopK, grouped_recall
 from mindcore.ltm._neighbours import cosines, with_neighbours
 from mindcore.ltm._order import TIE_MARGIN
 from mindcore.ltm._repo import LEXICAL_FLOOR, TABLE, scope_key, touch_rows
+from mindcore.ltm._when import TimeWindow, dated, time_window, with_time_boost
 from mindcore.ltm.config import DAY_MS, RecallOptions, RecallWeights
 from mindcore.ltm.memory import MAX_QUERY_CHARS, MAX_RECALL_K
 from mindcore.store import Store, StoreLike, Table
@@ -426,17 +427,27 @@ def _score_run(chunk: _Chunk, scopes: Scopes, opts: _Options, touched: dict[str,
     picked = [(i, g) for g, key in enumerate(scopes.keys) for i in chunk.by_scope[key]]
     qsel = np.array([i for i, _ in picked], dtype=np.int64)
     group = np.array([g for _, g in picked], dtype=np.int64)
+    boost = opts.options.time_boost
+    windows = [time_window(rows.texts[i], opts.now_ms) if boost > 0 else None for i in qsel.tolist()]
     fetch = opts.k + TIE_MARGIN
-    while True:  # equal scores are ordered by id, as LongTermMemory.recall orders them
-        top = grouped_recall(
-            np.ascontiguousarray(vectors[qsel]), group, scopes.matrix, scopes.offsets,
+
+    def top_k(selected: NDArray[np.int64], eligible: NDArray[np.bool_] | None, k: int) -> TopK:
+        """The kernel's top ``k`` for the ``selected`` queries among the ``eligible`` rows (all: ``None``)."""
+        return grouped_recall(
+            np.ascontiguousarray(vectors[qsel[selected]]), group[selected], scopes.matrix, scopes.offsets,
             timestamps=scopes.recency, importance=scopes.importance,
-            query_texts=[rows.texts[i] for i in qsel.tolist()], terms=scopes.terms,
-            has_vector=None if scopes.has_vector.all() else scopes.has_vector,
-            k=fetch, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
+            query_texts=[rows.texts[i] for i in qsel[selected].tolist()], terms=scopes.terms,
+            has_vector=None if scopes.has_vector.all() else scopes.has_vector, eligible=eligible,
+            k=k, w_sim=w.similarity, w_rec=w.recency, w_importance=w.importance, w_lexical=w.lexical,
             half_life_ms=w.half_life_days * DAY_MS, now_ms=opts.now_ms, lexical_floor=LEXICAL_FLOOR,
         )
+
+    while True:  # equal scores are ordered by id, as LongTermMemory.recall orders them
+        top = top_k(np.arange(len(qsel), dtype=np.int64), None, fetch)
         indices, scores, similarities = top.indices, top.scores, top.similarities
+        if any(window is not None for window in windows):
+            indices, scores, similarities = _with_time_boost(indices, scores, similarities, windows, group, scopes,
+                                                             fetch, boost, top_k)
         if opts.options.neighbours > 0:
             indices, scores, similarities = _with_neighbours(indices, scores, similarities, vectors[qsel], group,
                                                              scopes, fetch, opts.options)
@@ -463,6 +474,38 @@ def _score_run(chunk: _Chunk, scopes: Scopes, opts: _Options, touched: dict[str,
         "score": pa.array(scores[hit_q, hit_rank], pa.float32()),
         "similarity": pa.array(sims[hit_q, hit_rank], pa.float32()),
     }, schema=RESULT_SCHEMA)
+
+
+def _with_time_boost(idx: NDArray[np.int64], scores: Any, sims: Any, windows: list[TimeWindow | None],
+                     group: NDArray[np.int64], scopes: Scopes, fetch: int, boost: float,
+                     top_k: Callable[[NDArray[np.int64], NDArray[np.bool_] | None, int], TopK]) -> tuple[NDArray[np.int64], Any, Any]:
+    """Each query's top ``fetch`` once the memories created in the times it names scored
+    ``s + boost·|s|``, exactly as ``LongTermMemory.recall`` does it: the kernel's top over the
+    dated rows alone (one call per distinct window), merged with its top over every row (see
+    :func:`mindcore.ltm._when.with_time_boost`)."""
+    idx, scores, sims = idx.copy(), np.asarray(scores, dtype=np.float64).copy(), np.asarray(sims).copy()
+    by_window: dict[TimeWindow, list[int]] = defaultdict(list)
+    for qi, window in enumerate(windows):
+        if window is not None:
+            by_window[window].append(qi)
+    for window, asked in by_window.items():
+        inside = dated(window, scopes.created)
+        if not inside.any():
+            continue
+        selected = np.array(asked, dtype=np.int64)
+        top = top_k(selected, inside, fetch)
+        for n, qi in enumerate(asked):
+            valid, valid_dated = idx[qi] >= 0, top.indices[n] >= 0
+            hits = idx[qi][valid]
+            size = int(scopes.offsets[group[qi] + 1]) - int(scopes.offsets[group[qi]])
+            got, got_scores, got_sims, _ = with_time_boost(
+                (hits, scores[qi][valid], sims[qi][valid]), inside[hits],
+                (top.indices[n][valid_dated], top.scores[n][valid_dated], top.similarities[n][valid_dated]),
+                need=fetch, complete=len(hits) < fetch or len(hits) == size, boost=boost)
+            m = len(got)
+            idx[qi, :m], scores[qi, :m], sims[qi, :m] = got, got_scores, got_sims
+            idx[qi, m:] = -1
+    return idx, scores, sims
 
 
 def _with_neighbours(idx: NDArray[np.int64], scores: Any, sims: Any, queries: NDArray[np.float32],

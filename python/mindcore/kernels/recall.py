@@ -62,6 +62,7 @@ def grouped_recall(
     query_texts: pa.Array[Any] | pa.ChunkedArray[Any] | Iterable[str] | None = None,
     terms: pa.Array[Any] | pa.ChunkedArray[Any] | Iterable[str] | None = None,
     has_vector: NDArray[np.bool_] | None = None,
+    eligible: NDArray[np.bool_] | None = None,
     k: int,
     now_ms: int,
     w_sim: float,
@@ -116,6 +117,10 @@ def grouped_recall(
         Required when ``w_lexical > 0``.
     has_vector
         bool ``(N,)``; default: every row has one.
+    eligible
+        bool ``(N,)``: the rows that may be returned (default: every row). Unlike `has_vector`,
+        it changes no score: an eligible row gets exactly the score it gets without `eligible`
+        (the lexical scale is still taken over every row with a vector).
     k
         Hits per query, ``>= 1``; the result is ``(Q, k)``.
     now_ms
@@ -171,6 +176,6 @@ def grouped_recall(
         w_importance=_float(w_importance, "w_importance"), w_lexical=lexical,
         half_life_ms=_float(half_life_ms, "half_life_ms"), now_ms=_int(now_ms, "now_ms"),
         lexical_floor=_float(lexical_floor, "lexical_floor"), k1=_float(k1, "k1"), b=_float(b, "b"),
-        query_texts=texts["query_texts"], terms=texts["terms"], has_vector=has_vector,
+        query_texts=texts["query_texts"], terms=texts["terms"], has_vector=has_vector, eligible=eligible,
     )
     return TopK(indices, scores, similarities)

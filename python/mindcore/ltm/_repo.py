@@ -21,6 +21,7 @@ from mindcore.kernels import BM25Index, RowShadow, looks_like_secret
 from mindcore.ltm._history import STATE_ACTIONS, Event, state_ids
 from mindcore.ltm._lexical import lexical_index, lexical_terms
 from mindcore.ltm._neighbours import cosines, has_threads, with_neighbours
+from mindcore.ltm._when import TimeWindow, dated, with_time_boost
 from mindcore.ltm.types import Memory, embedded_text, indexed_text
 from mindcore.store.filters import col
 from mindcore.store.ids import new_id
@@ -231,6 +232,7 @@ class _LexicalView:
     matrix: np.ndarray
     rows: pa.Table
     recency_ms: np.ndarray
+    created_ms: np.ndarray
     importance: np.ndarray
     lexical: np.ndarray
     # The cached inverse norms and shadow of ``matrix`` (None when it is a subset of the entry's rows).
@@ -462,13 +464,16 @@ class MemoryRepo:
 
     def search_lexical(self, vector: np.ndarray, query: str, *, k: int, w_sim: float, w_rec: float,
                        w_importance: float, w_lexical: float, half_life_ms: float, now_ms: int,
-                       neighbours: int = 0, neighbour_decay: float = 0.0) -> list[Memory]:
+                       neighbours: int = 0, neighbour_decay: float = 0.0, window: TimeWindow | None = None,
+                       time_boost: float = 0.0) -> list[Memory]:
         """Hybrid top-k with lexical fusion: the extra term is ``w_importance·importance +
         w_lexical·bm25/max(max(bm25), LEXICAL_FLOOR)`` (BM25 over the scope's texts, scaled so the
         query's best match gets 1 unless even that match is weak), scored in one ``hybrid_topk``
         call over the cached vectors. With ``neighbours``, the memories up to that many places
         around a hit in its thread score at least ``neighbour_decay ** distance`` times the hit's
-        (positive) score (see :func:`~mindcore.ltm._neighbours.with_neighbours`)."""
+        (positive) score (see :func:`~mindcore.ltm._neighbours.with_neighbours`). With a ``window``,
+        the memories created in it score ``s + time_boost·|s|`` first (see
+        :func:`~mindcore.ltm._when.with_time_boost`)."""
         view = self._lexical_view(query if w_lexical > 0 else None)
         n = view.matrix.shape[0]
         if n == 0:
@@ -485,12 +490,22 @@ class MemoryRepo:
         top = rank(vector, view.matrix, weights, k=k, now_ms=now_ms, timestamps=view.recency_ms,
                    extra=extra, inv_norms=view.inv_norms, shadow=view.shadow if 8 * k <= n else None)
         indices, scores, similarities = top.indices, top.scores, top.similarities
+        complete = len(indices) < k or len(indices) == n
+        inside = dated(window, view.created_ms) if window is not None and time_boost > 0 else None
+        if inside is not None and inside.any():
+            top_dated = rank(vector, view.matrix, weights, k=k, now_ms=now_ms, timestamps=view.recency_ms,
+                             extra=extra, inv_norms=view.inv_norms, mask=inside,
+                             shadow=view.shadow if 8 * k <= n else None)
+            indices, scores, similarities, complete = with_time_boost(
+                (indices, scores, similarities), inside[indices],
+                (top_dated.indices, top_dated.scores, top_dated.similarities),
+                need=k, complete=complete, boost=time_boost)
         if neighbours > 0:
             def cosine(rows: np.ndarray) -> np.ndarray:
                 return cosines(vector, view.matrix[rows])
 
             indices, scores, similarities = with_neighbours(
-                view.rows, indices, scores, similarities, k=k, complete=len(indices) < k, radius=neighbours,
+                view.rows, indices, scores, similarities, k=k, complete=complete, radius=neighbours,
                 decay=neighbour_decay, similarity=cosine)
         names = view.rows.column_names
         rows = take_rows(view.rows.select([c for c in _MEMORY_COLUMNS if c in names]), indices)
@@ -512,17 +527,19 @@ class MemoryRepo:
                 lexical = self._bm25.scores(query)
         matrix, rows = entry.matrix, entry.scalars
         recency, importance = entry.int64("recency_at"), entry.float32("importance")
+        created = entry.int64("created_at")
         if not entry.has_vector.all():  # rows whose vector was refused never match
             keep = np.flatnonzero(entry.has_vector)
             matrix, rows = matrix[keep], rows.take(pa.array(keep, pa.int64()))
-            recency, importance, lexical = recency[keep], importance[keep], lexical[keep]
-            return _LexicalView(matrix=matrix, rows=rows, recency_ms=recency, importance=importance, lexical=lexical)
+            recency, importance, lexical, created = recency[keep], importance[keep], lexical[keep], created[keep]
+            return _LexicalView(matrix=matrix, rows=rows, recency_ms=recency, created_ms=created,
+                                importance=importance, lexical=lexical)
         try:
             inv: np.ndarray | None = entry.row_norms().inv
         except ValueError:  # a row that is not finite: the kernel reports it, as before
             inv = None
-        return _LexicalView(matrix=matrix, rows=rows, recency_ms=recency, importance=importance, lexical=lexical,
-                            inv_norms=inv, shadow=entry.row_shadow() if inv is not None else None)
+        return _LexicalView(matrix=matrix, rows=rows, recency_ms=recency, created_ms=created, importance=importance,
+                            lexical=lexical, inv_norms=inv, shadow=entry.row_shadow() if inv is not None else None)
 
     def _follow(self, entry: CacheEntry) -> None:
         """Bring the BM25 index to ``entry``: patch it when this process's commits led from the

@@ -51,6 +51,8 @@ DEFAULT_MAX_ITEMS = 500
 DAY_MS = 86_400_000
 #: The most neighbours on each side :class:`RecallOptions` adds to a hit.
 MAX_NEIGHBOURS = 8
+#: The largest :attr:`RecallOptions.time_boost` (a dated memory scoring up to 5 times its score).
+MAX_TIME_BOOST = 4.0
 #: Default of :attr:`LongTermMemoryConfig.duplicate_threshold`.
 DEFAULT_DUPLICATE_THRESHOLD = 0.92
 #: Default of :attr:`LongTermMemoryConfig.related_threshold`. With the bundled embedder, 127 of the
@@ -153,6 +155,12 @@ class RecallOptions:
     "Lisbon, last May") are recalled together; :meth:`~mindcore.ltm.LongTermMemory.render` shows a
     thread's memories in their order. Memories without a thread are unaffected. ``0`` turns it off.
 
+    ``time_boost``: a query that names a time ("in May 2023", "on October 13, 2023", "in 2022",
+    "in June", "last year") favours the memories whose ``created_at`` falls then (pass the date a
+    fact describes as ``created_at`` when you store it): each scores ``s + time_boost·|s|`` (the
+    default doubles it). A query naming no time ranks exactly as without it; one that does costs a
+    second ranking pass over the memories dated then. ``0`` turns it off.
+
     >>> RecallOptions().neighbours
     1
     >>> RecallOptions(neighbours=-1)
@@ -163,12 +171,14 @@ class RecallOptions:
 
     neighbours: int = 1
     neighbour_decay: float = 0.8
+    time_boost: float = 1.0
 
     def __post_init__(self) -> None:
         n = self.neighbours
         if isinstance(n, bool) or not isinstance(n, int) or not 0 <= n <= MAX_NEIGHBOURS:
             raise InvalidInputError(f"neighbours: expected an int in 0..{MAX_NEIGHBOURS}, got {n!r}")
         check_number(self.neighbour_decay, "neighbour_decay", minimum=0, maximum=1)
+        check_number(self.time_boost, "time_boost", minimum=0, maximum=MAX_TIME_BOOST)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from mindcore.ltm._history import (
 )
 from mindcore.ltm._order import TIE_MARGIN, by_score_then_id
 from mindcore.ltm._repo import HistoryEvent, HistoryRepo, MemoryRepo
+from mindcore.ltm._when import time_window
 from mindcore.ltm.background import ExtractionQueue, TouchWriter
 from mindcore.ltm.config import DAY_MS, LongTermMemoryConfig, RecallOptions, RecallWeights, resolve_enabled
 from mindcore.ltm.extract import (
@@ -296,13 +297,15 @@ class LongTermMemory:
         # Without lexical fusion, the store's own search serves a scope without threads, as always.
         neighbours = around.neighbours if w.lexical > 0 or self._repo.has_threads() else 0
         for i, vector in zip(asked, vectors, strict=True):
+            window = time_window(queries[i], now) if around.time_boost > 0 else None
             fetch = k + TIE_MARGIN
             while True:  # equal scores are ordered by id: fetch until the run of ties at the cut ends
-                if w.lexical > 0 or neighbours > 0:
+                if w.lexical > 0 or neighbours > 0 or window is not None:
                     hits = self._repo.search_lexical(
                         vector, queries[i], k=fetch, w_sim=w.similarity, w_rec=w.recency,
                         w_importance=w.importance, w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS,
                         now_ms=now, neighbours=neighbours, neighbour_decay=around.neighbour_decay,
+                        window=window, time_boost=around.time_boost,
                     )
                 else:
                     hits = self._repo.search(vector, k=fetch, weights=hybrid, now_ms=now)

@@ -44,7 +44,7 @@ fn shaped<'py, T: numpy::Element>(py: Python<'py>, rows: usize, cols: usize, v: 
 #[pyfunction]
 #[pyo3(signature = (queries, query_group, matrix, group_offsets, timestamps, importance, *, k, w_sim, w_rec,
                     w_importance, w_lexical, half_life_ms, now_ms, lexical_floor=2.0, k1=0.9, b=0.4,
-                    query_texts=None, terms=None, has_vector=None))]
+                    query_texts=None, terms=None, has_vector=None, eligible=None))]
 #[allow(clippy::too_many_arguments)]
 fn _grouped_recall<'py>(
     py: Python<'py>,
@@ -67,6 +67,7 @@ fn _grouped_recall<'py>(
     query_texts: Option<&Bound<'py, PyAny>>,
     terms: Option<&Bound<'py, PyAny>>,
     has_vector: Option<&Bound<'py, PyAny>>,
+    eligible: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Grouped<'py>> {
     let k = usize::try_from(k).map_err(|_| invalid(format!("k: must be >= 1, got {k}")))?;
     let q = self::matrix::<f32>(queries, "queries", "float32")?;
@@ -78,6 +79,10 @@ fn _grouped_recall<'py>(
     let imp = vector::<f32>(importance, "importance", "float32")?;
     let hv = match has_vector {
         Some(o) if !o.is_none() => Some(vector::<bool>(o, "has_vector", "bool_")?),
+        _ => None,
+    };
+    let el = match eligible {
+        Some(o) if !o.is_none() => Some(vector::<bool>(o, "eligible", "bool_")?),
         _ => None,
     };
     let qt = texts(query_texts, "query_texts")?;
@@ -92,6 +97,7 @@ fn _grouped_recall<'py>(
         importance: slice(imp.as_slice(), "importance")?,
         terms: as_texts(&tm, "terms")?,
         has_vector: hv.as_ref().map(|a| slice(a.as_slice(), "has_vector")).transpose()?,
+        eligible: el.as_ref().map(|a| slice(a.as_slice(), "eligible")).transpose()?,
     };
     let params = RecallParams {
         k,

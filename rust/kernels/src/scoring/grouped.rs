@@ -152,6 +152,9 @@ pub struct GroupedInput<'a> {
     pub terms: Option<Texts<'a>>,
     /// `false`: the row has no vector and never matches (it still counts in BM25's statistics).
     pub has_vector: Option<&'a [bool]>,
+    /// `false`: the row is not returned, but it scores as it would be and counts in the lexical
+    /// scale (a second pass over part of the rows, with the same scores as the first).
+    pub eligible: Option<&'a [bool]>,
 }
 
 /// FNV-1a: the group's query terms are few and short, looked up once per stored token.
@@ -335,6 +338,7 @@ struct Shared<'a> {
     timestamps: &'a [i64],
     importance: &'a [f32],
     has_vector: Option<&'a [bool]>,
+    eligible: Option<&'a [bool]>,
     /// `(query texts, row terms)`, present when `w_lexical > 0`.
     texts: Option<(Vec<&'a str>, Vec<&'a str>)>,
 }
@@ -345,7 +349,16 @@ impl Shared<'_> {
         let (lo, hi) = (self.bounds[g], self.bounds[g + 1]);
         let n = hi - lo;
         let mask = self.has_vector.map(|h| &h[lo..hi]);
-        if n == 0 || mask.is_some_and(|m| !m.contains(&true)) {
+        // The rows that may be returned: those with a vector, among the eligible ones.
+        let returnable: Option<Vec<bool>> = self.eligible.map(|e| {
+            let e = &e[lo..hi];
+            match mask {
+                Some(m) => m.iter().zip(e).map(|(&a, &b)| a && b).collect(),
+                None => e.to_vec(),
+            }
+        });
+        let top_mask = returnable.as_deref().or(mask);
+        if n == 0 || top_mask.is_some_and(|m| !m.contains(&true)) {
             return Ok(vec![Vec::new(); queries.len()]);
         }
         let (p, d) = (self.p, self.d);
@@ -362,7 +375,7 @@ impl Shared<'_> {
             half_life_ms: Some(p.half_life_ms),
             tau_ms: None,
             extra: Some(importance),
-            mask,
+            mask: top_mask,
             ..Params::new(p.k)
         };
         let vectors: Vec<&[f32]> = queries.iter().map(|&i| &self.queries[i * d..(i + 1) * d]).collect();
@@ -484,6 +497,9 @@ pub fn grouped_recall(input: &GroupedInput<'_>, p: &RecallParams) -> Result<TopK
     if let Some(h) = input.has_vector {
         check_rows_len("has_vector", h.len(), n)?;
     }
+    if let Some(e) = input.eligible {
+        check_rows_len("eligible", e.len(), n)?;
+    }
     if let Some(i) = input.importance.iter().position(|x| !x.is_finite()) {
         return Err(KernelError::invalid(
             "importance",
@@ -516,6 +532,7 @@ pub fn grouped_recall(input: &GroupedInput<'_>, p: &RecallParams) -> Result<TopK
         timestamps: input.timestamps,
         importance: input.importance,
         has_vector: input.has_vector,
+        eligible: input.eligible,
         texts,
     };
     let tasks: Vec<usize> = (0..groups).filter(|&g| starts[g + 1] > starts[g]).collect();
@@ -670,6 +687,10 @@ mod tests {
     }
 
     fn run(c: &Case, p: &RecallParams) -> Result<TopK> {
+        run_eligible(c, p, None)
+    }
+
+    fn run_eligible(c: &Case, p: &RecallParams, eligible: Option<&[bool]>) -> Result<TopK> {
         let n = c.ts.len();
         let (qo, qb) = texts(&c.texts);
         let (to, tb) = texts(&c.terms);
@@ -684,9 +705,41 @@ mod tests {
                 importance: &c.importance,
                 terms: Some(Texts::new(&to, &tb)),
                 has_vector: Some(&c.has_vector),
+                eligible,
             },
             p,
         )
+    }
+
+    /// A pass over the eligible rows alone gives each of them the score the full pass gives it:
+    /// the full pass's hits among them, in order, bit for bit.
+    #[test]
+    fn eligible_rows_score_as_in_the_full_pass() {
+        let mut seed = 23;
+        for round in 0..40 {
+            let c = case(&mut seed);
+            let n = c.ts.len();
+            let eligible: Vec<bool> = (0..n).map(|j| (j + round) % 3 != 0).collect();
+            for w_lexical in [1.0, 0.0] {
+                let p = RecallParams {
+                    w_lexical,
+                    now_ms: 1_700_000_000_000,
+                    ..RecallParams::new(n.max(1))
+                };
+                let full = run(&c, &p).unwrap();
+                let part = run_eligible(&c, &p, Some(&eligible)).unwrap();
+                for i in 0..c.group.len() {
+                    let (ix, sc, _) = full.hits(i);
+                    let want: Vec<(i64, u32)> = (0..ix.len())
+                        .filter(|&o| eligible[ix[o] as usize])
+                        .map(|o| (ix[o], sc[o].to_bits()))
+                        .collect();
+                    let (ix, sc, _) = part.hits(i);
+                    let have: Vec<(i64, u32)> = (0..ix.len()).map(|o| (ix[o], sc[o].to_bits())).collect();
+                    assert_eq!(have, want, "round {round} query {i} w_lexical={w_lexical}");
+                }
+            }
+        }
     }
 
     #[test]
@@ -818,6 +871,7 @@ mod tests {
             importance: &c.importance,
             terms: None,
             has_vector: None,
+            eligible: None,
         };
         assert_eq!(grouped_recall(&input, &p).unwrap_err().to_string(), "query_texts: required when w_lexical > 0");
         assert!(grouped_recall(&input, &RecallParams { w_lexical: 0.0, ..p.clone() }).is_ok());
@@ -836,6 +890,7 @@ mod tests {
             importance: &[],
             terms: Some(Texts::new(&[0], b"")),
             has_vector: None,
+            eligible: None,
         };
         let out = grouped_recall(&input, &p).unwrap();
         assert_eq!((out.nq, out.width, out.indices.len()), (0, 2, 0));
