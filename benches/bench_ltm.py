@@ -8,7 +8,10 @@
   re-ranking: less work than either mindcore row). ``mindcore-threads`` is the same memories
   stored as conversations of 20 turns (``thread`` and ``position``), recalled with the default
   one neighbour each side of a hit; ``mindcore-threads-no-neighbours`` the same store with
-  ``RecallOptions(neighbours=0)``. The query embedding is a dict lookup. p50/p99 in extra_info.
+  ``RecallOptions(neighbours=0)``. ``mindcore-dated`` is the same memories dated over two years,
+  each query naming a month (the default time lever: a second ranking pass over that month's
+  memories); ``mindcore-dated-no-time`` the same queries with ``RecallOptions(time_boost=0)``.
+  The query embedding is a dict lookup. p50/p99 in extra_info.
 * ``ltm: first recall after a write``: a memory is remembered (not timed), then one recall: what
   the next turn pays after an extraction wrote (the write patched the cached scope and the
   lexical index follows it). ``mindcore-no-write`` is the same recall with nothing written
@@ -66,6 +69,10 @@ DIM = 384
 SIZES = [500, 1_000, 5_000] if QUICK else [500, 1_000, 100_000]
 N_QUERIES = 64
 THREAD_TURNS = 20
+DAY_MS = 86_400_000
+DATED_FROM = 1_704_067_200_000  # 2024-01-01 UTC: memories dated over 2024 and 2025
+MONTHS = [f"{m} {y}" for y in (2024, 2025) for m in ("January", "February", "March", "April", "May", "June", "July",
+                                                      "August", "September", "October", "November", "December")]
 K = 5
 WORDS = [f"{a}{b}" for a in ("ka", "lo", "mi", "nu", "pe", "ri", "so", "ta", "vu", "ze") for b in
          ("ba", "de", "fi", "go", "hu", "ja", "ke", "li", "mo", "ny", "po", "qu", "ra", "si", "to")]
@@ -117,10 +124,18 @@ def corpus(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
         for i in range(0, n, 20_000):
             threaded.remember_many([{"text": t, "thread": f"chat-{j // THREAD_TURNS}", "position": j % THREAD_TURNS}
                                     for j, t in enumerate(texts[i:i + 20_000], start=i)], dedupe=False)
-        for memory in (ltm, seed, threaded):
+        # The same memories dated over two years (one a day, round robin), asked about a month.
+        dated = LongTermMemory(store, user_id="bench-user", namespace="dated", embedder=emb, max_items=0)
+        for i in range(0, n, 20_000):
+            dated.remember_many([{"text": t, "created_at": DATED_FROM + (j % 730) * DAY_MS}
+                                 for j, t in enumerate(texts[i:i + 20_000], start=i)], dedupe=False)
+        dated_queries = [f"{q[:-1]} in {MONTHS[j % 24]}?" for j, q in enumerate(queries)]
+        emb.add(dated_queries)
+        for memory in (ltm, seed, threaded, dated):
             memory.recall(queries[0])  # warm the caches
-        yield {"n": n, "ltm": ltm, "seed": seed, "threaded": threaded, "emb": emb, "queries": queries, "store": store}
-        for memory in (ltm, seed, threaded):
+        yield {"n": n, "ltm": ltm, "seed": seed, "threaded": threaded, "dated": dated, "emb": emb,
+               "queries": queries, "dated_queries": dated_queries, "store": store}
+        for memory in (ltm, seed, threaded, dated):
             memory.close()
 
 
@@ -156,6 +171,21 @@ def test_recall_threads(benchmark: Any, corpus: dict[str, Any], neighbours: int)
     impl = "mindcore-threads" if neighbours else "mindcore-threads-no-neighbours"
     finish(benchmark, impl, f"ltm: recall top-{K} n={size_label(corpus['n'])}", 1)
     benchmark.pedantic(lambda: threaded.recall(next(qs), k=K, options=options), rounds=_rounds(corpus["n"]),
+                       warmup_rounds=3)
+
+
+@pytest.mark.parametrize("boost", [1.0, 0.0], ids=["dated", "dated-no-time"])
+def test_recall_dated(benchmark: Any, corpus: dict[str, Any], boost: float) -> None:
+    """``mindcore-dated``: memories dated over two years, each query naming a month ("... in May
+    2025?"): the default time lever ranks the month's memories apart in a second pass;
+    ``-no-time``: the same queries with ``time_boost=0``."""
+    dated: LongTermMemory = corpus["dated"]
+    options = RecallOptions(time_boost=boost)
+    qs = itertools.cycle(corpus["dated_queries"])
+    assert len(dated.recall(corpus["dated_queries"][1], k=K, options=options)) == K
+    impl = "mindcore-dated" if boost else "mindcore-dated-no-time"
+    finish(benchmark, impl, f"ltm: recall top-{K} n={size_label(corpus['n'])}", 1)
+    benchmark.pedantic(lambda: dated.recall(next(qs), k=K, options=options), rounds=_rounds(corpus["n"]),
                        warmup_rounds=3)
 
 

@@ -5,6 +5,8 @@ on disk, the hashing embedder; batch recall gives the same hits."""
 
 from __future__ import annotations
 
+import asyncio
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -13,7 +15,8 @@ import pytest
 import mindcore
 from mindcore.batch import recall as batch_recall
 from mindcore.embed import HashEmbedder
-from mindcore.errors import InvalidInputError, InvalidTypeError, MindcoreError
+from mindcore.errors import InvalidInputError, InvalidTypeError, MindcoreError, SecretRefusedError
+from mindcore.llm import ScriptedLLM
 from mindcore.ltm import LongTermMemory, LongTermMemoryConfig, RecallOptions, RecallWeights
 from mindcore.ltm._lexical import lexical_terms
 from mindcore.ltm._repo import COLUMNS, TABLE, scope_key
@@ -201,3 +204,48 @@ def test_batch_recall_gives_the_same_hits_with_neighbours(tmp_path: Path) -> Non
                                                                                        options=options)])
         assert got == expected
         assert "novec" not in {row["memory_id"] for row in hits.to_pylist()}
+
+
+CONVERSATION = [{"role": "user", "content": "We spent May in Lisbon; my sister came too."},
+                {"role": "assistant", "content": "Lovely! Did you like it?"}]
+
+
+def _facts(*texts: str) -> str:
+    return json.dumps({"memories": [{"text": t} for t in texts]})
+
+
+def test_remember_conversation_stores_its_facts_in_the_thread(tmp_path: Path) -> None:
+    llm = ScriptedLLM([_facts("Spent May in Lisbon", "Has a sister"), _facts("Keeps bees on the roof"),
+                       _facts("Likes sencha"), _facts("Plays the cello"), _facts("Has a cat")])
+    ltm = make(tmp_path, extractor=llm)
+    report = ltm.remember_conversation(CONVERSATION, thread="chat-1")
+    assert [(m.text, m.thread) for m in report.stored] == [("Spent May in Lisbon", "chat-1"), ("Has a sister", "chat-1")]
+    assert ltm.remember_conversation_in_background(CONVERSATION, thread="chat-1").result().stored[0].thread == "chat-1"
+    assert asyncio.run(ltm.aremember_conversation(CONVERSATION, thread="chat-2")).stored[0].thread == "chat-2"
+    backfill = ltm.remember_conversations([CONVERSATION, CONVERSATION], threads=["chat-3", None], concurrency=1)
+    assert [r.stored[0].thread for r in backfill] == ["chat-3", None]
+    assert {m.text: m.thread for m in ltm.memories()}["Keeps bees on the roof"] == "chat-1"
+    # Recalling a fact brings the one stored beside it in its thread, not those of other threads.
+    hits = ltm.recall("Lisbon in May", k=2, touch=False, options=RecallOptions(time_boost=0))
+    assert texts(hits) == ["Spent May in Lisbon", "Has a sister"]
+    alone = ltm.recall("Lisbon in May", k=2, touch=False, options=RecallOptions(neighbours=0, time_boost=0))
+    assert texts(alone)[1] != "Has a sister"
+
+
+def test_a_conversation_thread_that_looks_like_a_secret_is_refused_before_the_model_is_called(
+        tmp_path: Path) -> None:
+    llm = ScriptedLLM([_facts("Spent May in Lisbon")])
+    ltm = make(tmp_path, extractor=llm, config=LongTermMemoryConfig(secrets=SecretPolicy(action="redact")))
+    secret = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
+    with pytest.raises(SecretRefusedError):
+        ltm.remember_conversation(CONVERSATION, thread=secret)
+    with pytest.raises(SecretRefusedError):
+        ltm.remember_conversation_in_background(CONVERSATION, thread=secret)
+    with pytest.raises(SecretRefusedError):
+        ltm.remember_conversations([CONVERSATION], threads=[secret])
+    for bad in ("", 7, "x" * 300):
+        with pytest.raises(ValueError, match="thread"):
+            ltm.remember_conversation(CONVERSATION, thread=bad)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="threads"):
+        ltm.remember_conversations([CONVERSATION], threads=["a", "b"])
+    assert llm.calls == [] and len(ltm) == 0

@@ -172,16 +172,20 @@ class Retriever(NamedTuple):
 
 
 _ALONE = RecallOptions(neighbours=0)
+_UNDATED = RecallOptions(time_boost=0)
+_SEED = RecallOptions(neighbours=0, time_boost=0)
 #: The long-term memory retrievers the LoCoMo bench compares. ``bm25`` (:func:`bm25_rankings`) is
 #: the lexical floor beside them.
 RETRIEVERS: dict[str, Retriever] = {
     "mindcore": Retriever(RecallWeights(), True),
     "mindcore-no-neighbours": Retriever(RecallWeights(), True, _ALONE),
+    "mindcore-no-time": Retriever(RecallWeights(), True, _UNDATED),
     "mindcore-no-recency": Retriever(RecallWeights(recency=0.0), True),
     "mindcore-bare": Retriever(RecallWeights(), False),
     "mindcore-bare-no-neighbours": Retriever(RecallWeights(), False, _ALONE),
-    "mindcore-seed": Retriever(RecallWeights(lexical=0.0), False, _ALONE),
-    "mindcore-cosine": Retriever(RecallWeights(similarity=1.0, recency=0.0, importance=0.0, lexical=0.0), False, _ALONE),
+    "mindcore-bare-no-time": Retriever(RecallWeights(), False, _UNDATED),
+    "mindcore-seed": Retriever(RecallWeights(lexical=0.0), False, _SEED),
+    "mindcore-cosine": Retriever(RecallWeights(similarity=1.0, recency=0.0, importance=0.0, lexical=0.0), False, _SEED),
 }
 
 

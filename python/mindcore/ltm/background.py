@@ -98,11 +98,12 @@ class ExtractionQueue:
     worker is busy are extracted one after the other and stored in one commit (at most
     ``coalesce_max`` turns per commit)."""
 
-    def __init__(self, run: Callable[[list[list[Any]]], list[ExtractionReport]], *, coalesce_max: int = 64) -> None:
+    def __init__(self, run: Callable[[list[list[Any]], list[str | None]], list[ExtractionReport]], *,
+                 coalesce_max: int = 64) -> None:
         self._run = run
         self.coalesce_max = coalesce_max
         self._lock = threading.Lock()
-        self.queued: list[tuple[list[Any], Future[ExtractionReport]]] = []
+        self.queued: list[tuple[list[Any], str | None, Future[ExtractionReport]]] = []
         self.draining = False
         self._pool: ThreadPoolExecutor | None = None
 
@@ -114,10 +115,10 @@ class ExtractionQueue:
                 self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="mindcore-ltm")
             return self._pool
 
-    def submit(self, messages: list[Any]) -> Future[ExtractionReport]:
+    def submit(self, messages: list[Any], thread: str | None = None) -> Future[ExtractionReport]:
         future: Future[ExtractionReport] = Future()
         with self._lock:
-            self.queued.append((messages, future))
+            self.queued.append((messages, thread, future))
             start, self.draining = not self.draining, True
         if start:
             try:
@@ -125,7 +126,7 @@ class ExtractionQueue:
             except RuntimeError as exc:  # the worker was shut down (close): nothing queued will run
                 with self._lock:
                     stranded, self.queued, self.draining = self.queued, [], False
-                for _, f in stranded:
+                for _, _, f in stranded:
                     if f is not future and f.set_running_or_notify_cancel():
                         f.set_exception(exc)
                 raise
@@ -138,17 +139,17 @@ class ExtractionQueue:
                 if not batch:
                     self.draining = False
                     return
-            live = [(m, f) for m, f in batch if f.set_running_or_notify_cancel()]
+            live = [(m, t, f) for m, t, f in batch if f.set_running_or_notify_cancel()]
             if not live:
                 continue
             try:
-                reports = self._run([m for m, _ in live])
+                reports = self._run([m for m, _, _ in live], [t for _, t, _ in live])
             except Exception as exc:  # a failed commit fails this batch's futures, not the worker
                 log.exception("long-term memory: background extraction failed")
-                for _, f in live:
+                for _, _, f in live:
                     f.set_exception(exc)
                 continue
-            for (_, f), report in zip(live, reports, strict=True):
+            for (_, _, f), report in zip(live, reports, strict=True):
                 f.set_result(report)
 
     def wait(self) -> None:

@@ -47,6 +47,7 @@ from mindcore.ltm.pipeline import (
     EVICT_RECENCY,
     Row,
     WritePipeline,
+    validate_item,
     validate_items,
 )
 from mindcore.ltm.render import render_memories
@@ -185,8 +186,9 @@ class LongTermMemory:
                                        resolver=self.resolver)
         # Last-access bumps are coalesced and written off recall's path.
         self._touches = TouchWriter(lambda pending: self._repo.touch(pending), self.config.touch_delay)
-        self._extractions = ExtractionQueue(lambda turns: self._extract_and_ingest(turns, concurrency=1),
-                                            coalesce_max=self._COALESCE_MAX)
+        self._extractions = ExtractionQueue(
+            lambda turns, threads: self._extract_and_ingest(turns, concurrency=1, threads=threads),
+            coalesce_max=self._COALESCE_MAX)
         self._toolset = build_toolset(self)
 
     @property
@@ -406,13 +408,18 @@ class LongTermMemory:
 
     # -- extraction -----------------------------------------------------------------------------
 
-    def remember_conversation(self, messages: Iterable[Any]) -> ExtractionReport:
+    def remember_conversation(self, messages: Iterable[Any], *, thread: str | None = None) -> ExtractionReport:
         """Mine a finished turn for durable facts and store them; returns what happened.
 
         Only user and assistant messages (the last 12,000 characters) reach the extractor. An LLM
         failure or an unparseable reply stores nothing, is logged, and is reported in ``.error``.
+
+        ``thread`` names the conversation: the facts are stored in it in the order they are
+        stored, so recalling one brings those stored beside it (see :meth:`remember`). A thread that looks like a secret raises
+        :class:`~mindcore.errors.SecretRefusedError` before the model is called.
         """
         extractor = self._require_extractor()
+        thread = self._conversation_thread(thread)
         conversation = render_conversation(messages)
         if not conversation:
             return ExtractionReport()
@@ -420,11 +427,12 @@ class LongTermMemory:
             reply = extractor.complete(build_extraction_messages(conversation), json=True)
         except Exception as exc:  # whatever the LLM client raises, stored memories are untouched
             return self._failed(f"extraction LLM failed: {type(exc).__name__}: {exc}")
-        return self.ingest_extraction(reply)
+        return self.ingest_extraction(reply, thread=thread)
 
-    async def aremember_conversation(self, messages: Iterable[Any]) -> ExtractionReport:
+    async def aremember_conversation(self, messages: Iterable[Any], *, thread: str | None = None) -> ExtractionReport:
         """The async twin of :meth:`remember_conversation` (``asyncio.create_task`` it to run in the background)."""
         extractor = self._require_extractor()
+        thread = self._conversation_thread(thread)
         conversation = render_conversation(messages)
         if not conversation:
             return ExtractionReport()
@@ -432,9 +440,10 @@ class LongTermMemory:
             reply = await extractor.acomplete(build_extraction_messages(conversation), json=True)
         except Exception as exc:
             return self._failed(f"extraction LLM failed: {type(exc).__name__}: {exc}")
-        return await asyncio.to_thread(self.ingest_extraction, reply)
+        return await asyncio.to_thread(self.ingest_extraction, reply, thread=thread)
 
-    def remember_conversation_in_background(self, messages: Iterable[Any]) -> Future[ExtractionReport]:
+    def remember_conversation_in_background(self, messages: Iterable[Any], *,
+                                            thread: str | None = None) -> Future[ExtractionReport]:
         """Fire-and-forget :meth:`remember_conversation` on this memory's background thread.
 
         The messages are copied now; :meth:`flush` (or the returned future) waits for the result.
@@ -443,18 +452,23 @@ class LongTermMemory:
         per turn (a commit costs far more than the pipeline's own work; see ``benches/bench_ltm.py``).
         """
         self._require_extractor()
+        thread = self._conversation_thread(thread)
         snapshot = [dict(m) if isinstance(m, Mapping) else m for m in messages]
-        return self._extractions.submit(snapshot)
+        return self._extractions.submit(snapshot, thread)
 
-    def ingest_extraction(self, reply: str) -> ExtractionReport:
-        """Parse an extraction LLM's reply and store its candidates (the pipeline after the LLM call)."""
-        return self.ingest_extractions([reply])[0]
+    def ingest_extraction(self, reply: str, *, thread: str | None = None) -> ExtractionReport:
+        """Parse an extraction LLM's reply and store its candidates (the pipeline after the LLM
+        call), in ``thread`` if given (see :meth:`remember_conversation`)."""
+        return self.ingest_extractions([reply], threads=[thread])[0]
 
-    def ingest_extractions(self, replies: Sequence[str]) -> list[ExtractionReport]:
-        """:meth:`ingest_extraction` for many replies: one embedding call, one commit.
+    def ingest_extractions(self, replies: Sequence[str], *,
+                           threads: Sequence[str | None] | None = None) -> list[ExtractionReport]:
+        """:meth:`ingest_extraction` for many replies (``threads``: one per reply, or none): one
+        embedding call, one commit.
 
         Stored memories evicted by that commit are counted on the last report.
         """
+        threads = self._conversation_threads(threads, len(replies))
         reports: list[ExtractionReport] = []
         rows: list[Row] = []
         owner: list[int] = []
@@ -466,7 +480,7 @@ class LongTermMemory:
                 continue
             reports.append(ExtractionReport(candidates=len(parsed.candidates), invalid=parsed.invalid,
                                             over_limit=parsed.over_limit))
-            rows.extend(Row(c.text, c.kind, c.importance, None, None) for c in parsed.candidates)
+            rows.extend(Row(c.text, c.kind, c.importance, None, None, threads[n]) for c in parsed.candidates)
             owner.extend([n] * len(parsed.candidates))
         if not rows:
             return reports
@@ -487,17 +501,35 @@ class LongTermMemory:
         reports[owner[-1]].evicted += evicted - sum(r.evicted for r in reports)
         return reports
 
-    def remember_conversations(self, conversations: Sequence[Iterable[Any]], *,
-                               concurrency: int = 4) -> list[ExtractionReport]:
+    def remember_conversations(self, conversations: Sequence[Iterable[Any]], *, concurrency: int = 4,
+                               threads: Sequence[str | None] | None = None) -> list[ExtractionReport]:
         """Backfill: extract from many conversations (``concurrency`` LLM calls at a time), then
-        store every candidate in one pass and one commit. One report per conversation."""
+        store every candidate in one pass and one commit. One report per conversation;
+        ``threads``, one per conversation, names the thread each one's facts are stored in (see
+        :meth:`remember_conversation`)."""
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ValueError(f"concurrency: expected a positive int, got {concurrency!r}")
         self._require_extractor()
-        return self._extract_and_ingest(conversations, concurrency=concurrency)
+        return self._extract_and_ingest(conversations, concurrency=concurrency,
+                                        threads=self._conversation_threads(threads, len(conversations)))
+
+    def _conversation_thread(self, thread: object) -> str | None:
+        """``thread`` as :meth:`remember` takes it (a ``ValueError`` otherwise), screened by the
+        secret policy: one that looks like a secret raises ``SecretRefusedError``."""
+        if thread is None:
+            return None
+        row = validate_item({"text": "-", "thread": thread})
+        return None if row.thread is None else self.config.secrets.screen_identifier(row.thread, "thread")
+
+    def _conversation_threads(self, threads: Sequence[str | None] | None, n: int) -> list[str | None]:
+        if threads is None:
+            return [None] * n
+        if isinstance(threads, str) or not isinstance(threads, Sequence) or len(threads) != n:
+            raise ValueError(f"threads: expected a sequence of {n} threads (one per conversation), got {threads!r}")
+        return [self._conversation_thread(t) for t in threads]
 
     def _extract_and_ingest(self, conversations: Sequence[Iterable[Any]], *,
-                            concurrency: int) -> list[ExtractionReport]:
+                            concurrency: int, threads: Sequence[str | None]) -> list[ExtractionReport]:
         extractor = self._require_extractor()
         rendered = [render_conversation(c) for c in conversations]
 
@@ -514,7 +546,8 @@ class LongTermMemory:
         else:
             with ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="mindcore-ltm-extract") as pool:
                 replies = list(pool.map(ask, rendered))
-        ingested = iter(self.ingest_extractions([r for r in replies if isinstance(r, str)]))
+        asked = [n for n, r in enumerate(replies) if isinstance(r, str)]
+        ingested = iter(self.ingest_extractions([str(replies[n]) for n in asked], threads=[threads[n] for n in asked]))
         return [r if isinstance(r, ExtractionReport) else next(ingested) for r in replies]
 
     def _require_extractor(self) -> Any:
