@@ -209,6 +209,13 @@ class LongTermMemoryConfig:
     times out (``resolver_timeout`` seconds) or answers no usable verdict leaves the conservative
     judgement to decide: it never retires on a model's silence.
 
+    ``query_rewriter``: an LLM that recall asks, once per question, for up to three search
+    queries that would find its answer (the names, places, dates and facts it implies); each is
+    ranked as the question is and every memory keeps its best score
+    (:mod:`mindcore.ltm.rewrite`). Off (``None``) by default. A question that looks like a secret
+    is never sent; a call that fails or takes over ``query_rewriter_timeout`` seconds leaves the
+    question to rank alone. :func:`mindcore.batch.recall` does not rewrite.
+
     >>> LongTermMemoryConfig(max_items=50).max_items
     50
     >>> LongTermMemoryConfig(touch_delay=-1)
@@ -227,6 +234,8 @@ class LongTermMemoryConfig:
     related_candidates: int = 3
     resolver: LLM | Literal[False] | None = None
     resolver_timeout: float | None = 60.0
+    query_rewriter: LLM | None = None
+    query_rewriter_timeout: float | None = 10.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_items", resolve_max_items(self.max_items))
@@ -247,6 +256,11 @@ class LongTermMemoryConfig:
             raise InvalidInputError(f"related_candidates: expected a positive int, got {n!r}")
         if self.resolver is not None and self.resolver is not False:
             check_llm(self.resolver, "resolver")
+        if self.query_rewriter is not None:
+            check_llm(self.query_rewriter, "query_rewriter")
+        if self.query_rewriter_timeout is not None:
+            object.__setattr__(self, "query_rewriter_timeout", check_number(
+                self.query_rewriter_timeout, "query_rewriter_timeout", minimum=0))
         if self.resolver_timeout is not None:
             object.__setattr__(self, "resolver_timeout", check_number(self.resolver_timeout, "resolver_timeout",
                                                                       minimum=0))

@@ -51,6 +51,7 @@ from mindcore.ltm.pipeline import (
     validate_items,
 )
 from mindcore.ltm.render import render_memories
+from mindcore.ltm.rewrite import best_of, rewrite_query
 from mindcore.ltm.tools import build_toolset
 from mindcore.ltm.types import DEFAULT_KIND, ExtractionReport, Memory, MemoryVersion, RememberResult
 from mindcore.store import StoreLike, resolve_store
@@ -266,7 +267,10 @@ class LongTermMemory:
         A blank query recalls nothing. With ``touch`` (the default) the returned memories' last access
         is bumped in the background (see :meth:`flush`), so memories in use age slower. ``options``
         (default: ``config.recall``) says what recall adds around its hits: the memories next to a
-        hit in its thread (:class:`~mindcore.ltm.RecallOptions`).
+        hit in its thread, and the lift of memories dated when the query says
+        (:class:`~mindcore.ltm.RecallOptions`). With ``config.query_rewriter``, the model's search
+        queries for ``query`` are ranked beside it and each memory keeps its best score
+        (:mod:`mindcore.ltm.rewrite`).
         """
         return self.recall_many([query], k, touch=touch, options=options)[0]
 
@@ -291,35 +295,55 @@ class LongTermMemory:
         asked = [i for i, q in enumerate(queries) if q.strip()]
         if not asked:
             return out
-        vectors = self._embed([queries[i] for i in asked])
+        # Each question, then the search queries a configured rewriter gives for it.
+        searches = [[queries[i], *self._rewrites(queries[i])] for i in asked]
+        vectors = iter(self._embed([text for texts in searches for text in texts]))
         now = self._clock()
-        w = self.weights
-        hybrid = w.hybrid
         around = self.config.recall if options is None else options
         # Without lexical fusion, the store's own search serves a scope without threads, as always.
-        neighbours = around.neighbours if w.lexical > 0 or self._repo.has_threads() else 0
-        for i, vector in zip(asked, vectors, strict=True):
-            window = time_window(queries[i], now) if around.time_boost > 0 else None
-            fetch = k + TIE_MARGIN
-            while True:  # equal scores are ordered by id: fetch until the run of ties at the cut ends
-                if w.lexical > 0 or neighbours > 0 or window is not None:
-                    hits = self._repo.search_lexical(
-                        vector, queries[i], k=fetch, w_sim=w.similarity, w_rec=w.recency,
-                        w_importance=w.importance, w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS,
-                        now_ms=now, neighbours=neighbours, neighbour_decay=around.neighbour_decay,
-                        window=window, time_boost=around.time_boost,
-                    )
-                else:
-                    hits = self._repo.search(vector, k=fetch, weights=hybrid, now_ms=now)
-                order = by_score_then_id([m.id for m in hits], [float(m.score or 0.0) for m in hits], k,
-                                         complete=len(hits) < fetch)
-                if order is not None:
-                    break
-                fetch *= 2
-            out[i] = [hits[n] for n in order]
+        neighbours = around.neighbours if self.weights.lexical > 0 or self._repo.has_threads() else 0
+        for i, texts in zip(asked, searches, strict=True):
+            rankings = [self._rank(text, next(vectors), k, now, around, neighbours) for text in texts]
+            if len(rankings) == 1:
+                out[i] = rankings[0]
+                continue
+            # Each memory at its best score over the searches: the top k of that is within the
+            # top k of each search, so the searches' own top k are all it needs.
+            best = list(best_of(rankings).values())
+            order = by_score_then_id([m.id for m in best], [float(m.score or 0.0) for m in best], k, complete=True)
+            out[i] = [best[n] for n in order or []]
         if touch:
             self._touches.schedule([m for hits in out for m in hits], now)
         return out
+
+    def _rewrites(self, question: str) -> list[str]:
+        rewriter = self.config.query_rewriter
+        if rewriter is None:
+            return []
+        return rewrite_query(rewriter, question, timeout=self.config.query_rewriter_timeout,
+                             secrets=self.config.secrets)
+
+    def _rank(self, query: str, vector: np.ndarray, k: int, now: int, around: RecallOptions,
+              neighbours: int) -> list[Memory]:
+        """The ``k`` best memories for one search, best first, equal scores in id order."""
+        w = self.weights
+        window = time_window(query, now) if around.time_boost > 0 else None
+        fetch = k + TIE_MARGIN
+        while True:  # equal scores are ordered by id: fetch until the run of ties at the cut ends
+            if w.lexical > 0 or neighbours > 0 or window is not None:
+                hits = self._repo.search_lexical(
+                    vector, query, k=fetch, w_sim=w.similarity, w_rec=w.recency,
+                    w_importance=w.importance, w_lexical=w.lexical, half_life_ms=w.half_life_days * DAY_MS,
+                    now_ms=now, neighbours=neighbours, neighbour_decay=around.neighbour_decay,
+                    window=window, time_boost=around.time_boost,
+                )
+            else:
+                hits = self._repo.search(vector, k=fetch, weights=w.hybrid, now_ms=now)
+            order = by_score_then_id([m.id for m in hits], [float(m.score or 0.0) for m in hits], k,
+                                     complete=len(hits) < fetch)
+            if order is not None:
+                return [hits[n] for n in order]
+            fetch *= 2
 
     async def arecall(self, query: str, k: int = 5, *, touch: bool = True,
                       options: RecallOptions | None = None) -> list[Memory]:
