@@ -9,23 +9,26 @@ date, each question with a resolvable evidence id is a query, recall = |evidence
   1.0·BM25 lexical fusion), each turn stored with its context (the previous turn of the session and
   the speaker, ``LongTermMemory.remember_many(..., context=...)``: embedded and indexed, not
   rendered) and its session as its ``thread`` (recall's default ``RecallOptions`` bring a hit's
-  neighbours in it), judged as every write is (turns never retire turns; a verbatim repeat is not
-  stored twice); ``mindcore-no-neighbours`` the same with ``RecallOptions(neighbours=0)``;
+  neighbours in it, and lift the turns of the dates a question names), judged as every write is
+  (turns never retire turns; a verbatim repeat is not stored twice); ``mindcore-no-neighbours``
+  the same with ``RecallOptions(neighbours=0)``, ``mindcore-no-time`` with
+  ``RecallOptions(time_boost=0)``;
 * ``mindcore-remember``: ``"{speaker}: {text}"`` per turn through one plain ``remember()`` call, and
   ``mindcore-remember-dedupe-false``, the same texts stored as they are (see the test's docstring);
 * ``mindcore-no-recency``: the same without the recency term (LoCoMo's questions are about any
   session, so with ``now`` = the last session recency only adds bias here; real users' memories
   need it, so the default keeps the seed's weights);
 * ``mindcore-bare``: the default weights over the bare turn texts (no context), and
-  ``mindcore-bare-no-neighbours`` without neighbours (the default before contexts and threads);
-* ``mindcore-seed``: the seed's score alone (``lexical=0``, bare turns);
-* ``mindcore-cosine``: cosine similarity alone (bare turns);
+  ``mindcore-bare-no-neighbours`` / ``mindcore-bare-no-time`` without each lever;
+* ``mindcore-seed``: the seed's score alone (``lexical=0``, bare turns, neither lever);
+* ``mindcore-cosine``: cosine similarity alone (bare turns, neither lever);
 * ``bm25``: BM25 (the Rust kernel) over the turns, the lexical floor.
 
 Settings were chosen on conversations 0-4 only; ``MINDCORE_LOCOMO_SPLIT=tune`` / ``held-out``
 evaluates conversations 0-4 / 5-9 (the default is all ten). Measured (default embedder, R@5/10/25/50):
-``mindcore`` all 65.9 / 75.7 / 82.7 / 87.6 (``-no-neighbours`` 64.1 / 71.9 / 80.4 / 85.3);
-``mindcore-bare`` 59.7 / 69.0 / 77.7 / 83.8 (``-no-neighbours`` 53.6 / 60.5 / 69.5 / 75.6).
+``mindcore`` all 67.4 / 77.2 / 84.4 / 89.1 (``-no-neighbours`` 65.5 / 73.6 / 82.1 / 86.7,
+``-no-time`` 65.9 / 75.7 / 82.7 / 87.6); ``mindcore-bare`` 61.7 / 71.1 / 79.7 / 85.5
+(``-no-neighbours`` 55.3 / 62.3 / 71.1 / 77.1, ``-no-time`` 59.7 / 69.0 / 77.7 / 83.8).
 
 Published anchors (README): BM25 46.3 / 54.2 / 63.0 / 70.7, DRAGON 56.7 / 66.2 / 76.7 / 82.7. Each
 row's extra_info holds R@5/10/25/50 overall (``r@k``), without category 5 and per category; the

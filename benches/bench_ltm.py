@@ -8,8 +8,8 @@
   re-ranking: less work than either mindcore row). ``mindcore-threads`` is the same memories
   stored as conversations of 20 turns (``thread`` and ``position``), recalled with the default
   one neighbour each side of a hit; ``mindcore-threads-no-neighbours`` the same store with
-  ``RecallOptions(neighbours=0)``. ``mindcore-dated`` is the same memories dated over two years,
-  each query naming a month (the default time lever: a second ranking pass over that month's
+  ``RecallOptions(neighbours=0)``. ``mindcore-dated`` is the same memories dated over two years
+  in the order they were stored, each query naming a month (the default time lever: a second ranking pass over that month's
   memories); ``mindcore-dated-no-time`` the same queries with ``RecallOptions(time_boost=0)``.
   The query embedding is a dict lookup. p50/p99 in extra_info.
 * ``ltm: first recall after a write``: a memory is remembered (not timed), then one recall: what
@@ -124,10 +124,10 @@ def corpus(request: pytest.FixtureRequest) -> Iterator[dict[str, Any]]:
         for i in range(0, n, 20_000):
             threaded.remember_many([{"text": t, "thread": f"chat-{j // THREAD_TURNS}", "position": j % THREAD_TURNS}
                                     for j, t in enumerate(texts[i:i + 20_000], start=i)], dedupe=False)
-        # The same memories dated over two years (one a day, round robin), asked about a month.
+        # The same memories dated over two years in the order they were stored, asked about a month.
         dated = LongTermMemory(store, user_id="bench-user", namespace="dated", embedder=emb, max_items=0)
         for i in range(0, n, 20_000):
-            dated.remember_many([{"text": t, "created_at": DATED_FROM + (j % 730) * DAY_MS}
+            dated.remember_many([{"text": t, "created_at": DATED_FROM + (j * 730 // n) * DAY_MS}
                                  for j, t in enumerate(texts[i:i + 20_000], start=i)], dedupe=False)
         dated_queries = [f"{q[:-1]} in {MONTHS[j % 24]}?" for j, q in enumerate(queries)]
         emb.add(dated_queries)

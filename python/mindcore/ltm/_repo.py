@@ -494,8 +494,7 @@ class MemoryRepo:
         inside = dated(window, view.created_ms) if window is not None and time_boost > 0 else None
         if inside is not None and inside.any():
             top_dated = rank(vector, view.matrix, weights, k=k, now_ms=now_ms, timestamps=view.recency_ms,
-                             extra=extra, inv_norms=view.inv_norms, mask=inside,
-                             shadow=view.shadow if 8 * k <= n else None)
+                             extra=extra, inv_norms=view.inv_norms, mask=inside)
             indices, scores, similarities, complete = with_time_boost(
                 (indices, scores, similarities), inside[indices],
                 (top_dated.indices, top_dated.scores, top_dated.similarities),

@@ -216,6 +216,14 @@ class LongTermMemoryConfig:
     is never sent; a call that fails or takes over ``query_rewriter_timeout`` seconds leaves the
     question to rank alone. :func:`mindcore.batch.recall` does not rewrite.
 
+    ``key_writer``: an LLM that :meth:`~mindcore.ltm.LongTermMemory.remember` and ``remember_many``
+    ask, once per write, for a short fact line per memory (what it tells, with the names and dates
+    its context resolves), kept as the first line of the memory's ``context``: searched, never
+    rendered, the text stored as given (:mod:`mindcore.ltm.keys`). Off (``None``) by default. Only
+    text the secret policy let through is sent, and a line it refuses is dropped; a call that
+    fails or takes over ``key_writer_timeout`` seconds stores the memories without keys.
+    Extraction and :func:`mindcore.batch.remember` write no keys.
+
     >>> LongTermMemoryConfig(max_items=50).max_items
     50
     >>> LongTermMemoryConfig(touch_delay=-1)
@@ -236,6 +244,8 @@ class LongTermMemoryConfig:
     resolver_timeout: float | None = 60.0
     query_rewriter: LLM | None = None
     query_rewriter_timeout: float | None = 10.0
+    key_writer: LLM | None = None
+    key_writer_timeout: float | None = 60.0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "max_items", resolve_max_items(self.max_items))
@@ -256,11 +266,12 @@ class LongTermMemoryConfig:
             raise InvalidInputError(f"related_candidates: expected a positive int, got {n!r}")
         if self.resolver is not None and self.resolver is not False:
             check_llm(self.resolver, "resolver")
-        if self.query_rewriter is not None:
-            check_llm(self.query_rewriter, "query_rewriter")
-        if self.query_rewriter_timeout is not None:
-            object.__setattr__(self, "query_rewriter_timeout", check_number(
-                self.query_rewriter_timeout, "query_rewriter_timeout", minimum=0))
+        for name in ("query_rewriter", "key_writer"):
+            if getattr(self, name) is not None:
+                check_llm(getattr(self, name), name)
+        for name in ("query_rewriter_timeout", "key_writer_timeout"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, check_number(getattr(self, name), name, minimum=0))
         if self.resolver_timeout is not None:
             object.__setattr__(self, "resolver_timeout", check_number(self.resolver_timeout, "resolver_timeout",
                                                                       minimum=0))

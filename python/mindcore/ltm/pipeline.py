@@ -52,6 +52,7 @@ from mindcore.ltm._repo import (
 )
 from mindcore.ltm.config import DAY_MS, DEFAULT_DUPLICATE_THRESHOLD, LongTermMemoryConfig
 from mindcore.ltm.extract import Candidate
+from mindcore.ltm.keys import with_key, write_keys
 from mindcore.ltm.resolve import MemoryPair, PairVerdict, resolve_pairs
 from mindcore.ltm.types import (
     DEFAULT_KIND,
@@ -213,6 +214,23 @@ class WritePipeline:
         except SecretRefusedError:
             return None
 
+    def _with_keys(self, rows: list[Row], writer: LLM) -> list[Row]:
+        """``rows`` (already screened) with the fact line the key writer gives each as the first
+        line of its context (:mod:`mindcore.ltm.keys`); a line the secret policy refuses, or one
+        that would make the context too long, is left out."""
+        keys = write_keys(writer, [(row.text, row.context) for row in rows], timeout=self._config.key_writer_timeout)
+        policy = self._config.secrets
+        out = list(rows)
+        for i, key in keys.items():
+            try:
+                screened_key = policy.screen(key, "context")
+            except SecretRefusedError:
+                continue
+            context = with_key(rows[i].context, screened_key)
+            if len(context) <= MAX_CONTEXT_CHARS:
+                out[i] = rows[i]._replace(context=context)
+        return out
+
     def ingest(self, rows: Sequence[Row], *, dedupe: bool, source: str,
                resolver: LLM | None = None) -> tuple[list[RememberResult], int]:
         """Store ``rows``; one result per row, in order, and how many memories were evicted. With
@@ -225,6 +243,8 @@ class WritePipeline:
         if not clean:
             return results, 0
         rows = [screened[i] for i in clean]  # type: ignore[misc]
+        if self._config.key_writer is not None and source != "extraction":
+            rows = self._with_keys(rows, self._config.key_writer)
         vectors = self._embed([embedded_text(row[0], row[4]) for row in rows])
         if resolver is None:
             resolver = self._resolver
