@@ -97,9 +97,9 @@ def recall(
     Each query gets what ``LongTermMemory.create(store, user_id=..., namespace=namespace,
     workspace_id=..., embedder=embedder, enabled=True).recall(query, k, touch=touch, options=options)``
     returns for it (same scores, same order, equal scores in memory-id order; neighbours in a
-    thread included), without a Python loop over users: the
-    queries are grouped by user, embedded in large batches, each user's memories are read once
-    per chunk (many users per LanceDB scan) and scored together.
+    thread and the lift of memories dated when a query says included; no query rewriter is asked),
+    without a Python loop over users: the queries are grouped by user, embedded in large batches,
+    each user's memories are read once per chunk (many users per LanceDB scan) and scored together.
 
     Parameters
     ----------

@@ -4,8 +4,9 @@
 :data:`MAX_KEYS_PER_CALL` memories a call), for one short fact line per memory: what it tells,
 with the names and dates its context resolves ("Caroline went to an LGBTQ support group on 7 May
 2023" for "I went to the support group yesterday."). The line becomes the first line of the
-memory's ``context``: recall's BM25 side searches it, the block never shows it, and the text the
-user gave is stored as it was.
+memory's ``context``: recall's BM25 side searches it (and, for a memory given no context, its
+vector embeds it before the text, see :func:`~mindcore.ltm.types.embedded_text`), the block
+never shows it, and the text the user gave is stored as it was.
 
 The model sees the memories after the secret policy has screened them (a refused one is never
 sent), through :func:`mindcore.blocks.one_line` inside a numbered block; a line it writes is

@@ -438,9 +438,10 @@ class LongTermMemory:
         Only user and assistant messages (the last 12,000 characters) reach the extractor. An LLM
         failure or an unparseable reply stores nothing, is logged, and is reported in ``.error``.
 
-        ``thread`` names the conversation: the facts are stored in it in the order they are
-        stored, so recalling one brings those stored beside it (see :meth:`remember`). A thread that looks like a secret raises
-        :class:`~mindcore.errors.SecretRefusedError` before the model is called.
+        ``thread`` names the conversation: the facts are stored in it, in the order they are
+        stored, so recalling one brings those stored beside it (see :meth:`remember`). A thread
+        that looks like a secret raises :class:`~mindcore.errors.SecretRefusedError` before the
+        model is called.
         """
         extractor = self._require_extractor()
         thread = self._conversation_thread(thread)
